@@ -1,0 +1,89 @@
+//! Admin routes: change the configuration live and reset the counters.
+//!
+//! `PUT /admin/config` is how a workshop applies the seed's fix (more permits) while
+//! scripts are attached. Access: without a token only loopback clients may call
+//! these routes (403 otherwise); with `--admin-token` (or `ISIM_ADMIN_TOKEN`) every
+//! caller must send `Authorization: Bearer <token>` (401 otherwise).
+
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::header;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{post, put};
+use axum::{Json, Router};
+
+use crate::config::ConfigUpdate;
+use crate::error::{bad_json, ApiError};
+use crate::http::{stats_body, AppState, EffectiveConfig};
+
+pub fn routes(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/admin/config", put(update_config))
+        .route("/admin/reset", post(reset))
+        .route_layer(middleware::from_fn_with_state(state, guard))
+}
+
+async fn guard(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    match state.config.admin_token.as_deref() {
+        Some(token) => {
+            let presented = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            match presented {
+                Some(p) if constant_time_eq(p.as_bytes(), token.as_bytes()) => {}
+                _ => {
+                    return Err(ApiError::Unauthorized(
+                        "admin routes need Authorization: Bearer <admin token>",
+                    ))
+                }
+            }
+        }
+        None => {
+            let peer = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0);
+            if !peer.is_some_and(|p| p.ip().is_loopback()) {
+                return Err(ApiError::Forbidden(
+                    "admin routes answer loopback clients only; configure an admin token to allow others",
+                ));
+            }
+        }
+    }
+    Ok(next.run(request).await)
+}
+
+/// Compares without an early exit, so the time taken does not reveal how much of a
+/// guessed token was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn update_config(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<EffectiveConfig>, ApiError> {
+    let update: ConfigUpdate = serde_json::from_slice(&body?).map_err(bad_json)?;
+    state
+        .processor
+        .update(&update)
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    tracing::info!(?update, "configuration changed");
+    Ok(Json(stats_body(&state).config))
+}
+
+async fn reset(State(state): State<AppState>) -> Json<crate::http::StatsBody> {
+    state.processor.events().stats().reset();
+    tracing::info!("counters reset");
+    Json(stats_body(&state))
+}

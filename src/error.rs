@@ -1,0 +1,83 @@
+//! Every error the HTTP API can answer with, and the one place that picks its status.
+//!
+//! Bodies are always JSON, `{"error": "<kind>", "message": "<what to fix>"}`, so a
+//! client or a curious attendee with curl sees why and never a bare status line.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("no route for {0}")]
+    NotFound(String),
+    #[error("{0} is not allowed here")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    fn status_and_kind(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, kind) = self.status_and_kind();
+        let mut response = (
+            status,
+            Json(json!({ "error": kind, "message": self.to_string() })),
+        )
+            .into_response();
+        if matches!(self, ApiError::Unauthorized(_)) {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+impl From<axum::extract::rejection::BytesRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::BytesRejection) -> Self {
+        let text = rejection.body_text();
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(text),
+            status if status.is_client_error() => ApiError::BadRequest(text),
+            _ => ApiError::Internal(text),
+        }
+    }
+}
+
+/// A JSON body that did not parse, with serde's line/column and reason.
+pub fn bad_json(err: serde_json::Error) -> ApiError {
+    ApiError::BadRequest(format!("invalid JSON body: {err}"))
+}

@@ -1,0 +1,79 @@
+//! One function per event of the model. Each fires its USDT probe, moves the
+//! `/stats` counter and records the Prometheus metric, in one place, so the three
+//! views of the server can never disagree about what happened.
+
+// The usdt probe macros expand, here at their call sites, into the inline assembly
+// that places each probe; that is the only unsafe code in the crate.
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::metrics as m;
+use crate::probes::isim;
+use crate::stats::Stats;
+
+/// The event sink shared by request handlers and persistence tasks.
+#[derive(Debug, Clone, Default)]
+pub struct Events {
+    stats: Arc<Stats>,
+}
+
+impl Events {
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn request_start(&self, id: u64, bytes: u64) {
+        isim::request__start!(|| (id, bytes));
+        self.stats.record(|c| c.requests_started += 1);
+        metrics::counter!(m::REQUESTS_STARTED).increment(1);
+    }
+
+    pub fn request_nonblock(&self, id: u64, available: usize) {
+        isim::request__nonblock!(|| (id, available as u64));
+        self.stats.record(|c| c.requests_nonblocked += 1);
+        metrics::counter!(m::REQUESTS_NONBLOCKED).increment(1);
+    }
+
+    pub fn request_block(&self, id: u64, permits: usize) {
+        isim::request__block!(|| (id, permits as u64));
+        self.stats.record(|c| c.requests_blocked += 1);
+        metrics::counter!(m::REQUESTS_BLOCKED).increment(1);
+    }
+
+    pub fn request_unblock(&self, id: u64, waited: Duration) {
+        isim::request__unblock!(|| (id, nanos(waited)));
+        metrics::histogram!(m::PERMIT_WAIT).record(waited.as_secs_f64());
+    }
+
+    pub fn request_done(&self, id: u64, lifetime: Duration, blocked: bool) {
+        isim::request__done!(|| (id, nanos(lifetime), u64::from(blocked)));
+        self.stats.record(|c| c.requests_done += 1);
+        metrics::counter!(m::REQUESTS_DONE).increment(1);
+        metrics::histogram!(m::REQUEST_LIFETIME).record(lifetime.as_secs_f64());
+    }
+
+    pub fn persist_start(&self, id: u64, bytes: u64) {
+        isim::persist__start!(|| (id, bytes));
+        self.stats.record(|c| c.persists_started += 1);
+        metrics::counter!(m::PERSISTS_STARTED).increment(1);
+    }
+
+    pub fn persist_done(&self, id: u64, ok: bool, latency: Duration) {
+        isim::persist__done!(|| (id, u64::from(ok), nanos(latency)));
+        self.stats.record(|c| {
+            c.persists_done += 1;
+            c.persists_failed += u64::from(!ok);
+        });
+        metrics::counter!(m::PERSISTS_DONE).increment(1);
+        if !ok {
+            metrics::counter!(m::PERSISTS_FAILED).increment(1);
+        }
+        metrics::histogram!(m::PERSIST_LATENCY).record(latency.as_secs_f64());
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,251 @@
+//! The persistence gate: the semaphore that is the bottleneck of the whole workshop.
+//!
+//! **Capacity.** `permits` persists may be in progress at once (8 by default, the
+//! original's `PERSIST_N`). **Who holds a permit.** Not the request: the *persist*.
+//! A request takes a permit, hands it to the persistence task and replies; the permit
+//! comes back only when that persist ends, successfully or not. So the gate limits
+//! persists in flight, and by Little's law the throughput of the whole server is at
+//! most `permits / mean persist time` (8 / 60 ms ≈ 133 requests/s by default).
+//! **When it is exhausted.** [`PersistGate::try_admit`] fails; the caller fires
+//! `request-block` and waits in [`PersistGate::admit`], in FIFO order (tokio's
+//! semaphore is fair), for as long as it takes: there is no timeout, as in the original.
+//!
+//! The capacity can change while requests wait (`PUT /admin/config`, the seed's fix).
+//! Growing adds permits at once and wakes waiters. Shrinking forgets the permits that
+//! are free now and records the rest as debt, paid off by forgetting permits as their
+//! persists finish, so that once everything drains `available == total` again.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+
+/// The largest capacity the gate accepts: tokio's own semaphore limit.
+pub const MAX_PERMITS: usize = Semaphore::MAX_PERMITS;
+
+/// A cheap, cloneable handle to the gate.
+#[derive(Clone)]
+pub struct PersistGate {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    semaphore: Arc<Semaphore>,
+    sizing: Mutex<Sizing>,
+}
+
+/// What the gate should hold (`total`) and how many permits must still be
+/// forgotten as they come back (`debt`) to get there after a shrink.
+#[derive(Debug, Clone, Copy)]
+struct Sizing {
+    total: usize,
+    debt: usize,
+}
+
+/// Why the gate cannot be resized or used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    #[error("permits must be between 1 and {MAX_PERMITS}, got {0}")]
+    OutOfRange(usize),
+    #[error("the persistence gate is closed (the server is shutting down)")]
+    Closed,
+}
+
+/// A permit held by one persist. Dropping it gives the permit back (or, after a
+/// shrink, retires it).
+#[must_use = "dropping the permit at once would let the next request through"]
+pub struct GatePermit {
+    permit: Option<OwnedSemaphorePermit>,
+    gate: Arc<Inner>,
+}
+
+impl PersistGate {
+    /// A gate with `permits` permits.
+    pub fn new(permits: usize) -> Result<Self, GateError> {
+        check(permits)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                semaphore: Arc::new(Semaphore::new(permits)),
+                sizing: Mutex::new(Sizing {
+                    total: permits,
+                    debt: 0,
+                }),
+            }),
+        })
+    }
+
+    /// Takes a permit if one is free right now (the original's `try_acquire`).
+    /// `None` means the request must block.
+    pub fn try_admit(&self) -> Option<GatePermit> {
+        match Arc::clone(&self.inner.semaphore).try_acquire_owned() {
+            Ok(permit) => Some(self.wrap(permit)),
+            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => None,
+        }
+    }
+
+    /// Waits, in arrival order, until a permit is free (the original's `acquire`).
+    pub async fn admit(&self) -> Result<GatePermit, GateError> {
+        let permit = Arc::clone(&self.inner.semaphore)
+            .acquire_owned()
+            .await
+            .map_err(|_| GateError::Closed)?;
+        Ok(self.wrap(permit))
+    }
+
+    /// Changes the capacity. Waiters are woken at once when it grows; when it
+    /// shrinks, persists already in flight finish normally.
+    pub fn resize(&self, permits: usize) -> Result<(), GateError> {
+        check(permits)?;
+        let mut sizing = self.inner.sizing();
+        if permits >= sizing.total {
+            let mut grow = permits - sizing.total;
+            // Cancel outstanding debt first: those permits still exist in the semaphore.
+            let cancelled = grow.min(sizing.debt);
+            sizing.debt -= cancelled;
+            grow -= cancelled;
+            self.inner.semaphore.add_permits(grow);
+        } else {
+            let shrink = sizing.total - permits;
+            let forgotten = self.inner.semaphore.forget_permits(shrink);
+            sizing.debt += shrink - forgotten;
+        }
+        sizing.total = permits;
+        Ok(())
+    }
+
+    /// The configured capacity.
+    pub fn total(&self) -> usize {
+        self.inner.sizing().total
+    }
+
+    /// Permits free right now (0 while requests are blocked).
+    pub fn available(&self) -> usize {
+        // Right after a shrink the semaphore can still hold a few permits that are
+        // owed; never report more free than the configured total.
+        let sizing = self.inner.sizing();
+        self.inner.semaphore.available_permits().min(sizing.total)
+    }
+
+    fn wrap(&self, permit: OwnedSemaphorePermit) -> GatePermit {
+        GatePermit {
+            permit: Some(permit),
+            gate: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl Inner {
+    fn sizing(&self) -> MutexGuard<'_, Sizing> {
+        // The lock guards two integers and no code under it can panic; a poisoned
+        // lock still holds consistent numbers.
+        self.sizing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for GatePermit {
+    fn drop(&mut self) {
+        let Some(permit) = self.permit.take() else {
+            return;
+        };
+        let mut sizing = self.gate.sizing();
+        if sizing.debt > 0 {
+            sizing.debt -= 1;
+            permit.forget();
+        } else {
+            // Released while the lock is held so resize() never sees a half-returned permit.
+            drop(permit);
+        }
+    }
+}
+
+fn check(permits: usize) -> Result<(), GateError> {
+    if permits == 0 || permits > MAX_PERMITS {
+        return Err(GateError::OutOfRange(permits));
+    }
+    Ok(())
+}
+
+impl fmt::Debug for PersistGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PersistGate")
+            .field("total", &self.total())
+            .field("available", &self.available())
+            .finish()
+    }
+}
+
+impl fmt::Debug for GatePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GatePermit")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rejects_zero_and_more_than_tokio_can_hold() {
+        assert_eq!(PersistGate::new(0).unwrap_err(), GateError::OutOfRange(0));
+        let gate = PersistGate::new(8).unwrap();
+        assert!(gate.resize(MAX_PERMITS + 1).is_err());
+        assert!(gate.resize(0).is_err());
+        assert_eq!(gate.total(), 8, "a rejected resize changes nothing");
+        gate.resize(MAX_PERMITS).unwrap();
+        assert_eq!(gate.total(), MAX_PERMITS);
+    }
+
+    #[test]
+    fn blocks_exactly_when_every_permit_is_held() {
+        let gate = PersistGate::new(2).unwrap();
+        let a = gate.try_admit().expect("first is free");
+        let _b = gate.try_admit().expect("second is free");
+        assert!(gate.try_admit().is_none(), "both held: must block");
+        drop(a);
+        assert!(gate.try_admit().is_some(), "one returned: free again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn growing_wakes_a_waiter() {
+        let gate = PersistGate::new(1).unwrap();
+        let _held = gate.try_admit().unwrap();
+        let waiter = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.admit().await.map(|_| ()) }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        gate.resize(2).unwrap();
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("woken")
+            .unwrap()
+            .unwrap();
+    }
+
+    #[test]
+    fn shrinking_below_what_is_held_settles_once_permits_return() {
+        let gate = PersistGate::new(4).unwrap();
+        let held: Vec<_> = (0..3).map(|_| gate.try_admit().unwrap()).collect();
+        gate.resize(1).unwrap();
+        assert_eq!(gate.total(), 1);
+        assert_eq!(gate.available(), 0);
+        drop(held);
+        assert_eq!(gate.available(), 1, "debt paid, one permit left");
+        gate.resize(3).unwrap();
+        assert_eq!(gate.available(), 3);
+    }
+
+    #[test]
+    fn growing_while_in_debt_cancels_the_debt_first() {
+        let gate = PersistGate::new(4).unwrap();
+        let held: Vec<_> = (0..4).map(|_| gate.try_admit().unwrap()).collect();
+        gate.resize(2).unwrap(); // debt 2
+        gate.resize(5).unwrap(); // debt cancelled, 1 added
+        assert_eq!(gate.available(), 1);
+        drop(held);
+        assert_eq!(gate.available(), 5);
+        assert_eq!(gate.total(), 5);
+    }
+}

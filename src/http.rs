@@ -1,0 +1,170 @@
+//! The HTTP API: routes, the request endpoint and the read-only views.
+//!
+//! `app(state)` returns the whole router so tests can drive it without a socket.
+//! Limits (see docs/limits.md): raw bodies up to `max_body_bytes` (16 MiB by
+//! default), synthetic elements up to `max_element_bytes` (1 GiB by default), both
+//! refused with 413 beyond that.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, Method, Uri};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use crate::admin;
+use crate::config::{ServerConfig, Tunables};
+use crate::error::{bad_json, ApiError};
+use crate::metrics;
+use crate::persist::Element;
+use crate::processor::{DataProcessor, Reply};
+use crate::stats::Counts;
+
+/// Everything the handlers share.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub processor: DataProcessor,
+    pub config: ServerConfig,
+}
+
+/// The router of the whole API.
+pub fn app(state: AppState) -> Router {
+    // The Bytes extractor enforces this limit; its rejection becomes a JSON 413.
+    let body_limit = usize::try_from(state.config.max_body_bytes).unwrap_or(usize::MAX);
+    Router::new()
+        .route("/requests", post(create_request))
+        .route("/stats", get(stats))
+        .route("/metrics", get(prometheus))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .merge(admin::routes(state.clone()))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+/// `{"size": N}`: a synthetic element of N bytes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SyntheticElement {
+    size: u64,
+}
+
+async fn create_request(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Reply>, ApiError> {
+    let element = parse_element(&headers, body?, state.config.max_element_bytes)?;
+    let reply = state
+        .processor
+        .submit(element)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    Ok(Json(reply))
+}
+
+/// Turns a request body into an element, by content type.
+pub fn parse_element(
+    headers: &HeaderMap,
+    body: Bytes,
+    max_element_bytes: u64,
+) -> Result<Element, ApiError> {
+    let content_type = match headers.get(header::CONTENT_TYPE) {
+        None => None,
+        Some(value) => Some(value.to_str().map_err(|_| {
+            ApiError::BadRequest("the content-type header is not valid text".into())
+        })?),
+    };
+    let essence = content_type.map(|ct| {
+        ct.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    });
+    match essence.as_deref() {
+        None | Some("application/octet-stream") => Ok(Element::Bytes(body)),
+        Some("application/json") => {
+            let synthetic: SyntheticElement = serde_json::from_slice(&body).map_err(bad_json)?;
+            if synthetic.size > max_element_bytes {
+                return Err(ApiError::PayloadTooLarge(format!(
+                    "a synthetic element may be at most {max_element_bytes} bytes, asked for {}",
+                    synthetic.size
+                )));
+            }
+            Ok(Element::Synthetic(synthetic.size))
+        }
+        Some(other) => Err(ApiError::UnsupportedMediaType(format!(
+            "content-type {other} is not supported: send application/octet-stream (the element) or application/json ({{\"size\": N}})"
+        ))),
+    }
+}
+
+/// The body of `GET /stats`.
+#[derive(Debug, Serialize)]
+pub struct StatsBody {
+    #[serde(flatten)]
+    pub counts: Counts,
+    pub requests_in_flight: u64,
+    pub persists_in_flight: u64,
+    pub permits_available: usize,
+    pub permits_total: usize,
+    pub config: EffectiveConfig,
+}
+
+/// The configuration in force now, live changes included.
+#[derive(Debug, Serialize)]
+pub struct EffectiveConfig {
+    pub permits: usize,
+    #[serde(flatten)]
+    pub tunables: Tunables,
+    pub store: &'static str,
+    pub max_body_bytes: u64,
+    pub max_element_bytes: u64,
+}
+
+pub fn stats_body(state: &AppState) -> StatsBody {
+    let p = &state.processor;
+    let counts = p.counts();
+    StatsBody {
+        counts,
+        requests_in_flight: counts.requests_in_flight(),
+        persists_in_flight: counts.persists_in_flight(),
+        permits_available: p.gate().available(),
+        permits_total: p.gate().total(),
+        config: EffectiveConfig {
+            permits: p.gate().total(),
+            tunables: p.tunables(),
+            store: if state.config.persist_dir.is_some() {
+                "files"
+            } else {
+                "simulated"
+            },
+            max_body_bytes: state.config.max_body_bytes,
+            max_element_bytes: state.config.max_element_bytes,
+        },
+    }
+}
+
+async fn stats(State(state): State<AppState>) -> Json<StatsBody> {
+    Json(stats_body(&state))
+}
+
+async fn prometheus(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    let handle = metrics::handle()
+        .map_err(|e| ApiError::Internal(format!("metrics recorder unavailable: {e}")))?;
+    let p = &state.processor;
+    let text = metrics::render(handle, &p.counts(), p.gate().available(), p.gate().total());
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(uri.path().to_owned())
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed(format!("{method} {}", uri.path()))
+}

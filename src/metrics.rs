@@ -1,0 +1,121 @@
+//! Prometheus metrics: names, buckets, the process-wide recorder and `/metrics`.
+//!
+//! Counters here are Prometheus counters: they only grow, and `POST /admin/reset`
+//! does not touch them (rate() over them stays correct); `/stats` is the resettable
+//! window. Gauges are not updated on every event but set from a consistent snapshot
+//! just before each scrape, so they never disagree with one another.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{describe_counter, describe_gauge, describe_histogram, gauge, Unit};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::stats::Counts;
+
+pub const REQUESTS_STARTED: &str = "isim_requests_started_total";
+pub const REQUESTS_DONE: &str = "isim_requests_done_total";
+pub const REQUESTS_BLOCKED: &str = "isim_requests_blocked_total";
+pub const REQUESTS_NONBLOCKED: &str = "isim_requests_nonblocked_total";
+pub const PERSISTS_STARTED: &str = "isim_persists_started_total";
+pub const PERSISTS_DONE: &str = "isim_persists_done_total";
+pub const PERSISTS_FAILED: &str = "isim_persists_failed_total";
+pub const REQUEST_LIFETIME: &str = "isim_request_lifetime_seconds";
+pub const PERMIT_WAIT: &str = "isim_permit_wait_seconds";
+pub const PERSIST_LATENCY: &str = "isim_persist_latency_seconds";
+const PERMITS_AVAILABLE: &str = "isim_permits_available";
+const PERMITS_CAPACITY: &str = "isim_permits_capacity";
+const PERSISTS_IN_FLIGHT: &str = "isim_persists_in_flight";
+const REQUESTS_IN_FLIGHT: &str = "isim_requests_in_flight";
+
+/// Histogram buckets in seconds: 100 us to 60 s, dense around the default 1-100 ms
+/// so the 60 ms persist and the ~3.5 ms request lifetime both resolve.
+const BUCKETS: [f64; 20] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.035, 0.05, 0.06,
+    0.075, 0.1, 0.25, 0.5, 1.0, 5.0, 60.0,
+];
+
+/// How often histogram samples are folded in when nobody scrapes, so memory stays flat.
+pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+static HANDLE: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
+
+/// The recorder for this process, installed on first use. One per process because
+/// the `metrics` macros write to a global recorder; several servers in one test
+/// process share it, which is why `/stats`, not `/metrics`, is per server.
+pub fn handle() -> Result<&'static PrometheusHandle, &'static str> {
+    HANDLE
+        .get_or_init(|| {
+            let handle = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
+                .and_then(|b| b.install_recorder())
+                .map_err(|e| e.to_string())?;
+            describe();
+            Ok(handle)
+        })
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+fn describe() {
+    for (name, help) in [
+        (
+            REQUESTS_STARTED,
+            "Requests that entered the data processor (probe request-start).",
+        ),
+        (REQUESTS_DONE, "Requests answered (probe request-done)."),
+        (
+            REQUESTS_BLOCKED,
+            "Requests that found no free permit and waited (probe request-block).",
+        ),
+        (
+            REQUESTS_NONBLOCKED,
+            "Requests that got a permit at once (probe request-nonblock).",
+        ),
+        (
+            PERSISTS_STARTED,
+            "Persists handed to the store (probe persist-start).",
+        ),
+        (
+            PERSISTS_DONE,
+            "Persists that ended, successfully or not (probe persist-done).",
+        ),
+        (PERSISTS_FAILED, "Persists that ended in failure."),
+    ] {
+        describe_counter!(name, help);
+        metrics::counter!(name).absolute(0);
+    }
+    describe_histogram!(
+        REQUEST_LIFETIME,
+        Unit::Seconds,
+        "From request-start to request-done, network traverses included."
+    );
+    describe_histogram!(
+        PERMIT_WAIT,
+        Unit::Seconds,
+        "How long blocked requests waited for a permit."
+    );
+    describe_histogram!(
+        PERSIST_LATENCY,
+        Unit::Seconds,
+        "From persist-start to persist-done."
+    );
+    describe_gauge!(PERMITS_AVAILABLE, "Permits free right now.");
+    describe_gauge!(PERMITS_CAPACITY, "The gate's configured capacity.");
+    describe_gauge!(PERSISTS_IN_FLIGHT, "Persists started and not yet done.");
+    describe_gauge!(REQUESTS_IN_FLIGHT, "Requests started and not yet done.");
+}
+
+/// The text exposition, gauges set from one snapshot first.
+pub fn render(
+    handle: &PrometheusHandle,
+    counts: &Counts,
+    available: usize,
+    total: usize,
+) -> String {
+    gauge!(PERMITS_AVAILABLE).set(available as f64);
+    gauge!(PERMITS_CAPACITY).set(total as f64);
+    gauge!(PERSISTS_IN_FLIGHT).set(counts.persists_in_flight() as f64);
+    gauge!(REQUESTS_IN_FLIGHT).set(counts.requests_in_flight() as f64);
+    handle.render()
+}

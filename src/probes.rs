@@ -1,0 +1,55 @@
+//! The `isim` USDT provider: the probe contract of the workshop.
+//!
+//! The names and argument orders here are what every D and bpftrace script in
+//! `scripts/` and the seed's own scripts rely on (`isim*:::request-start` and so on);
+//! `__` in a Rust name becomes `-` in the probe name. arg0 is always the request id
+//! (a `u64`), so a script pairs events with `follow[arg0]` rather than with `self->`
+//! thread-locals, which are wrong in async code: a tokio task can run its
+//! request-start on one OS thread and its request-done on another.
+//!
+//! Arguments are plain integers because bpftrace and DTrace for Linux cannot take
+//! JSON apart. A probe costs about one load and a branch while nobody traces it; the
+//! argument closures are only evaluated when a tracer has enabled the probe.
+//!
+//! Do not call these directly: `events.rs` fires each probe together with the
+//! counter and metric that must agree with it.
+
+/// The six probes of the original plus `request-unblock`, which marks the moment a
+/// blocked request finally gets its permit (so the permit wait can be measured).
+#[usdt::provider]
+pub mod isim {
+    /// A request entered the data processor path. (id, element bytes)
+    fn request__start(id: u64, bytes: u64) {}
+    /// A permit was free at once. (id, permits still free after taking it)
+    fn request__nonblock(id: u64, available: u64) {}
+    /// No permit was free; the request will wait. (id, permits total)
+    fn request__block(id: u64, permits: u64) {}
+    /// A blocked request got its permit. (id, nanoseconds it waited)
+    fn request__unblock(id: u64, wait_ns: u64) {}
+    /// The reply is ready. (id, lifetime in ns since request-start, 1 if it blocked)
+    fn request__done(id: u64, lifetime_ns: u64, blocked: u64) {}
+    /// Persistence of the request's element begins. (id, element bytes)
+    fn persist__start(id: u64, bytes: u64) {}
+    /// Persistence ended, successfully or not. (id, 1 if ok, latency in ns)
+    fn persist__done(id: u64, ok: u64, latency_ns: u64) {}
+}
+
+/// Every probe name, as tracers see it. Tests check the binary against this list.
+pub const PROBE_NAMES: [&str; 7] = [
+    "request-start",
+    "request-nonblock",
+    "request-block",
+    "request-unblock",
+    "request-done",
+    "persist-start",
+    "persist-done",
+];
+
+/// Makes the probes visible to DTrace. On Linux the stapsdt notes need no
+/// registration, so a failure only matters on DTrace systems; it is logged, not fatal,
+/// because the simulator is still useful without tracing.
+pub fn register() {
+    if let Err(err) = usdt::register_probes() {
+        tracing::warn!(%err, "could not register the isim USDT probes; tracing will see nothing");
+    }
+}

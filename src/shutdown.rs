@@ -1,0 +1,67 @@
+//! Shutdown: the signals that start it and the report printed when it is over.
+//!
+//! The sequence lives in `server.rs`: stop accepting, let open requests finish,
+//! drain persistence, all within one deadline (`--drain-timeout`). This module
+//! says *when* (SIGINT or SIGTERM) and prints *what happened*, in the seed's
+//! count.d layout so the final numbers can be put beside a script's output.
+
+use std::fmt::Write as _;
+
+use crate::processor::DrainReport;
+
+/// Completes on the first SIGINT (Ctrl-C) or SIGTERM.
+pub async fn signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(%err, "cannot listen for Ctrl-C; stop the server with SIGTERM");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(%err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT: shutting down"),
+        () = term => tracing::info!("SIGTERM: shutting down"),
+    }
+}
+
+/// One `label  count` line as DTrace's `printa` lays out a count aggregation.
+pub fn seed_line(label: &str, value: u64) -> String {
+    format!("  {label:<50} {value:>16}\n")
+}
+
+/// The final counts, labelled like the seed's count.d output, plus what the drain
+/// deadline forced us to abandon.
+pub fn final_report(report: &DrainReport) -> String {
+    let mut out = String::from("\nfinal counts since start (or the last reset):\n\n");
+    for (label, value) in report.counts.seed_labels() {
+        out.push_str(&seed_line(label, value));
+    }
+    out.push_str(&seed_line(
+        "requests abandoned at shutdown",
+        report.requests_abandoned,
+    ));
+    out.push_str(&seed_line(
+        "persistent writes abandoned at shutdown",
+        report.persists_abandoned,
+    ));
+    if report.requests_abandoned + report.persists_abandoned > 0 {
+        let _ = writeln!(
+            out,
+            "\nthe drain deadline passed before everything finished (raise --drain-timeout)"
+        );
+    }
+    out
+}
