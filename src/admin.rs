@@ -8,7 +8,8 @@
 use std::net::SocketAddr;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, ExtensionRejection};
+
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header;
 use axum::middleware::{self, Next};
@@ -29,6 +30,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
 
 async fn guard(
     State(state): State<AppState>,
+    peer: Result<ConnectInfo<SocketAddr>, ExtensionRejection>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
@@ -49,11 +51,8 @@ async fn guard(
             }
         }
         None => {
-            let peer = request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0);
-            if !peer.is_some_and(|p| p.ip().is_loopback()) {
+            // A router served without connect info cannot tell who calls: refuse.
+            if !peer.is_ok_and(|ConnectInfo(p)| p.ip().is_loopback()) {
                 return Err(ApiError::Forbidden(
                     "admin routes answer loopback clients only; configure an admin token to allow others",
                 ));

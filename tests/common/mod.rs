@@ -1,0 +1,247 @@
+//! Test harness: the real `system-simulator` binary on 127.0.0.1 port 0, a small
+//! HTTP client, and bounded waits. Every wait has a deadline; nothing sleeps to
+//! dodge a race.
+#![allow(dead_code)] // each test file uses a different part of the harness
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_system-simulator");
+
+/// A running server; killed on drop if the test did not stop it.
+pub struct Server {
+    child: Child,
+    pub url: String,
+    pub pid: u32,
+    stdout: mpsc::Receiver<String>,
+}
+
+impl Server {
+    pub fn start(args: &[&str]) -> Server {
+        Self::start_with_env(args, &[])
+    }
+
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start system-simulator");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("server printed its address within 30 s");
+        let url = first
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_owned();
+        let pid = child.id();
+        Server {
+            child,
+            url,
+            pid,
+            stdout: rx,
+        }
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), self.pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {}", self.pid);
+    }
+
+    /// Sends SIGTERM and returns the exit status and everything printed after the banner.
+    pub fn terminate(mut self, within: Duration) -> (ExitStatus, String) {
+        self.signal("TERM");
+        let status = wait_child(&mut self.child, within);
+        let rest: Vec<String> = self.stdout.try_iter().collect();
+        (status, rest.join("\n"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn wait_child(child: &mut Child, within: Duration) -> ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for child") {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process did not exit within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: StatusCode,
+    pub body: String,
+}
+
+impl Response {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+pub type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+pub fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// One request with a 30 s bound.
+pub async fn send(
+    client: &HttpClient,
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Response {
+    let mut builder = Request::builder().method(method).uri(url);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let request = builder.body(Full::new(body.into())).expect("valid request");
+    let response = tokio::time::timeout(Duration::from_secs(30), client.request(request))
+        .await
+        .expect("answered within 30 s")
+        .expect("HTTP exchange");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    Response {
+        status,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+pub async fn get(client: &HttpClient, url: &str) -> Response {
+    send(client, Method::GET, url, &[], Bytes::new()).await
+}
+
+pub async fn post_element(client: &HttpClient, base: &str) -> Value {
+    let r = send(
+        client,
+        Method::POST,
+        &format!("{base}/requests"),
+        &[],
+        Bytes::from_static(b"element"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.json()
+}
+
+pub async fn put_json(client: &HttpClient, url: &str, body: &str) -> Response {
+    send(
+        client,
+        Method::PUT,
+        url,
+        &[("content-type", "application/json")],
+        body.to_owned(),
+    )
+    .await
+}
+
+pub async fn stats(client: &HttpClient, base: &str) -> Value {
+    get(client, &format!("{base}/stats")).await.json()
+}
+
+/// Sends `n` requests at once and returns how many replies said `blocked`.
+pub async fn burst(client: &HttpClient, base: &str, n: usize) -> u64 {
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (client, base) = (client.clone(), base.to_owned());
+        set.spawn(async move { post_element(&client, &base).await });
+    }
+    let replies = set.join_all().await;
+    replies.iter().filter(|r| r["blocked"] == true).count() as u64
+}
+
+/// Polls `/stats` until nothing is in flight (bounded), then returns it.
+pub async fn settled_stats(client: &HttpClient, base: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = stats(client, base).await;
+        if s["requests_in_flight"] == 0 && s["persists_in_flight"] == 0 {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "still in flight after 30 s: {s}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// True when the tests must not skip (CI sets CI=true).
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// Skips with a printed reason, or fails when running under CI.
+pub fn skip_or_fail(reason: &str) {
+    assert!(!in_ci(), "CI must run this test, but: {reason}");
+    eprintln!("SKIPPED: {reason}");
+}
+
+/// Reads everything a child wrote to a pipe.
+pub fn read_all(mut pipe: impl Read) -> String {
+    let mut out = String::new();
+    let _ = pipe.read_to_string(&mut out);
+    out
+}
+
+/// Whether a program is on PATH.
+pub fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether this process runs as root (needed to attach tracers).
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}

@@ -1,0 +1,65 @@
+//! The router in-process, for what a socket on loopback cannot show: a caller from
+//! another address.
+
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::connect_info::MockConnectInfo;
+use axum::http::{Request, StatusCode};
+use system_simulator::config::ServerConfig;
+use system_simulator::http::{app, AppState};
+use system_simulator::processor::DataProcessor;
+use tower::ServiceExt;
+
+fn router(peer: &str, token: Option<&str>) -> axum::Router {
+    let config = ServerConfig {
+        admin_token: token.map(str::to_owned),
+        ..ServerConfig::default()
+    };
+    let processor = DataProcessor::new(&config).unwrap();
+    app(AppState { processor, config }).layer(MockConnectInfo(peer.parse::<SocketAddr>().unwrap()))
+}
+
+async fn reset_status(router: axum::Router, auth: Option<&str>) -> StatusCode {
+    let mut request = Request::post("/admin/reset");
+    if let Some(a) = auth {
+        request = request.header("authorization", a);
+    }
+    router
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn admin_is_loopback_only_without_a_token() {
+    assert_eq!(
+        reset_status(router("127.0.0.1:5000", None), None).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        reset_status(router("[::1]:5000", None), None).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        reset_status(router("192.0.2.7:5000", None), None).await,
+        StatusCode::FORBIDDEN
+    );
+}
+
+#[tokio::test]
+async fn with_a_token_any_address_may_administer_but_must_present_it() {
+    let r = || router("192.0.2.7:5000", Some("tok"));
+    assert_eq!(reset_status(r(), None).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(reset_status(r(), Some("Bearer tok")).await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn reading_routes_are_open_to_everyone() {
+    let response = router("192.0.2.7:5000", None)
+        .oneshot(Request::get("/stats").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
