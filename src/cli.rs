@@ -27,7 +27,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the data processor over HTTP (POST /requests, GET /stats, GET /metrics).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// The seed in one command: the server, 135 clients for 30 s, the fix, again.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Debug, Args)]
@@ -157,7 +159,8 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// What `main` runs.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
+        Command::Demo(args) => crate::demo::run(args).await,
     }
 }
 
@@ -236,7 +239,9 @@ mod tests {
             "3",
         ])
         .unwrap();
-        let Command::Serve(args) = cli.command;
+        let Command::Serve(args) = cli.command else {
+            panic!("parsed as serve")
+        };
         let c = args.resolve().unwrap();
         assert_eq!(c.permits, 3);
         assert_eq!(c.persist_latency.to_string(), "exp(10ms)");
@@ -245,7 +250,9 @@ mod tests {
     #[test]
     fn invalid_values_fail_at_start_with_the_reason() {
         let cli = Cli::try_parse_from(["system-simulator", "serve", "--permits", "0"]).unwrap();
-        let Command::Serve(args) = cli.command;
+        let Command::Serve(args) = cli.command else {
+            panic!("parsed as serve")
+        };
         assert!(args
             .resolve()
             .unwrap_err()

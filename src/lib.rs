@@ -9,6 +9,7 @@ pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod delay;
+pub mod demo;
 pub mod error;
 pub mod events;
 pub mod gate;

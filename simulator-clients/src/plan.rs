@@ -1,0 +1,147 @@
+//! What a load run is: how many clients, how they pace themselves, when they stop.
+//!
+//! The default is the original simulator's client: a closed loop in which every
+//! client sends one element, waits for the reply, thinks for 1 s and repeats, all
+//! clients starting at the same instant (the burst is part of the seed's story).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand::Rng;
+use serde::Serialize;
+
+/// One load run.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// Base URL of the server, e.g. `http://127.0.0.1:7878`.
+    pub target: String,
+    pub clients: usize,
+    pub think_time: Duration,
+    /// Client starts spread evenly over this long; zero starts them all at once.
+    pub ramp_up: Duration,
+    pub stop: Stop,
+    pub payload: PayloadSize,
+    pub timeout: Duration,
+}
+
+/// When the run ends. With both set, whichever comes first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stop {
+    pub duration: Option<Duration>,
+    pub requests_per_client: Option<u64>,
+}
+
+/// The size of each element, sent as a synthetic `{"size": N}` so large elements
+/// cost the client nothing to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PayloadSize {
+    Fixed { bytes: u64 },
+    Uniform { low: u64, high: u64 },
+}
+
+impl PayloadSize {
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        match *self {
+            PayloadSize::Fixed { bytes } => bytes,
+            PayloadSize::Uniform { low, high } => rng.random_range(low..=high),
+        }
+    }
+}
+
+impl std::str::FromStr for PayloadSize {
+    type Err = String;
+
+    /// `4096` or `uniform(1024, 65536)`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if let Some(args) = s.strip_prefix("uniform(").and_then(|r| r.strip_suffix(')')) {
+            let (low, high) = args
+                .split_once(',')
+                .ok_or_else(|| format!("`{s}`: write uniform(LOW, HIGH)"))?;
+            let parse = |t: &str| t.trim().parse::<u64>().map_err(|e| format!("`{t}`: {e}"));
+            let (low, high) = (parse(low)?, parse(high)?);
+            if low > high {
+                return Err(format!("`{s}`: LOW is above HIGH"));
+            }
+            return Ok(PayloadSize::Uniform { low, high });
+        }
+        s.parse()
+            .map(|bytes| PayloadSize::Fixed { bytes })
+            .map_err(|_| format!("`{s}` is not a size in bytes or uniform(LOW, HIGH)"))
+    }
+}
+
+impl Default for LoadPlan {
+    fn default() -> Self {
+        Self {
+            target: "http://127.0.0.1:7878".into(),
+            clients: 1,
+            think_time: Duration::from_secs(1),
+            ramp_up: Duration::ZERO,
+            stop: Stop {
+                duration: Some(Duration::from_secs(60)),
+                requests_per_client: None,
+            },
+            payload: PayloadSize::Fixed { bytes: 1024 },
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why a target cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("target `{0}` must look like http://HOST:PORT (https is not supported)")]
+    Malformed(String),
+    #[error("cannot resolve {0}: {1}")]
+    Resolve(String, std::io::Error),
+}
+
+/// Resolves `http://host:port` once, so clients connect without DNS on every retry.
+pub async fn resolve(target: &str) -> Result<(SocketAddr, String), TargetError> {
+    let authority = target
+        .strip_prefix("http://")
+        .map(|rest| rest.trim_end_matches('/'))
+        .filter(|a| !a.is_empty() && !a.contains('/'))
+        .ok_or_else(|| TargetError::Malformed(target.to_owned()))?;
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    let addr = tokio::net::lookup_host(&with_port)
+        .await
+        .map_err(|e| TargetError::Resolve(with_port.clone(), e))?
+        .next()
+        .ok_or_else(|| TargetError::Malformed(target.to_owned()))?;
+    Ok((addr, authority.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_sizes_parse() {
+        assert_eq!("4096".parse(), Ok(PayloadSize::Fixed { bytes: 4096 }));
+        assert_eq!(
+            "uniform(1, 9)".parse(),
+            Ok(PayloadSize::Uniform { low: 1, high: 9 })
+        );
+        assert!("uniform(9, 1)".parse::<PayloadSize>().is_err());
+        assert!("big".parse::<PayloadSize>().is_err());
+    }
+
+    #[tokio::test]
+    async fn targets_must_be_plain_http() {
+        assert!(resolve("https://127.0.0.1:1").await.is_err());
+        assert!(resolve("127.0.0.1:1").await.is_err());
+        assert!(resolve("http://127.0.0.1:1/x").await.is_err());
+        let (addr, host) = resolve("http://127.0.0.1:7878/").await.unwrap();
+        assert_eq!((addr.port(), host.as_str()), (7878, "127.0.0.1:7878"));
+    }
+}

@@ -1,0 +1,53 @@
+//! Live progress on a terminal: elapsed, completed, rate, blocked share, errors.
+//! Drawn on stderr and only when stdout is a terminal, so a piped report stays clean.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::task::JoinHandle;
+
+use crate::worker::Shared;
+
+#[derive(Debug)]
+pub struct Progress {
+    bar: ProgressBar,
+    ticker: JoinHandle<()>,
+}
+
+impl Progress {
+    pub fn start(shared: Arc<Shared>) -> Self {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        let ticker = tokio::spawn({
+            let bar = bar.clone();
+            async move {
+                let mut every = tokio::time::interval(Duration::from_millis(250));
+                loop {
+                    every.tick().await;
+                    let (sent, completed, blocked, errors) = shared.recorder.counts();
+                    let secs = shared.start.elapsed().as_secs_f64().max(1e-9);
+                    let share = if completed == 0 {
+                        0.0
+                    } else {
+                        blocked as f64 * 100.0 / completed as f64
+                    };
+                    bar.set_message(format!(
+                        "sent {sent}  completed {completed} ({:.1}/s)  blocked {share:.1} %  errors {errors}",
+                        completed as f64 / secs
+                    ));
+                    bar.tick();
+                }
+            }
+        });
+        Self { bar, ticker }
+    }
+
+    pub fn finish(self) {
+        self.ticker.abort();
+        self.bar.finish_and_clear();
+    }
+}
