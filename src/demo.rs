@@ -161,20 +161,20 @@ pub fn comparison(
         after.blocked_share * 100.0
     );
     let ms = |ns: u64| ns as f64 / 1e6;
-    let _ = writeln!(
-        out,
-        "  {:<32} {:>16.1}ms {:>16.1}ms",
-        "latency p50 (client)",
-        ms(before.latency.p50_ns),
-        ms(after.latency.p50_ns)
-    );
-    let _ = writeln!(
-        out,
-        "  {:<32} {:>16.1}ms {:>16.1}ms",
-        "latency p99 (client)",
-        ms(before.latency.p99_ns),
-        ms(after.latency.p99_ns)
-    );
+    for (label, pick) in [
+        (
+            "latency p50 (client)",
+            (|r: &Report| r.latency.p50_ns) as fn(&Report) -> u64,
+        ),
+        ("latency p99 (client)", |r: &Report| r.latency.p99_ns),
+    ] {
+        let _ = writeln!(
+            out,
+            "  {label:<32} {:>16.1}ms {:>16.1}ms",
+            ms(pick(before)),
+            ms(pick(after))
+        );
+    }
     let _ = writeln!(
         out,
         "  {:<32} {:>18} {:>18}",
