@@ -30,6 +30,8 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// The seed in one command: the server, 135 clients for 30 s, the fix, again.
     Demo(crate::demo::DemoArgs),
+    /// The load generator, the same as the `sim-clients` binary (same flags).
+    Clients(Box<simulator_clients::cli::Args>),
 }
 
 #[derive(Debug, Args)]
@@ -161,6 +163,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(*args).await,
         Command::Demo(args) => crate::demo::run(args).await,
+        Command::Clients(args) => simulator_clients::cli::run(*args).await,
     }
 }
 

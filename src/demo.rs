@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use simulator_clients::{server as endpoints, LoadPlan, Report, Stop};
+use simulator_clients::{server as endpoints, LoadPlan, Pacing, Report, Stop};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
@@ -80,7 +80,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let plan = LoadPlan {
         target: url.clone(),
         clients: args.clients,
-        think_time: args.think_time,
+        pacing: Pacing::Closed {
+            think_time: args.think_time,
+            ramp_up: Duration::ZERO,
+        },
         stop: Stop {
             duration: Some(args.duration),
             requests_per_client: None,

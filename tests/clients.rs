@@ -8,14 +8,17 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use simulator_clients::{server as endpoints, LoadPlan, PayloadSize, Stop};
+use simulator_clients::{server as endpoints, LoadPlan, Pacing, PayloadSize, Stop};
 use tokio_util::sync::CancellationToken;
 
 fn plan(target: &str, clients: usize, think_ms: u64, stop: Stop) -> LoadPlan {
     LoadPlan {
         target: target.to_owned(),
         clients,
-        think_time: Duration::from_millis(think_ms),
+        pacing: Pacing::Closed {
+            think_time: Duration::from_millis(think_ms),
+            ramp_up: Duration::ZERO,
+        },
         stop,
         payload: PayloadSize::Fixed { bytes: 512 },
         timeout: Duration::from_secs(10),
@@ -139,6 +142,77 @@ async fn slow_replies_are_timeouts() {
         .await
         .unwrap();
     assert_eq!(report.errors_by_kind.timeout, 6, "{report:?}");
+}
+
+fn series_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Waits (at most 10 s) for the series to show a line matching `pred`.
+async fn wait_for_line(
+    path: &std::path::Path,
+    what: &str,
+    pred: impl Fn(&serde_json::Value) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !series_lines(path).iter().any(&pred) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the series never showed {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_mid_run_is_counted_and_the_run_goes_on() {
+    let first = Server::start(&["--permits", "64"]);
+    let listen = first.url.trim_start_matches("http://").to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let series_path = dir.path().join("series.jsonl");
+    let outputs = simulator_clients::Outputs {
+        progress: false,
+        series: Some(tokio::fs::File::create(&series_path).await.unwrap()),
+    };
+    let p = plan(&first.url, 10, 50, for_duration(Duration::from_secs(6)));
+    let run = tokio::spawn(async move {
+        simulator_clients::run_with(&p, CancellationToken::new(), outputs).await
+    });
+
+    wait_for_line(&series_path, "completions", |l| {
+        l["completed"].as_u64() > Some(0)
+    })
+    .await;
+    let (status, printed) = first.terminate(Duration::from_secs(15));
+    assert!(status.success());
+    let done_before = Server::final_count(&printed, "requests done");
+    // Restart only once the clients have counted the outage, so it is in the report.
+    wait_for_line(&series_path, "errors", |l| l["errors"].as_u64() > Some(0)).await;
+    let errors_seen = series_lines(&series_path).len();
+    let second = Server::start_on(&listen, &["--permits", "64"]);
+
+    let report = run.await.unwrap().unwrap();
+    let done_after = settled_stats(&client(), &second.url).await["requests_done"]
+        .as_u64()
+        .unwrap();
+    assert!(report.errors > 0, "{report:?}");
+    assert_eq!(
+        report.errors,
+        report.errors_by_kind.connect + report.errors_by_kind.io,
+        "refused while down, or cut off by the shutdown"
+    );
+    assert_eq!(report.requests_completed, done_before + done_after);
+    let lines = series_lines(&series_path);
+    assert!(
+        lines[errors_seen..]
+            .iter()
+            .any(|l| l["completed"].as_u64() > Some(0)),
+        "the clients carried on against the new server: {lines:?}"
+    );
 }
 
 #[test]

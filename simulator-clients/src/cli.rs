@@ -8,15 +8,16 @@ use anyhow::Context;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use crate::plan::{LoadPlan, PayloadSize, Stop};
+use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, Stop};
 
 /// N virtual clients against system-simulator: the original simulator's closed
-/// loop (send, wait for the reply, think, repeat), with a report laid out like the
-/// seed's DTrace output.
+/// loop (send, wait for the reply, think, repeat) or an open loop at a fixed rate,
+/// with a report laid out like the seed's DTrace output.
 #[derive(Debug, Parser)]
 #[command(name = "sim-clients", version, about, long_about = None)]
 pub struct Args {
-    /// Number of clients, each with its own keep-alive connection.
+    /// Number of clients, each with its own keep-alive connection (with --rate: the
+    /// connection pool that carries the sends).
     #[arg(long = "n", short = 'n', default_value_t = 1)]
     pub clients: usize,
 
@@ -28,17 +29,34 @@ pub struct Args {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
 
-    /// Stop each client after this many requests.
-    #[arg(long, value_name = "K")]
+    /// Stop each client after this many requests (closed loop only).
+    #[arg(long, value_name = "K", conflicts_with = "rate")]
     pub requests: Option<u64>,
 
-    /// Pause between a reply and the next request.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-    pub think_time: Duration,
+    /// Pause between a reply and the next request [default: 1s].
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "rate")]
+    pub think_time: Option<Duration>,
 
     /// Spread client starts over this long (default: all at once, as the original).
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, conflicts_with = "rate")]
     pub ramp_up: Duration,
+
+    /// Open loop: send R requests per second in total on a fixed schedule, whatever
+    /// the server does; latency counts from each send's scheduled time.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+
+    /// Open loop: spacing of the sends.
+    #[arg(long, value_enum, default_value_t = Arrivals::Uniform, requires = "rate")]
+    pub arrivals: Arrivals,
+
+    /// A send leaving later than this after its scheduled time counts as late.
+    #[arg(long, default_value = "5ms", value_parser = humantime::parse_duration)]
+    pub late_after: Duration,
+
+    /// Seed for Poisson arrivals and payload sizes (the report prints the one used).
+    #[arg(long)]
+    pub seed: Option<u64>,
 
     /// Element size in bytes: `1024` or `uniform(LOW, HIGH)`.
     #[arg(long, default_value = "1024")]
@@ -48,9 +66,15 @@ pub struct Args {
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
 
-    /// Also write every figure as JSON to FILE (`-` for stdout).
+    /// Also write every figure as JSON to FILE (`-` for stdout); the schema is
+    /// simulator-clients/report.schema.json.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Write one JSON line per second to FILE: completed, blocked, errors, late
+    /// sends and p50/p99 latency of that second.
+    #[arg(long, value_name = "FILE")]
+    pub series: Option<PathBuf>,
 }
 
 impl Args {
@@ -59,17 +83,28 @@ impl Args {
             (None, None) => Some(Duration::from_secs(60)),
             (d, _) => d,
         };
+        let pacing = match self.rate {
+            Some(rate) => Pacing::Open {
+                rate,
+                arrivals: self.arrivals,
+            },
+            None => Pacing::Closed {
+                think_time: self.think_time.unwrap_or(Duration::from_secs(1)),
+                ramp_up: self.ramp_up,
+            },
+        };
         LoadPlan {
             target: self.target.clone(),
             clients: self.clients,
-            think_time: self.think_time,
-            ramp_up: self.ramp_up,
+            pacing,
             stop: Stop {
                 duration,
                 requests_per_client: self.requests,
             },
             payload: self.payload_size,
             timeout: self.timeout,
+            late_after: self.late_after,
+            seed: self.seed,
         }
     }
 }
@@ -77,6 +112,15 @@ impl Args {
 /// What `main` runs: the plan, Ctrl-C as an early stop that still reports.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let plan = args.plan();
+    plan.validate()?;
+    let series = match &args.series {
+        Some(path) => Some(
+            crate::series::create(path)
+                .await
+                .with_context(|| format!("creating {}", path.display()))?,
+        ),
+        None => None,
+    };
     let cancel = CancellationToken::new();
     tokio::spawn({
         let cancel = cancel.clone();
@@ -87,7 +131,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     });
-    let report = crate::run(&plan, cancel, std::io::stdout().is_terminal()).await?;
+    let outputs = crate::Outputs {
+        progress: std::io::stdout().is_terminal(),
+        series,
+    };
+    let report = crate::run_with(&plan, cancel, outputs).await?;
     print!("{}", report.render());
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&report)?;

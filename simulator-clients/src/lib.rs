@@ -1,37 +1,48 @@
 //! sim-clients: N virtual clients against `system-simulator serve`.
 //!
 //! [`run`] drives one load run from a [`LoadPlan`] and returns a [`Report`]; the
-//! binary (`src/main.rs`) only parses flags. One worker loop (`worker.rs`) serves
-//! every plan; connections (`connection.rs`), aggregation (`record.rs`), the report
-//! (`report.rs`) and the server's endpoints (`server.rs`) each have their own file.
+//! binary (`src/main.rs`) only parses flags. The clients (`worker.rs`), the open
+//! loop's timetable (`schedule.rs`), connections (`connection.rs`), aggregation
+//! (`record.rs`), the per-second series (`series.rs`), the report (`report.rs`)
+//! and the server's endpoints (`server.rs`) each have their own file.
 
 pub mod cli;
 pub mod connection;
 pub mod plan;
 pub mod progress;
 pub mod record;
+pub mod render;
 pub mod report;
+pub mod schedule;
+pub mod series;
 pub mod server;
 pub mod worker;
 
 use std::sync::Arc;
 
-use tokio::task::JoinSet;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use plan::{LoadPlan, PayloadSize, Stop};
+pub use plan::{Arrivals, LoadPlan, Pacing, PayloadSize, PlanError, Stop};
 pub use report::Report;
 
-/// Why a run could not start.
+/// Why a run could not start or could not record what it measured.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
     Target(#[from] plan::TargetError),
-    #[error("the plan needs at least one client")]
-    NoClients,
-    #[error("the plan needs a stop condition: a duration or a number of requests per client")]
-    NoStop,
+    #[error("series file: {0}")]
+    Series(std::io::Error),
+}
+
+/// Where a run's output goes besides the returned report.
+#[derive(Debug, Default)]
+pub struct Outputs {
+    /// Draw live progress on stderr.
+    pub progress: bool,
+    /// Write one JSON line per second here (see [`series`]).
+    pub series: Option<tokio::fs::File>,
 }
 
 /// Runs `plan` until its stop condition or `cancel`, showing progress when asked.
@@ -40,43 +51,58 @@ pub async fn run(
     cancel: CancellationToken,
     show_progress: bool,
 ) -> Result<Report, RunError> {
-    if plan.clients == 0 {
-        return Err(RunError::NoClients);
-    }
-    if plan.stop.duration.is_none() && plan.stop.requests_per_client.is_none() {
-        return Err(RunError::NoStop);
-    }
+    let outputs = Outputs {
+        progress: show_progress,
+        series: None,
+    };
+    run_with(plan, cancel, outputs).await
+}
+
+/// [`run`], with a per-second series.
+pub async fn run_with(
+    plan: &LoadPlan,
+    cancel: CancellationToken,
+    outputs: Outputs,
+) -> Result<Report, RunError> {
+    plan.validate()?;
     let (addr, host) = plan::resolve(&plan.target).await?;
     let before = server::stats(&plan.target).await.ok();
-    let start = Instant::now();
-    let shared = Arc::new(worker::Shared {
-        plan: plan.clone(),
-        addr,
-        host,
-        recorder: record::Recorder::default(),
-        start,
-        deadline: plan.stop.duration.map(|d| start + d),
+    let shared = Arc::new(worker::Shared::new(
+        plan.clone(),
         cancel,
-    });
-    let progress = show_progress.then(|| progress::Progress::start(Arc::clone(&shared)));
-    let mut clients = JoinSet::new();
-    for index in 0..plan.clients {
-        clients.spawn(worker::client(Arc::clone(&shared), index));
-    }
-    while let Some(joined) = clients.join_next().await {
-        if let Err(err) = joined {
-            // A client task can only fail by panicking: a bug, but not one that
-            // should lose everything the other clients measured.
-            eprintln!("sim-clients: a client task failed: {err}");
-        }
-    }
-    let elapsed = start.elapsed();
+        outputs.series.is_some(),
+    ));
+    let series = outputs
+        .series
+        .map(|file| series::SeriesWriter::start(Arc::clone(&shared), file));
+    let progress = outputs
+        .progress
+        .then(|| progress::Progress::start(Arc::clone(&shared)));
+    worker::run_clients(Arc::clone(&shared), |_| {
+        connection::Connection::new(addr, host.clone())
+    })
+    .await;
+    let elapsed = shared.start.elapsed();
     if let Some(p) = progress {
         p.finish();
     }
+    let series_result = match series {
+        Some(writer) => writer.finish().await,
+        None => Ok(()),
+    };
     let after = server::stats(&plan.target).await.ok();
     let window = before
         .zip(after)
         .map(|(b, a)| server::ServerWindow::between(&b, &a));
-    Ok(Report::new(plan, &shared.recorder.tally(), elapsed, window))
+    // The figures are worth more than the series: report them even if it failed.
+    if let Err(err) = series_result {
+        eprintln!("sim-clients: {}", RunError::Series(err));
+    }
+    Ok(Report::new(
+        plan,
+        shared.seed(),
+        &shared.recorder.tally(),
+        elapsed,
+        window,
+    ))
 }

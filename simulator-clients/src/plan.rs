@@ -3,6 +3,8 @@
 //! The default is the original simulator's client: a closed loop in which every
 //! client sends one element, waits for the reply, thinks for 1 s and repeats, all
 //! clients starting at the same instant (the burst is part of the seed's story).
+//! The open loop instead sends on a fixed schedule of arrivals, whatever the
+//! server does, over a pool of `clients` connections.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -15,13 +17,90 @@ use serde::Serialize;
 pub struct LoadPlan {
     /// Base URL of the server, e.g. `http://127.0.0.1:7878`.
     pub target: String,
+    /// Closed loop: the number of virtual clients. Open loop: the connection pool.
     pub clients: usize,
-    pub think_time: Duration,
-    /// Client starts spread evenly over this long; zero starts them all at once.
-    pub ramp_up: Duration,
+    pub pacing: Pacing,
     pub stop: Stop,
     pub payload: PayloadSize,
     pub timeout: Duration,
+    /// A send that leaves more than this after its scheduled time counts as late.
+    pub late_after: Duration,
+    /// Seeds the Poisson arrivals and payload sizes; `None` draws a fresh seed.
+    pub seed: Option<u64>,
+}
+
+/// How sends are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Each client: send, wait for the reply, think, repeat. A slow server slows
+    /// the clients down, which is the original's behaviour and the seed's story.
+    Closed {
+        think_time: Duration,
+        /// Client starts spread evenly over this long; zero starts them all at once.
+        ramp_up: Duration,
+    },
+    /// Sends leave on a schedule of `rate` per second in total, whatever the
+    /// server does; latency counts from the scheduled time (no coordinated omission).
+    Open { rate: f64, arrivals: Arrivals },
+}
+
+impl Pacing {
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Pacing::Closed { .. } => "closed",
+            Pacing::Open { .. } => "open",
+        }
+    }
+}
+
+/// The spacing of open-loop sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Evenly spaced, 1/rate apart.
+    Uniform,
+    /// Exponentially distributed gaps with mean 1/rate, as independent users arrive.
+    Poisson,
+}
+
+/// The highest open-loop rate, well above what one process can send; it keeps the
+/// schedule's arithmetic exact.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// Why a plan cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("the plan needs at least one client")]
+    NoClients,
+    #[error("the plan needs a stop condition: a duration or a number of requests per client")]
+    NoStop,
+    #[error("an open loop stops by duration only: --requests counts per client, which an open loop does not have")]
+    OpenLoopRequests,
+    #[error("rate {0} is not a number of requests per second in (0, {MAX_RATE}]")]
+    Rate(f64),
+}
+
+impl LoadPlan {
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.clients == 0 {
+            return Err(PlanError::NoClients);
+        }
+        if self.stop.duration.is_none() && self.stop.requests_per_client.is_none() {
+            return Err(PlanError::NoStop);
+        }
+        if let Pacing::Open { rate, .. } = self.pacing {
+            if !(rate > 0.0 && rate <= MAX_RATE) {
+                return Err(PlanError::Rate(rate));
+            }
+            if self.stop.requests_per_client.is_some() {
+                return Err(PlanError::OpenLoopRequests);
+            }
+            if self.stop.duration.is_none() {
+                return Err(PlanError::NoStop);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// When the run ends. With both set, whichever comes first.
@@ -77,17 +156,25 @@ impl Default for LoadPlan {
         Self {
             target: "http://127.0.0.1:7878".into(),
             clients: 1,
-            think_time: Duration::from_secs(1),
-            ramp_up: Duration::ZERO,
+            pacing: Pacing::Closed {
+                think_time: Duration::from_secs(1),
+                ramp_up: Duration::ZERO,
+            },
             stop: Stop {
                 duration: Some(Duration::from_secs(60)),
                 requests_per_client: None,
             },
             payload: PayloadSize::Fixed { bytes: 1024 },
             timeout: Duration::from_secs(30),
+            late_after: DEFAULT_LATE_AFTER,
+            seed: None,
         }
     }
 }
+
+/// Tokio's timers tick in whole milliseconds, so a wake up to 1 ms after its time
+/// is on time; 5 ms late is a client that could not keep its schedule.
+pub const DEFAULT_LATE_AFTER: Duration = Duration::from_millis(5);
 
 /// Why a target cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +221,34 @@ mod tests {
         );
         assert!("uniform(9, 1)".parse::<PayloadSize>().is_err());
         assert!("big".parse::<PayloadSize>().is_err());
+    }
+
+    #[test]
+    fn open_loops_need_a_rate_and_a_duration() {
+        let open = |rate| LoadPlan {
+            pacing: Pacing::Open {
+                rate,
+                arrivals: Arrivals::Uniform,
+            },
+            ..LoadPlan::default()
+        };
+        assert_eq!(open(100.0).validate(), Ok(()));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, MAX_RATE * 2.0] {
+            assert!(open(bad).validate().is_err(), "{bad}");
+        }
+        let per_client = LoadPlan {
+            stop: Stop {
+                duration: Some(Duration::from_secs(1)),
+                requests_per_client: Some(3),
+            },
+            ..open(100.0)
+        };
+        assert_eq!(per_client.validate(), Err(PlanError::OpenLoopRequests));
+        let no_stop = LoadPlan {
+            stop: Stop::default(),
+            ..LoadPlan::default()
+        };
+        assert_eq!(no_stop.validate(), Err(PlanError::NoStop));
     }
 
     #[tokio::test]

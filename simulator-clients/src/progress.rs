@@ -1,4 +1,5 @@
-//! Live progress on a terminal: elapsed, completed, rate, blocked share, errors.
+//! Live progress on a terminal: elapsed, completed, rate, blocked share, errors,
+//! late sends.
 //! Drawn on stderr and only when stdout is a terminal, so a piped report stays clean.
 
 use std::sync::Arc;
@@ -28,7 +29,7 @@ impl Progress {
                 let mut every = tokio::time::interval(Duration::from_millis(250));
                 loop {
                     every.tick().await;
-                    let (sent, completed, blocked, errors) = shared.recorder.counts();
+                    let [sent, completed, blocked, errors, late] = shared.recorder.counts();
                     let secs = shared.start.elapsed().as_secs_f64().max(1e-9);
                     let share = if completed == 0 {
                         0.0
@@ -36,7 +37,7 @@ impl Progress {
                         blocked as f64 * 100.0 / completed as f64
                     };
                     bar.set_message(format!(
-                        "sent {sent}  completed {completed} ({:.1}/s)  blocked {share:.1} %  errors {errors}",
+                        "sent {sent}  completed {completed} ({:.1}/s)  blocked {share:.1} %  errors {errors}  late {late}",
                         completed as f64 / secs
                     ));
                     bar.tick();

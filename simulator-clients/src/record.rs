@@ -27,6 +27,39 @@ impl Errors {
     }
 }
 
+/// When one send happened against when it should have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Reply time minus the time the send was due: the latency a user would see.
+    /// In a closed loop the send is due when it leaves, so this equals `from_send`.
+    pub from_due: Duration,
+    /// Reply time minus the time the request actually left.
+    pub from_send: Duration,
+    /// How late the send left against its schedule (a closed-loop client's wake-up).
+    pub lag: Duration,
+}
+
+impl Timing {
+    /// A send that left exactly on time, as a closed loop's request after its wake-up.
+    pub fn on_time(latency: Duration, lag: Duration) -> Self {
+        Self {
+            from_due: latency,
+            from_send: latency,
+            lag,
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("static histogram bounds are valid")
+}
+
+fn record_ns(h: &mut Histogram<u64>, d: Duration) -> u64 {
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
+    h.saturating_record(ns);
+    ns
+}
+
 /// Everything counted so far.
 #[derive(Debug, Clone)]
 pub struct Tally {
@@ -34,8 +67,15 @@ pub struct Tally {
     pub completed: u64,
     pub blocked: u64,
     pub errors: Errors,
+    /// Sends that left more than the plan's `late_after` behind schedule.
+    pub late: u64,
+    /// Successful requests, from the time each was due.
     pub latency: Histogram<u64>,
-    /// `pow2[k]` counts latencies in [2^k, 2^(k+1)) ns, as DTrace's quantize().
+    /// Successful requests, from the time each left (what most load tools report).
+    pub latency_from_send: Histogram<u64>,
+    /// Every send's lag behind its schedule.
+    pub lag: Histogram<u64>,
+    /// `pow2[k]` counts `latency` values in [2^k, 2^(k+1)) ns, as DTrace's quantize().
     pub pow2: [u64; 64],
 }
 
@@ -46,23 +86,27 @@ impl Default for Tally {
             completed: 0,
             blocked: 0,
             errors: Errors::default(),
-            latency: Histogram::new_with_bounds(1, HIGHEST_NS, 3)
-                .expect("static histogram bounds are valid"),
+            late: 0,
+            latency: new_histogram(),
+            latency_from_send: new_histogram(),
+            lag: new_histogram(),
             pow2: [0; 64],
         }
     }
 }
 
 impl Tally {
-    fn record(&mut self, outcome: &Result<Reply, Failure>, latency: Duration) {
+    fn record(&mut self, outcome: &Result<Reply, Failure>, timing: Timing, late: bool) {
         self.sent += 1;
+        self.late += u64::from(late);
+        record_ns(&mut self.lag, timing.lag);
         match outcome {
             Ok(reply) => {
                 self.completed += 1;
                 self.blocked += u64::from(reply.blocked);
-                let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
-                self.latency.saturating_record(ns);
+                let ns = record_ns(&mut self.latency, timing.from_due);
                 self.pow2[63 - ns.leading_zeros() as usize] += 1;
+                record_ns(&mut self.latency_from_send, timing.from_send);
             }
             Err(Failure::Connect) => self.errors.connect += 1,
             Err(Failure::Timeout) => self.errors.timeout += 1,
@@ -72,30 +116,100 @@ impl Tally {
     }
 }
 
+/// What one interval of a `--series` saw.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    pub sent: u64,
+    pub completed: u64,
+    pub blocked: u64,
+    pub errors: u64,
+    pub late: u64,
+    /// From the time each send was due, as the run's main latency.
+    pub latency: Histogram<u64>,
+}
+
+impl Default for Interval {
+    fn default() -> Self {
+        Self {
+            sent: 0,
+            completed: 0,
+            blocked: 0,
+            errors: 0,
+            late: 0,
+            latency: new_histogram(),
+        }
+    }
+}
+
+impl Interval {
+    fn record(&mut self, outcome: &Result<Reply, Failure>, timing: Timing, late: bool) {
+        self.sent += 1;
+        self.late += u64::from(late);
+        match outcome {
+            Ok(reply) => {
+                self.completed += 1;
+                self.blocked += u64::from(reply.blocked);
+                record_ns(&mut self.latency, timing.from_due);
+            }
+            Err(_) => self.errors += 1,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    total: Tally,
+    interval: Option<Interval>,
+}
+
 /// The tally shared by every client. One lock: at ten thousand requests a second
 /// it is held for well under a millisecond a second in total.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Recorder {
-    tally: Mutex<Tally>,
+    late_after: Duration,
+    inner: Mutex<Inner>,
 }
 
 impl Recorder {
-    pub fn record(&self, outcome: &Result<Reply, Failure>, latency: Duration) {
-        self.lock().record(outcome, latency);
+    /// `late_after`: the lag beyond which a send counts as late. `intervals`: also
+    /// keep a per-interval tally for [`Recorder::take_interval`].
+    pub fn new(late_after: Duration, intervals: bool) -> Self {
+        Self {
+            late_after,
+            inner: Mutex::new(Inner {
+                total: Tally::default(),
+                interval: intervals.then(Interval::default),
+            }),
+        }
     }
 
-    /// Counters only, cheap enough for a progress bar.
-    pub fn counts(&self) -> (u64, u64, u64, u64) {
-        let t = self.lock();
-        (t.sent, t.completed, t.blocked, t.errors.total())
+    pub fn record(&self, outcome: &Result<Reply, Failure>, timing: Timing) {
+        let late = timing.lag > self.late_after;
+        let mut inner = self.lock();
+        inner.total.record(outcome, timing, late);
+        if let Some(interval) = inner.interval.as_mut() {
+            interval.record(outcome, timing, late);
+        }
+    }
+
+    /// Counters only, cheap enough for a progress bar: sent, completed, blocked,
+    /// errors, late.
+    pub fn counts(&self) -> [u64; 5] {
+        let t = &self.lock().total;
+        [t.sent, t.completed, t.blocked, t.errors.total(), t.late]
     }
 
     pub fn tally(&self) -> Tally {
-        self.lock().clone()
+        self.lock().total.clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Tally> {
-        self.tally.lock().unwrap_or_else(|p| p.into_inner())
+    /// The interval so far, starting a new one; `None` unless made with intervals.
+    pub fn take_interval(&self) -> Option<Interval> {
+        self.lock().interval.as_mut().map(std::mem::take)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -105,14 +219,15 @@ mod tests {
 
     #[test]
     fn quantize_buckets_are_powers_of_two() {
-        let r = Recorder::default();
+        let r = Recorder::new(Duration::from_millis(5), false);
         let ok = Ok(Reply {
             id: 1,
             blocked: true,
         });
-        r.record(&ok, Duration::from_nanos(4_194_304));
-        r.record(&ok, Duration::from_nanos(8_388_607));
-        r.record(&Err(Failure::Timeout), Duration::from_secs(1));
+        let on_time = |ns| Timing::on_time(Duration::from_nanos(ns), Duration::ZERO);
+        r.record(&ok, on_time(4_194_304));
+        r.record(&ok, on_time(8_388_607));
+        r.record(&Err(Failure::Timeout), on_time(1_000_000_000));
         let t = r.tally();
         assert_eq!(t.pow2[22], 2);
         assert_eq!(
@@ -120,5 +235,36 @@ mod tests {
             (3, 2, 2, 1)
         );
         assert_eq!(t.latency.len(), 2, "failures are not latencies");
+        assert_eq!(t.lag.len(), 3, "every send has a lag");
+        assert!(r.take_interval().is_none(), "no intervals asked for");
+    }
+
+    #[test]
+    fn late_sends_and_intervals_are_counted() {
+        let r = Recorder::new(Duration::from_millis(5), true);
+        let ok = Ok(Reply {
+            id: 1,
+            blocked: false,
+        });
+        let ms = Duration::from_millis;
+        let late = Timing {
+            from_due: ms(2_010),
+            from_send: ms(10),
+            lag: ms(2_000),
+        };
+        r.record(&ok, late);
+        r.record(&ok, Timing::on_time(ms(10), ms(5)));
+        let first = r.take_interval().expect("intervals kept");
+        assert_eq!((first.sent, first.completed, first.late), (2, 2, 1));
+        r.record(&Err(Failure::Connect), Timing::on_time(ms(1), ms(1)));
+        let second = r.take_interval().expect("intervals kept");
+        assert_eq!(
+            (second.sent, second.errors, second.latency.len()),
+            (1, 1, 0)
+        );
+        let t = r.tally();
+        assert_eq!(t.late, 1, "exactly the late_after lag is on time");
+        assert!(t.latency.max() >= 2_000_000_000);
+        assert!(t.latency_from_send.max() < 11_000_000);
     }
 }

@@ -1,16 +1,17 @@
-//! The report of a run: every figure as JSON (`--json`), and as text laid out like
-//! the seed's DTrace output so the two can be put side by side.
+//! The figures of a run, as `--json` writes them (the schema is
+//! `simulator-clients/report.schema.json`); `render.rs` lays them out as text.
 
-use std::fmt::Write as _;
 use std::time::Duration;
+
+use hdrhistogram::Histogram;
 
 use serde::Serialize;
 
-use crate::plan::{LoadPlan, PayloadSize};
+use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
 use crate::record::{Errors, Tally};
 use crate::server::ServerWindow;
 
-/// Latency figures, in nanoseconds.
+/// Latency figures, in nanoseconds; all 0 when nothing was measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Latency {
     pub p50_ns: u64,
@@ -29,14 +30,40 @@ pub struct Bucket {
     pub count: u64,
 }
 
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        Self {
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+            min_ns: h.min(),
+            mean_ns: h.mean() as u64,
+        }
+    }
+}
+
 /// Everything a run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub target: String,
+    /// `closed` or `open`.
     pub mode: &'static str,
+    /// Closed loop: clients. Open loop: connections.
     pub clients: usize,
-    pub think_time_ns: u64,
+    /// Closed loop only.
+    pub think_time_ns: Option<u64>,
+    pub ramp_up_ns: Option<u64>,
+    /// Open loop only: the offered rate, requests per second in total.
+    pub rate_per_s: Option<f64>,
+    pub arrivals: Option<Arrivals>,
     pub payload: PayloadSize,
+    /// Reproduces the run's Poisson arrivals and payload sizes with `--seed`.
+    pub seed: u64,
     pub elapsed_ns: u64,
     pub requests_sent: u64,
     pub requests_completed: u64,
@@ -47,8 +74,20 @@ pub struct Report {
     pub throughput_per_s: f64,
     pub throughput_per_min: f64,
     pub blocked_share: f64,
+    /// From the time each send was due: in an open loop that includes any wait for
+    /// a free connection (corrected for coordinated omission); in a closed loop it
+    /// is from the send.
     pub latency: Latency,
+    /// Open loop only: from the time each request actually left, as most load
+    /// generators report it (uncorrected).
+    pub latency_from_send: Option<Latency>,
+    /// Power-of-two buckets of `latency`, as DTrace's quantize().
     pub latency_quantize: Vec<Bucket>,
+    /// How late sends left against their schedule (a closed loop's wake-ups).
+    pub schedule_lag: Latency,
+    pub late_after_ns: u64,
+    /// Sends that left more than `late_after_ns` behind schedule.
+    pub sends_late: u64,
     /// The server's own counters for the window, when `/stats` answered.
     pub server: Option<ServerWindow>,
 }
@@ -60,17 +99,17 @@ fn ns(d: Duration) -> u64 {
 impl Report {
     pub fn new(
         plan: &LoadPlan,
+        seed: u64,
         tally: &Tally,
         elapsed: Duration,
         server: Option<ServerWindow>,
     ) -> Self {
-        let h = &tally.latency;
-        let q = |p: f64| {
-            if h.is_empty() {
-                0
-            } else {
-                h.value_at_quantile(p)
-            }
+        let (think_time, ramp_up, rate, arrivals) = match plan.pacing {
+            Pacing::Closed {
+                think_time,
+                ramp_up,
+            } => (Some(ns(think_time)), Some(ns(ramp_up)), None, None),
+            Pacing::Open { rate, arrivals } => (None, None, Some(rate), Some(arrivals)),
         };
         let secs = elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
         let first = tally.pow2.iter().position(|&c| c > 0);
@@ -87,10 +126,14 @@ impl Report {
         };
         Report {
             target: plan.target.clone(),
-            mode: "closed",
+            mode: plan.pacing.mode(),
             clients: plan.clients,
-            think_time_ns: ns(plan.think_time),
+            think_time_ns: think_time,
+            ramp_up_ns: ramp_up,
+            rate_per_s: rate,
+            arrivals,
             payload: plan.payload,
+            seed,
             elapsed_ns: ns(elapsed),
             requests_sent: tally.sent,
             requests_completed: tally.completed,
@@ -105,114 +148,136 @@ impl Report {
             } else {
                 tally.blocked as f64 / tally.completed as f64
             },
-            latency: Latency {
-                p50_ns: q(0.5),
-                p90_ns: q(0.9),
-                p99_ns: q(0.99),
-                p999_ns: q(0.999),
-                max_ns: h.max(),
-                min_ns: if h.is_empty() { 0 } else { h.min() },
-                mean_ns: h.mean() as u64,
-            },
+            latency: Latency::of(&tally.latency),
+            latency_from_send: rate.map(|_| Latency::of(&tally.latency_from_send)),
             latency_quantize,
+            schedule_lag: Latency::of(&tally.lag),
+            late_after_ns: ns(plan.late_after),
+            sends_late: tally.late,
             server,
         }
     }
-
-    /// The text report.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "sim-clients: {} clients, closed loop, think {}, ran {:.1}s against {}\n",
-            self.clients,
-            humantime::format_duration(Duration::from_nanos(self.think_time_ns)),
-            self.elapsed_ns as f64 / 1e9,
-            self.target
-        );
-        let _ = writeln!(out, "  {:<40} {:>12} {:>12}", "", "client", "server");
-        let server = |k: &str| {
-            self.server
-                .as_ref()
-                .map_or("-".to_owned(), |s| s.get(k).to_string())
-        };
-        let rows = [
-            (
-                "requests started",
-                self.requests_sent.to_string(),
-                server("requests_started"),
-            ),
-            (
-                "requests done",
-                self.requests_completed.to_string(),
-                server("requests_done"),
-            ),
-            (
-                "blocked requests",
-                self.requests_blocked.to_string(),
-                server("requests_blocked"),
-            ),
-            (
-                "non blocked requests",
-                self.requests_nonblocked.to_string(),
-                server("requests_nonblocked"),
-            ),
-            (
-                "persistent writes started",
-                "-".into(),
-                server("persists_started"),
-            ),
-            (
-                "persistent writes done",
-                "-".into(),
-                server("persists_done"),
-            ),
-            (
-                "persistent writes failed",
-                "-".into(),
-                server("persists_failed"),
-            ),
-            ("errors", self.errors.to_string(), "-".into()),
-        ];
-        for (label, client, server) in rows {
-            let _ = writeln!(out, "  {label:<40} {client:>12} {server:>12}");
-        }
-        let e = &self.errors_by_kind;
-        let _ = writeln!(
-            out,
-            "\n  throughput {:.1}/s, {:.0}/min; blocked share {:.1} %; errors: connect {}, timeout {}, http status {}, io {}",
-            self.throughput_per_s,
-            self.throughput_per_min,
-            self.blocked_share * 100.0,
-            e.connect,
-            e.timeout,
-            e.http_status,
-            e.io
-        );
-        let l = &self.latency;
-        let _ = writeln!(
-            out,
-            "  latency (ns): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  mean {}\n",
-            l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, l.mean_ns
-        );
-        out.push_str(&quantize(&self.latency_quantize));
-        out
-    }
 }
 
-/// Rows in the layout of DTrace's quantize(): 40 `@` for the whole population.
-pub fn quantize(buckets: &[Bucket]) -> String {
-    let total: u64 = buckets.iter().map(|b| b.count).sum();
-    let mut out = String::from("  request lifetimes visualisation\n           value  ------------- Distribution ------------- count\n");
-    for b in buckets {
-        let width = (b.count * 40 + total / 2).checked_div(total).unwrap_or(0) as usize;
-        let _ = writeln!(
-            out,
-            "{:>16} |{:<40} {}",
-            b.value,
-            "@".repeat(width),
-            b.count
-        );
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::connection::{Failure, Reply};
+    use crate::plan::Stop;
+    use crate::record::{Recorder, Timing};
+
+    /// Checks `value` against one of the schemas in `simulator-clients/schema/`.
+    pub(crate) fn schema_errors(schema_file: &str, value: &serde_json::Value) -> Vec<String> {
+        let path = format!("{}/schema/{schema_file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
+        let validator = jsonschema::validator_for(&schema).expect("schema is valid");
+        validator
+            .iter_errors(value)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect()
     }
-    out
+
+    fn tally() -> Tally {
+        let r = Recorder::new(Duration::from_millis(5), false);
+        let ms = Duration::from_millis;
+        r.record(
+            &Ok(Reply {
+                id: 1,
+                blocked: true,
+            }),
+            Timing {
+                from_due: ms(40),
+                from_send: ms(3),
+                lag: ms(37),
+            },
+        );
+        r.record(&Err(Failure::Status(503)), Timing::on_time(ms(1), ms(0)));
+        r.tally()
+    }
+
+    fn open_plan() -> LoadPlan {
+        LoadPlan {
+            pacing: Pacing::Open {
+                rate: 250.5,
+                arrivals: Arrivals::Poisson,
+            },
+            stop: Stop {
+                duration: Some(Duration::from_secs(1)),
+                requests_per_client: None,
+            },
+            payload: PayloadSize::Uniform { low: 1, high: 9 },
+            ..LoadPlan::default()
+        }
+    }
+
+    #[test]
+    fn reports_of_both_modes_match_the_schema() {
+        let server = ServerWindow::between(
+            &serde_json::json!({}),
+            &serde_json::json!({"requests_done": 1}),
+        );
+        let closed = Report::new(
+            &LoadPlan::default(),
+            9,
+            &tally(),
+            Duration::from_secs(1),
+            None,
+        );
+        let open = Report::new(
+            &open_plan(),
+            9,
+            &tally(),
+            Duration::from_secs(1),
+            Some(server),
+        );
+        let empty = Report::new(
+            &LoadPlan::default(),
+            0,
+            &Tally::default(),
+            Duration::ZERO,
+            None,
+        );
+        for report in [closed, open, empty] {
+            let value = serde_json::to_value(&report).unwrap();
+            assert_eq!(
+                schema_errors("report.schema.json", &value),
+                Vec::<String>::new()
+            );
+        }
+    }
+
+    #[test]
+    fn the_schema_rejects_a_report_that_drifted() {
+        let report = Report::new(&open_plan(), 9, &tally(), Duration::from_secs(1), None);
+        let mut missing = serde_json::to_value(&report).unwrap();
+        missing
+            .as_object_mut()
+            .unwrap()
+            .remove("requests_completed");
+        assert!(!schema_errors("report.schema.json", &missing).is_empty());
+        let mut extra = serde_json::to_value(&report).unwrap();
+        extra["latency"]["p42_ns"] = 1.into();
+        assert!(!schema_errors("report.schema.json", &extra).is_empty());
+        let mut fractional = serde_json::to_value(&report).unwrap();
+        fractional["errors"] = 0.5.into();
+        assert!(!schema_errors("report.schema.json", &fractional).is_empty());
+    }
+
+    #[test]
+    fn open_loop_reports_both_latencies() {
+        let report = Report::new(&open_plan(), 9, &tally(), Duration::from_secs(1), None);
+        let corrected = report.latency.p50_ns;
+        let uncorrected = report.latency_from_send.expect("open loop").p50_ns;
+        assert!(corrected > 39_000_000 && uncorrected < 4_000_000);
+        assert_eq!((report.sends_late, report.errors), (1, 1));
+        let closed = Report::new(
+            &LoadPlan::default(),
+            9,
+            &tally(),
+            Duration::from_secs(1),
+            None,
+        );
+        assert!(closed.latency_from_send.is_none());
+    }
 }

@@ -1,70 +1,183 @@
-//! One virtual client: the original simulator's closed loop.
+//! The clients themselves: the original's closed loop (send one element, wait for
+//! the reply, think, repeat) and the open loop (send when the timetable says, on
+//! a pool of connections), until the plan's stop condition or a cancel (Ctrl-C).
 //!
-//! send one element, wait for the reply, think, repeat; until the plan's stop
-//! condition or a cancel (Ctrl-C). A request already on the wire when the run
-//! ends is waited for, so the client's completed count equals the server's
-//! `requests_done` for the same window.
+//! A request already on the wire when the run ends is waited for, so the
+//! client's completed count equals the server's `requests_done` for the same
+//! window. Every send records how late it left against its schedule, so a client
+//! that cannot keep its pace (too many clients for the machine, a slow server in
+//! an open loop) shows up in the report instead of quietly sending less.
 
-use std::net::SocketAddr;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::Connection;
-use crate::plan::LoadPlan;
-use crate::record::Recorder;
+use crate::connection::{Connection, Failure, Reply};
+use crate::plan::{LoadPlan, Pacing};
+use crate::record::{Recorder, Timing};
+use crate::schedule::Schedule;
+
+/// One request/reply exchange; the real one is [`Connection`], tests use a fake
+/// that takes virtual time.
+pub trait Exchange: Send + 'static {
+    fn send_element(
+        &mut self,
+        size: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send;
+}
+
+impl Exchange for Connection {
+    fn send_element(
+        &mut self,
+        size: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send {
+        Connection::send_element(self, size, timeout)
+    }
+}
 
 /// Everything a client needs, shared by all of them.
 #[derive(Debug)]
 pub struct Shared {
     pub plan: LoadPlan,
-    pub addr: SocketAddr,
-    pub host: String,
     pub recorder: Recorder,
     pub start: Instant,
     pub deadline: Option<Instant>,
     pub cancel: CancellationToken,
+    /// The open loop's timetable; `None` in a closed loop.
+    schedule: Option<Schedule>,
+    seed: u64,
 }
 
 impl Shared {
-    fn over(&self, now: Instant) -> bool {
-        self.cancel.is_cancelled() || self.deadline.is_some_and(|d| now >= d)
+    /// A run of `plan` starting now. `intervals`: keep per-second tallies for `--series`.
+    pub fn new(plan: LoadPlan, cancel: CancellationToken, intervals: bool) -> Self {
+        let start = Instant::now();
+        let deadline = plan.stop.duration.map(|d| start + d);
+        let seed = plan.seed.unwrap_or_else(rand::random);
+        let schedule = match (plan.pacing, deadline) {
+            (Pacing::Open { rate, arrivals }, Some(end)) => {
+                Some(Schedule::new(start, end, rate, arrivals, seed))
+            }
+            _ => None,
+        };
+        Self {
+            recorder: Recorder::new(plan.late_after, intervals),
+            plan,
+            start,
+            deadline,
+            cancel,
+            schedule,
+            seed,
+        }
     }
 
-    /// Sleeps until `until` (capped at the deadline); false when the run ended meanwhile.
-    async fn pause_until(&self, until: Instant) -> bool {
-        let until = self.deadline.map_or(until, |d| until.min(d));
+    /// Waits until `due` and returns how late the wake-up was, or `None` when the
+    /// run ends first. A client with nothing more to send waits out the deadline
+    /// too, so the run's elapsed time is the planned duration.
+    async fn wait_until(&self, due: Instant) -> Option<Duration> {
+        let until = self.deadline.map_or(due, |d| due.min(d));
         tokio::select! {
-            () = tokio::time::sleep_until(until) => !self.over(Instant::now()),
-            () = self.cancel.cancelled() => false,
+            biased;
+            () = self.cancel.cancelled() => None,
+            () = tokio::time::sleep_until(until) => {
+                let now = Instant::now();
+                let over = self.deadline.is_some_and(|d| now >= d);
+                (!over).then(|| now.saturating_duration_since(due))
+            }
+        }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn payload_rng(&self, index: usize) -> SmallRng {
+        SmallRng::seed_from_u64(self.seed ^ (index as u64).rotate_left(32))
+    }
+}
+
+/// Starts every client of the plan, each with the exchange `connect(index)` makes,
+/// and returns when all have stopped.
+pub async fn run_clients<E: Exchange>(shared: Arc<Shared>, mut connect: impl FnMut(usize) -> E) {
+    let mut clients = JoinSet::new();
+    for index in 0..shared.plan.clients {
+        let exchange = connect(index);
+        match shared.plan.pacing {
+            Pacing::Closed { .. } => clients.spawn(closed(Arc::clone(&shared), index, exchange)),
+            Pacing::Open { .. } => clients.spawn(open(Arc::clone(&shared), index, exchange)),
+        };
+    }
+    while let Some(joined) = clients.join_next().await {
+        if let Err(err) = joined {
+            // A client task can only fail by panicking: a bug, but not one that
+            // should lose everything the other clients measured.
+            eprintln!("sim-clients: a client task failed: {err}");
         }
     }
 }
 
-/// Client number `index` of `plan.clients`.
-pub async fn client(shared: Arc<Shared>, index: usize) {
+/// Closed-loop client number `index`.
+async fn closed<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E) {
     let plan = &shared.plan;
-    let offset = plan
-        .ramp_up
-        .mul_f64(index as f64 / plan.clients.max(1) as f64);
-    if !offset.is_zero() && !shared.pause_until(shared.start + offset).await {
+    let Pacing::Closed {
+        think_time,
+        ramp_up,
+    } = plan.pacing
+    else {
         return;
-    }
-    let mut connection = Connection::new(shared.addr, shared.host.clone());
+    };
+    let mut rng = shared.payload_rng(index);
+    let mut due = shared.start + ramp_up.mul_f64(index as f64 / plan.clients.max(1) as f64);
     let mut sent = 0u64;
-    while !shared.over(Instant::now()) && plan.stop.requests_per_client.is_none_or(|max| sent < max)
-    {
-        let size = plan.payload.sample(&mut rand::rng());
+    while plan.stop.requests_per_client.is_none_or(|max| sent < max) {
+        let Some(lag) = shared.wait_until(due).await else {
+            break;
+        };
+        let size = plan.payload.sample(&mut rng);
         let began = Instant::now();
-        let outcome = connection.send_element(size, plan.timeout).await;
-        shared.recorder.record(&outcome, began.elapsed());
+        let outcome = exchange.send_element(size, plan.timeout).await;
+        let replied = Instant::now();
+        shared
+            .recorder
+            .record(&outcome, Timing::on_time(replied - began, lag));
         sent += 1;
-        if plan.stop.requests_per_client.is_some_and(|max| sent >= max) {
-            break;
-        }
-        if !shared.pause_until(Instant::now() + plan.think_time).await {
-            break;
-        }
+        due = replied + think_time;
     }
 }
+
+/// Open-loop connection number `index`: takes the earliest send not yet taken.
+async fn open<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E) {
+    let Some(schedule) = shared.schedule.as_ref() else {
+        return;
+    };
+    let mut rng = shared.payload_rng(index);
+    while let Some(due) = schedule.claim() {
+        let Some(lag) = shared.wait_until(due).await else {
+            return;
+        };
+        let size = shared.plan.payload.sample(&mut rng);
+        let sent = Instant::now();
+        let outcome = exchange.send_element(size, shared.plan.timeout).await;
+        let replied = Instant::now();
+        let timing = Timing {
+            from_due: replied - due,
+            from_send: replied - sent,
+            lag,
+        };
+        shared.recorder.record(&outcome, timing);
+    }
+    if let Some(deadline) = shared.deadline {
+        shared.wait_until(deadline).await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -31,8 +31,17 @@ impl Server {
     }
 
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+        Self::spawn("127.0.0.1:0", args, env)
+    }
+
+    /// A server on a given loopback address, e.g. to restart one on its old port.
+    pub fn start_on(listen: &str, args: &[&str]) -> Server {
+        Self::spawn(listen, args, &[])
+    }
+
+    fn spawn(listen: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", listen])
             .args(args)
             .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
@@ -76,11 +85,25 @@ impl Server {
         assert!(status.success(), "kill -{signal} {}", self.pid);
     }
 
+    /// The value of a seed-style line (`  label   N`) the server printed at shutdown.
+    pub fn final_count(printed: &str, label: &str) -> u64 {
+        printed
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .and_then(|l| l.split_whitespace().last()?.parse().ok())
+            .unwrap_or_else(|| panic!("no `{label}` line in:\n{printed}"))
+    }
+
     /// Sends SIGTERM and returns the exit status and everything printed after the banner.
     pub fn terminate(mut self, within: Duration) -> (ExitStatus, String) {
         self.signal("TERM");
         let status = wait_child(&mut self.child, within);
-        let rest: Vec<String> = self.stdout.try_iter().collect();
+        // The reader thread may still hold the last lines: read until it hangs up
+        // at end of file, not just what has arrived so far.
+        let mut rest = Vec::new();
+        while let Ok(line) = self.stdout.recv_timeout(Duration::from_secs(10)) {
+            rest.push(line);
+        }
         (status, rest.join("\n"))
     }
 }

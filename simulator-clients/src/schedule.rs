@@ -1,0 +1,140 @@
+//! The open loop's timetable: when each send is due, fixed in advance and never
+//! moved by how the server answers.
+//!
+//! Sends are handed out in order to whichever connection asks first, so a free
+//! connection always takes the earliest send not yet taken. When every connection
+//! is busy past a send's time, that send leaves late and its latency still counts
+//! from the time it was due: a stalled server shows in the percentiles instead of
+//! silently lowering the offered load (coordinated omission).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp};
+use tokio::time::Instant;
+
+use crate::plan::Arrivals;
+
+#[derive(Debug)]
+pub struct Schedule {
+    start: Instant,
+    end: Instant,
+    rate: f64,
+    arrivals: Arrivals,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Sends handed out so far.
+    issued: u64,
+    /// Poisson only: seconds from the start to the next send.
+    next_poisson_s: f64,
+    rng: SmallRng,
+}
+
+impl Schedule {
+    /// Sends from `start` (the first is due at once) until `end`, `rate` per second.
+    /// `rate` must be positive and finite; the plan checks that.
+    pub fn new(start: Instant, end: Instant, rate: f64, arrivals: Arrivals, seed: u64) -> Self {
+        Self {
+            start,
+            end,
+            rate,
+            arrivals,
+            state: Mutex::new(State {
+                issued: 0,
+                next_poisson_s: 0.0,
+                rng: SmallRng::seed_from_u64(seed),
+            }),
+        }
+    }
+
+    /// The time the next send is due, or `None` once the timetable is over.
+    pub fn claim(&self) -> Option<Instant> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let offset_s = match self.arrivals {
+            // k / rate rather than a running sum, so rounding never accumulates.
+            Arrivals::Uniform => state.issued as f64 / self.rate,
+            Arrivals::Poisson => {
+                let now = state.next_poisson_s;
+                let gap = Exp::new(self.rate).map_or(0.0, |e| e.sample(&mut state.rng));
+                state.next_poisson_s += gap;
+                now
+            }
+        };
+        let due = self.start + Duration::try_from_secs_f64(offset_s).ok()?;
+        if due >= self.end {
+            return None;
+        }
+        state.issued += 1;
+        Some(due)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(schedule: &Schedule) -> Vec<Duration> {
+        std::iter::from_fn(|| schedule.claim())
+            .map(|t| t - schedule.start)
+            .collect()
+    }
+
+    #[test]
+    fn uniform_sends_are_exactly_one_over_rate_apart() {
+        let start = Instant::now();
+        let s = Schedule::new(
+            start,
+            start + Duration::from_secs(10),
+            300.0,
+            Arrivals::Uniform,
+            1,
+        );
+        let due = all(&s);
+        assert_eq!(due.len(), 3000);
+        assert_eq!(due[0], Duration::ZERO);
+        let last = due[2999].as_secs_f64();
+        assert!((last - 2999.0 / 300.0).abs() < 1e-6, "{last}");
+    }
+
+    #[test]
+    fn poisson_sends_average_the_rate_and_vary() {
+        let start = Instant::now();
+        let s = Schedule::new(
+            start,
+            start + Duration::from_secs(100),
+            1000.0,
+            Arrivals::Poisson,
+            7,
+        );
+        let due = all(&s);
+        // 100,000 expected; the standard deviation is about 316.
+        assert!((98_500..=101_500).contains(&due.len()), "{}", due.len());
+        let gaps: Vec<f64> = due
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64())
+            .collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        // An exponential's standard deviation equals its mean.
+        assert!(
+            (var.sqrt() / mean - 1.0).abs() < 0.05,
+            "sd/mean {}",
+            var.sqrt() / mean
+        );
+        assert!(due.windows(2).all(|w| w[0] <= w[1]), "in order");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_timetable() {
+        let start = Instant::now();
+        let end = start + Duration::from_secs(1);
+        let a = all(&Schedule::new(start, end, 500.0, Arrivals::Poisson, 3));
+        let b = all(&Schedule::new(start, end, 500.0, Arrivals::Poisson, 3));
+        assert_eq!(a, b);
+    }
+}

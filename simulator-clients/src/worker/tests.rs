@@ -1,0 +1,227 @@
+//! The clients' pacing on paused time, against a fake server whose service time
+//! and stalls are exact, so every count and time below is exact too.
+
+use std::sync::Mutex;
+
+use super::*;
+use crate::plan::{Arrivals, Stop};
+
+/// A server that answers after `service`, and holds every reply due inside
+/// `stall` until the stall ends.
+struct Fake {
+    service: Duration,
+    stall: Option<(Instant, Instant)>,
+    sends: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl Exchange for Fake {
+    fn send_element(
+        &mut self,
+        _size: u64,
+        _timeout: Duration,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send {
+        let (service, stall, sends) = (self.service, self.stall, Arc::clone(&self.sends));
+        async move {
+            sends.lock().unwrap().push(Instant::now());
+            tokio::time::sleep(service).await;
+            if let Some((from, until)) = stall {
+                let now = Instant::now();
+                if now >= from && now < until {
+                    tokio::time::sleep_until(until).await;
+                }
+            }
+            Ok(Reply {
+                id: 0,
+                blocked: false,
+            })
+        }
+    }
+}
+
+struct Run {
+    shared: Arc<Shared>,
+    sends: Vec<Duration>,
+    elapsed: Duration,
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn closed_plan(clients: usize, think: Duration, ramp_up: Duration, stop: Stop) -> LoadPlan {
+    LoadPlan {
+        clients,
+        pacing: Pacing::Closed {
+            think_time: think,
+            ramp_up,
+        },
+        stop,
+        ..LoadPlan::default()
+    }
+}
+
+fn open_plan(connections: usize, rate: f64, duration: Duration) -> LoadPlan {
+    LoadPlan {
+        clients: connections,
+        pacing: Pacing::Open {
+            rate,
+            arrivals: Arrivals::Uniform,
+        },
+        stop: Stop {
+            duration: Some(duration),
+            requests_per_client: None,
+        },
+        ..LoadPlan::default()
+    }
+}
+
+fn for_duration(d: Duration) -> Stop {
+    Stop {
+        duration: Some(d),
+        requests_per_client: None,
+    }
+}
+
+/// Runs `plan` against the fake; `stall` is relative to the start.
+async fn run(plan: LoadPlan, service: Duration, stall: Option<(Duration, Duration)>) -> Run {
+    run_cancelled_at(plan, service, stall, None).await
+}
+
+async fn run_cancelled_at(
+    plan: LoadPlan,
+    service: Duration,
+    stall: Option<(Duration, Duration)>,
+    cancel_at: Option<Duration>,
+) -> Run {
+    plan.validate().expect("valid plan");
+    let cancel = CancellationToken::new();
+    let shared = Arc::new(Shared::new(plan, cancel.clone(), false));
+    let start = shared.start;
+    if let Some(at) = cancel_at {
+        tokio::spawn(async move {
+            tokio::time::sleep_until(start + at).await;
+            cancel.cancel();
+        });
+    }
+    let sends = Arc::new(Mutex::new(Vec::new()));
+    let stall = stall.map(|(from, until)| (start + from, start + until));
+    run_clients(Arc::clone(&shared), |_| Fake {
+        service,
+        stall,
+        sends: Arc::clone(&sends),
+    })
+    .await;
+    let elapsed = start.elapsed();
+    let mut sends: Vec<Duration> = sends.lock().unwrap().iter().map(|t| *t - start).collect();
+    sends.sort();
+    Run {
+        shared,
+        sends,
+        elapsed,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_closed_loop_sends_once_per_reply_plus_think_time() {
+    let plan = closed_plan(10, ms(1000), Duration::ZERO, for_duration(ms(10_000)));
+    let r = run(plan, ms(3), None).await;
+    let t = r.shared.recorder.tally();
+    // Sends at 0, 1.003, 2.006 ... 9.027 s: ten per client.
+    assert_eq!((t.sent, t.completed, t.late), (100, 100, 0));
+    assert_eq!(r.sends[..10], [Duration::ZERO; 10], "all start together");
+    assert_eq!(r.sends[99], ms(9_027));
+    assert_eq!(r.elapsed, ms(10_000), "the run lasts its duration");
+    assert!(
+        t.latency.equivalent(t.latency.min(), 3_000_000)
+            && t.latency.equivalent(t.latency.max(), 3_000_000),
+        "every reply took the 3 ms service time"
+    );
+    assert!(t.lag.max() < 1_000_000, "woke on time: {}", t.lag.max());
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_per_client_stops_each_client_after_its_last_reply() {
+    let stop = Stop {
+        duration: None,
+        requests_per_client: Some(3),
+    };
+    let r = run(closed_plan(5, ms(100), Duration::ZERO, stop), ms(10), None).await;
+    assert_eq!(r.shared.recorder.tally().completed, 15);
+    assert_eq!(r.elapsed, ms(230), "3 x 10 ms service + 2 x 100 ms think");
+}
+
+#[tokio::test(start_paused = true)]
+async fn ramp_up_spreads_the_first_sends_evenly() {
+    let stop = Stop {
+        duration: None,
+        requests_per_client: Some(1),
+    };
+    let r = run(closed_plan(4, ms(1000), ms(1000), stop), ms(1), None).await;
+    assert_eq!(r.sends, [ms(0), ms(250), ms(500), ms(750)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_stops_the_run_and_keeps_what_was_measured() {
+    let plan = closed_plan(3, ms(1000), Duration::ZERO, for_duration(ms(60_000)));
+    let r = run_cancelled_at(plan, ms(10), None, Some(ms(2_500))).await;
+    assert_eq!(
+        r.shared.recorder.tally().completed,
+        9,
+        "sends at 0, 1.01, 2.02 s"
+    );
+    assert_eq!(r.elapsed, ms(2_500));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_loop_sends_exactly_on_its_timetable() {
+    let r = run(open_plan(4, 100.0, ms(10_000)), ms(5), None).await;
+    let t = r.shared.recorder.tally();
+    assert_eq!((t.sent, t.completed, t.late), (1000, 1000, 0));
+    let expected: Vec<Duration> = (0..1000).map(|k| ms(10 * k)).collect();
+    assert_eq!(r.sends, expected);
+    assert_eq!(r.elapsed, ms(10_000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stall_shows_in_the_open_loops_latency_and_late_sends() {
+    // Two connections at 100/s; the server stalls from 2 s to 4 s.
+    let r = run(
+        open_plan(2, 100.0, ms(10_000)),
+        ms(5),
+        Some((ms(2_000), ms(4_000))),
+    )
+    .await;
+    let t = r.shared.recorder.tally();
+    assert_eq!(t.sent, 1000, "every scheduled send still leaves");
+    // The 200 sends due during the stall leave late, and so do those due while
+    // the backlog drains: two connections at 5 ms serve 400/s against 100/s
+    // arriving, so the backlog is gone at 2 + 2 x 400 / 300 = 4.67 s.
+    assert!((255..=267).contains(&t.late), "late {}", t.late);
+    let p99 = |h: &hdrhistogram::Histogram<u64>| Duration::from_nanos(h.value_at_quantile(0.99));
+    assert!(
+        p99(&t.latency) > ms(1_500),
+        "from the scheduled time the stall is plain: p99 {:?}",
+        p99(&t.latency)
+    );
+    assert!(
+        p99(&t.latency_from_send) < ms(10),
+        "from the actual send only the two stuck requests see it: p99 {:?}",
+        p99(&t.latency_from_send)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_closed_loop_hides_the_same_stall_in_its_percentiles() {
+    // The contrast the open loop exists for: ten closed-loop clients each have one
+    // request caught in the stall and simply send less meanwhile, so 10 slow
+    // requests of some 5,300 stay under the 1 % a p99 looks at.
+    let plan = closed_plan(10, ms(10), Duration::ZERO, for_duration(ms(10_000)));
+    let r = run(plan, ms(5), Some((ms(2_000), ms(4_000)))).await;
+    let t = r.shared.recorder.tally();
+    assert_eq!(t.late, 0, "a closed loop never falls behind its own pace");
+    assert!(
+        t.latency.value_at_quantile(0.99) < 10_000_000,
+        "p99 {}",
+        t.latency.value_at_quantile(0.99)
+    );
+}
