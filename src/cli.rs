@@ -170,8 +170,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.resolve()?;
     probes::register();
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
+    let listener = server::bind(config.listen)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let pid = std::process::id();

@@ -55,7 +55,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .checked_mul(args.clients)
         .context("permits x clients overflows")?;
     probes::register();
-    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let listener = server::bind(config.listen)?;
     let url = format!("http://{}", listener.local_addr()?);
     let mean_persist = config.persist_latency.mean();
     let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -32,6 +32,26 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
+/// The accept queue asked of the kernel (Linux caps it at `net.core.somaxconn`,
+/// 4096 on current kernels). The seed's story starts with every client connecting
+/// at once: tokio's default of 1024 overflows at a thousand clients, and each
+/// dropped SYN costs its client a one-second retransmit that would show up as
+/// server latency.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` for [`run`] with [`LISTEN_BACKLOG`].
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // A restarted server must not wait out the old one's TIME_WAIT sockets.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Serves until `shutdown` completes, then drains within `config.drain_timeout`.
 pub async fn run(
     listener: TcpListener,

@@ -1,16 +1,31 @@
 //! One client's keep-alive HTTP/1.1 connection, as a distinct client machine would
-//! hold it: opened on first use, reused for every request, reopened after an error.
+//! hold it: opened before the run, reused for every request, reopened after an
+//! error or when the server closed it while idle.
+//!
+//! The exchange is one fixed request (`POST /requests` with a JSON body and a
+//! `Content-Length`) and one reply parsed with `httparse`, on a buffer the
+//! connection keeps. hyper's client, which the rest of the crate uses for the
+//! server's endpoints, costs a dispatcher task, a channel and some 16 KiB per
+//! connection; at 10,000 clients that was most of the load generator's CPU and
+//! memory, and the figures it measures should not depend on it. Replies must
+//! carry a `Content-Length` (system-simulator's always do); chunked replies count
+//! as I/O errors.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper::{Method, Request};
-use hyper_util::rt::TokioIo;
+use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Room for a reply in one read; a longer one grows the buffer.
+const READ_BUFFER_BYTES: usize = 1024;
+/// A reply head longer than this is not system-simulator's: give up on it.
+const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// A reply body longer than this is not system-simulator's either.
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+const MAX_HEADERS: usize = 32;
 
 /// How a request failed, by the class a load generator reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
@@ -37,79 +52,311 @@ pub struct Reply {
 #[derive(Debug)]
 pub struct Connection {
     addr: SocketAddr,
-    host: String,
-    sender: Option<SendRequest<Full<Bytes>>>,
+    stream: Option<TcpStream>,
+    /// Everything of the request but the body's length and the body.
+    head: Vec<u8>,
+    /// The request as sent last, reused while the size stays the same.
+    request: Vec<u8>,
+    request_size: Option<u64>,
+    reply: Vec<u8>,
 }
 
 impl Connection {
-    pub fn new(addr: SocketAddr, host: String) -> Self {
+    /// `host` is the `Host` header, as [`crate::plan::resolve`] checked it.
+    pub fn new(addr: SocketAddr, host: HeaderValue) -> Self {
+        let mut head = b"POST /requests HTTP/1.1\r\nhost: ".to_vec();
+        head.extend_from_slice(host.as_bytes());
+        head.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
         Self {
             addr,
-            host,
-            sender: None,
+            stream: None,
+            head,
+            request: Vec::new(),
+            request_size: None,
+            reply: Vec::with_capacity(READ_BUFFER_BYTES),
         }
+    }
+
+    /// Opens the connection now, so the run's clock starts with every client
+    /// connected, as distinct client machines would already be. A failure here is
+    /// not counted: the first send tries again and counts its own.
+    pub async fn open(&mut self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.connected()).await;
     }
 
     /// Sends one element of `size` bytes and waits for the reply, at most `timeout`.
-    /// A timeout drops the connection: its reply may still arrive and must not be
-    /// mistaken for the next request's.
+    /// Any failure drops the connection: after a timeout its reply may still
+    /// arrive and must not be mistaken for the next request's.
     pub async fn send_element(&mut self, size: u64, timeout: Duration) -> Result<Reply, Failure> {
-        match tokio::time::timeout(timeout, self.exchange(size)).await {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(failure)) => {
-                self.sender = None;
-                Err(failure)
-            }
-            Err(_) => {
-                self.sender = None;
-                Err(Failure::Timeout)
-            }
+        let outcome = match tokio::time::timeout(timeout, self.exchange(size)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Failure::Timeout),
+        };
+        if outcome.is_err() {
+            self.stream = None;
         }
+        outcome
     }
 
     async fn exchange(&mut self, size: u64) -> Result<Reply, Failure> {
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri("/requests")
-            .header(hyper::header::HOST, &self.host)
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(format!("{{\"size\":{size}}}"))))
-            .map_err(|_| Failure::Io)?;
-        let sender = self.connected().await?;
-        sender.ready().await.map_err(|_| Failure::Io)?;
-        let response = sender
-            .send_request(request)
+        self.prepare(size);
+        self.connected().await?;
+        let stream = self.stream.as_mut().ok_or(Failure::Connect)?;
+        stream
+            .write_all(&self.request)
             .await
             .map_err(|_| Failure::Io)?;
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|_| Failure::Io)?
-            .to_bytes();
-        if !status.is_success() {
-            return Err(Failure::Status(status.as_u16()));
+        let reply = read_reply(stream, &mut self.reply).await?;
+        if reply.close {
+            self.stream = None;
         }
-        serde_json::from_slice(&body).map_err(|_| Failure::Io)
+        if !(200..300).contains(&reply.status) {
+            return Err(Failure::Status(reply.status));
+        }
+        serde_json::from_slice(&self.reply[reply.body]).map_err(|_| Failure::Io)
     }
 
-    async fn connected(&mut self) -> Result<&mut SendRequest<Full<Bytes>>, Failure> {
-        if self.sender.as_ref().is_some_and(|s| s.is_closed()) {
-            self.sender = None;
+    /// The request for a synthetic element of `size` bytes, built once per size.
+    fn prepare(&mut self, size: u64) {
+        if self.request_size == Some(size) {
+            return;
         }
-        if self.sender.is_none() {
+        let body = format!("{{\"size\":{size}}}");
+        self.request.clear();
+        self.request.extend_from_slice(&self.head);
+        self.request
+            .extend_from_slice(format!("{}\r\n\r\n{body}", body.len()).as_bytes());
+        self.request_size = Some(size);
+    }
+
+    async fn connected(&mut self) -> Result<(), Failure> {
+        if self.stream.as_ref().is_some_and(closed_by_peer) {
+            self.stream = None;
+        }
+        if self.stream.is_none() {
             let stream = TcpStream::connect(self.addr)
                 .await
                 .map_err(|_| Failure::Connect)?;
             let _ = stream.set_nodelay(true);
-            let (sender, connection) = http1::handshake(TokioIo::new(stream))
-                .await
-                .map_err(|_| Failure::Connect)?;
-            // The connection task ends by itself when the sender is dropped or the peer closes.
-            tokio::spawn(connection);
-            self.sender = Some(sender);
+            self.stream = Some(stream);
         }
-        self.sender.as_mut().ok_or(Failure::Connect)
+        Ok(())
+    }
+}
+
+/// Whether an idle connection was closed by the server (a keep-alive timeout, a
+/// restart): then the next request goes on a fresh one instead of failing. An
+/// idle connection has nothing to read, so anything but "would block" means it
+/// is no longer usable.
+fn closed_by_peer(stream: &TcpStream) -> bool {
+    let mut probe = [0u8; 1];
+    !matches!(stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// What `read_reply` found: the status, where the body is in the buffer, and
+/// whether the server will close the connection.
+struct ReplyHead {
+    status: u16,
+    body: std::ops::Range<usize>,
+    close: bool,
+}
+
+/// Reads one reply into `buf`: a head, then exactly `Content-Length` bytes.
+async fn read_reply(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<ReplyHead, Failure> {
+    buf.clear();
+    let (status, head_len, body_len, close) = loop {
+        read_some(stream, buf).await?;
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut headers);
+        match response.parse(buf) {
+            Ok(httparse::Status::Complete(head_len)) => {
+                let status = response.code.ok_or(Failure::Io)?;
+                let mut body_len = None;
+                let mut close = false;
+                for h in response.headers.iter() {
+                    if h.name.eq_ignore_ascii_case("content-length") {
+                        let text = std::str::from_utf8(h.value).map_err(|_| Failure::Io)?;
+                        body_len = Some(text.trim().parse::<usize>().map_err(|_| Failure::Io)?);
+                    } else if h.name.eq_ignore_ascii_case("connection") {
+                        close = h.value.eq_ignore_ascii_case(b"close");
+                    }
+                }
+                let body_len = body_len
+                    .filter(|&n| n <= MAX_BODY_BYTES)
+                    .ok_or(Failure::Io)?;
+                break (status, head_len, body_len, close);
+            }
+            Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD_BYTES => continue,
+            _ => return Err(Failure::Io),
+        }
+    };
+    while buf.len() < head_len + body_len {
+        read_some(stream, buf).await?;
+    }
+    if buf.len() > head_len + body_len {
+        // Bytes past the reply: the server is not answering one request at a time.
+        return Err(Failure::Io);
+    }
+    Ok(ReplyHead {
+        status,
+        body: head_len..head_len + body_len,
+        close,
+    })
+}
+
+/// Appends what the socket has to `buf`; end of stream is a lost connection.
+async fn read_some(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Failure> {
+    if buf.capacity() - buf.len() < READ_BUFFER_BYTES / 2 {
+        buf.reserve(READ_BUFFER_BYTES);
+    }
+    match stream.read_buf(buf).await {
+        Ok(0) | Err(_) => Err(Failure::Io),
+        Ok(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// What the fake server does with one request.
+    enum Answer {
+        /// Writes these pieces one after another, flushing each.
+        Pieces(Vec<&'static [u8]>),
+        /// Answers and then closes the connection.
+        ThenClose(&'static [u8]),
+    }
+
+    const OK: &[u8] =
+        b"HTTP/1.1 200 OK\r\ncontent-length: 29\r\n\r\n{\"id\":7,\"blocked\":true,\"x\":1}";
+
+    /// A loopback server answering requests in order with `answers`, on as many
+    /// connections as the client opens; returns its address and a count of
+    /// connections accepted.
+    async fn fake_server(answers: Vec<Answer>) -> (SocketAddr, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            let mut answers = answers.into_iter();
+            'conns: while let Ok((mut socket, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                loop {
+                    // Each request ends with its JSON body's closing brace.
+                    let mut request = Vec::new();
+                    while request.last() != Some(&b'}') {
+                        if socket.read_buf(&mut request).await.unwrap_or(0) == 0 {
+                            continue 'conns;
+                        }
+                    }
+                    match answers.next() {
+                        Some(Answer::Pieces(pieces)) => {
+                            for piece in pieces {
+                                socket.write_all(piece).await.unwrap();
+                                socket.flush().await.unwrap();
+                            }
+                        }
+                        Some(Answer::ThenClose(reply)) => {
+                            socket.write_all(reply).await.unwrap();
+                            continue 'conns;
+                        }
+                        None => return,
+                    }
+                }
+            }
+        });
+        (addr, accepted)
+    }
+
+    fn client(addr: SocketAddr) -> Connection {
+        Connection::new(addr, HeaderValue::from_static("test"))
+    }
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[tokio::test]
+    async fn a_reply_in_pieces_is_read_whole_and_the_connection_kept() {
+        let split = Answer::Pieces(vec![
+            b"HTTP/1.1 200 OK\r\ncontent-le",
+            b"ngth: 29\r\n\r\n{\"id\":7,",
+            b"\"blocked\":true,\"x\":1}",
+        ]);
+        let (addr, accepted) = fake_server(vec![split, Answer::Pieces(vec![OK])]).await;
+        let mut c = client(addr);
+        for _ in 0..2 {
+            let reply = c.send_element(10, SECOND).await.unwrap();
+            assert_eq!((reply.id, reply.blocked), (7, true));
+        }
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "one keep-alive connection"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_status_is_counted_and_the_next_request_goes_out() {
+        let unavailable = Answer::Pieces(vec![
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 2\r\n\r\n{}",
+        ]);
+        let (addr, accepted) = fake_server(vec![unavailable, Answer::Pieces(vec![OK])]).await;
+        let mut c = client(addr);
+        assert_eq!(
+            c.send_element(1, SECOND).await.unwrap_err(),
+            Failure::Status(503)
+        );
+        assert!(c.send_element(1, SECOND).await.is_ok());
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "reopened after the failure"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_while_idle_is_reopened_without_an_error() {
+        let (addr, accepted) =
+            fake_server(vec![Answer::ThenClose(OK), Answer::Pieces(vec![OK])]).await;
+        let mut c = client(addr);
+        assert!(c.send_element(1, SECOND).await.is_ok());
+        // Wait until the close has reached this side, as it would during a think time.
+        let stream = c.stream.as_ref().unwrap();
+        stream.readable().await.unwrap();
+        assert!(c.send_element(1, SECOND).await.is_ok());
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn replies_this_client_cannot_frame_are_io_errors() {
+        let bad: [&'static [u8]; 4] = [
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}trailing",
+            b"HTTP/1.1 200 OK\r\ncontent-length: nine\r\n\r\n{}",
+            b"NOT HTTP\r\n\r\n",
+        ];
+        for reply in bad {
+            let (addr, _) = fake_server(vec![Answer::Pieces(vec![reply])]).await;
+            let got = client(addr).send_element(1, SECOND).await;
+            assert_eq!(
+                got.unwrap_err(),
+                Failure::Io,
+                "{}",
+                String::from_utf8_lossy(reply)
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_reply_is_a_timeout() {
+        let (addr, _) = fake_server(vec![Answer::Pieces(vec![b"HTTP/1.1 200 OK\r\n"])]).await;
+        let got = client(addr)
+            .send_element(1, Duration::from_millis(100))
+            .await;
+        assert_eq!(got.unwrap_err(), Failure::Timeout);
     }
 }

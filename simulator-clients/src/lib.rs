@@ -45,6 +45,38 @@ pub struct Outputs {
     pub series: Option<tokio::fs::File>,
 }
 
+/// One connection per client, opened before the run's clock starts so that the
+/// start-up burst is one of requests, not of TCP handshakes.
+async fn connect_all(
+    plan: &LoadPlan,
+    addr: std::net::SocketAddr,
+    host: &hyper::header::HeaderValue,
+    cancel: &CancellationToken,
+) -> Vec<connection::Connection> {
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..plan.clients {
+        let mut c = connection::Connection::new(addr, host.clone());
+        let timeout = plan.timeout;
+        opening.spawn(async move {
+            c.open(timeout).await;
+            c
+        });
+    }
+    let mut connections = Vec::with_capacity(plan.clients);
+    loop {
+        tokio::select! {
+            joined = opening.join_next() => match joined {
+                Some(Ok(c)) => connections.push(c),
+                // Opening cannot panic short of a bug; that client connects on first use.
+                Some(Err(_)) => {}
+                None => break,
+            },
+            () = cancel.cancelled() => break,
+        }
+    }
+    connections
+}
+
 /// Runs `plan` until its stop condition or `cancel`, showing progress when asked.
 pub async fn run(
     plan: &LoadPlan,
@@ -67,6 +99,7 @@ pub async fn run_with(
     plan.validate()?;
     let (addr, host) = plan::resolve(&plan.target).await?;
     let before = server::stats(&plan.target).await.ok();
+    let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
     let shared = Arc::new(worker::Shared::new(
         plan.clone(),
         cancel,
@@ -79,7 +112,9 @@ pub async fn run_with(
         .progress
         .then(|| progress::Progress::start(Arc::clone(&shared)));
     worker::run_clients(Arc::clone(&shared), |_| {
-        connection::Connection::new(addr, host.clone())
+        connections
+            .next()
+            .unwrap_or_else(|| connection::Connection::new(addr, host.clone()))
     })
     .await;
     let elapsed = shared.start.elapsed();

@@ -7,7 +7,10 @@
 
 use clap::Parser;
 
-#[tokio::main]
+// One thread: the clients spend their time waiting, a single-threaded runtime
+// wakes them without handing tasks between threads, and the other core is left
+// to the server under test (scripts/bench-clients.py measures the result).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     simulator_clients::cli::run(simulator_clients::cli::Args::parse()).await
 }

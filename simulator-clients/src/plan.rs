@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use hyper::header::HeaderValue;
 use rand::Rng;
 use serde::Serialize;
 
@@ -185,13 +186,16 @@ pub enum TargetError {
     Resolve(String, std::io::Error),
 }
 
-/// Resolves `http://host:port` once, so clients connect without DNS on every retry.
-pub async fn resolve(target: &str) -> Result<(SocketAddr, String), TargetError> {
+/// Resolves `http://host:port` once, so clients connect without DNS on every
+/// retry; returns the address and the `Host` header to send.
+pub async fn resolve(target: &str) -> Result<(SocketAddr, HeaderValue), TargetError> {
     let authority = target
         .strip_prefix("http://")
         .map(|rest| rest.trim_end_matches('/'))
         .filter(|a| !a.is_empty() && !a.contains('/'))
         .ok_or_else(|| TargetError::Malformed(target.to_owned()))?;
+    let host =
+        HeaderValue::from_str(authority).map_err(|_| TargetError::Malformed(target.to_owned()))?;
     let with_port = if authority
         .rsplit_once(':')
         .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
@@ -205,7 +209,7 @@ pub async fn resolve(target: &str) -> Result<(SocketAddr, String), TargetError> 
         .map_err(|e| TargetError::Resolve(with_port.clone(), e))?
         .next()
         .ok_or_else(|| TargetError::Malformed(target.to_owned()))?;
-    Ok((addr, authority.to_owned()))
+    Ok((addr, host))
 }
 
 #[cfg(test)]
@@ -257,6 +261,9 @@ mod tests {
         assert!(resolve("127.0.0.1:1").await.is_err());
         assert!(resolve("http://127.0.0.1:1/x").await.is_err());
         let (addr, host) = resolve("http://127.0.0.1:7878/").await.unwrap();
-        assert_eq!((addr.port(), host.as_str()), (7878, "127.0.0.1:7878"));
+        assert_eq!(
+            (addr.port(), host.to_str().unwrap()),
+            (7878, "127.0.0.1:7878")
+        );
     }
 }

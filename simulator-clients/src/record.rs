@@ -36,12 +36,15 @@ pub struct Timing {
     /// Reply time minus the time the request actually left.
     pub from_send: Duration,
     /// How late the send left against its schedule (a closed-loop client's wake-up).
-    pub lag: Duration,
+    /// `None` for a closed-loop client's first send: with every client due at the
+    /// same instant that lag measures the start-up burst, which the report gives
+    /// as `start_spread`, not the clients' ability to keep their pace.
+    pub lag: Option<Duration>,
 }
 
 impl Timing {
     /// A send that left exactly on time, as a closed loop's request after its wake-up.
-    pub fn on_time(latency: Duration, lag: Duration) -> Self {
+    pub fn on_time(latency: Duration, lag: Option<Duration>) -> Self {
         Self {
             from_due: latency,
             from_send: latency,
@@ -73,8 +76,10 @@ pub struct Tally {
     pub latency: Histogram<u64>,
     /// Successful requests, from the time each left (what most load tools report).
     pub latency_from_send: Histogram<u64>,
-    /// Every send's lag behind its schedule.
+    /// Every send's lag behind its schedule, but closed-loop first sends.
     pub lag: Histogram<u64>,
+    /// The latest a closed-loop client's first send left after its due time.
+    pub start_spread: Duration,
     /// `pow2[k]` counts `latency` values in [2^k, 2^(k+1)) ns, as DTrace's quantize().
     pub pow2: [u64; 64],
 }
@@ -90,6 +95,7 @@ impl Default for Tally {
             latency: new_histogram(),
             latency_from_send: new_histogram(),
             lag: new_histogram(),
+            start_spread: Duration::ZERO,
             pow2: [0; 64],
         }
     }
@@ -99,7 +105,9 @@ impl Tally {
     fn record(&mut self, outcome: &Result<Reply, Failure>, timing: Timing, late: bool) {
         self.sent += 1;
         self.late += u64::from(late);
-        record_ns(&mut self.lag, timing.lag);
+        if let Some(lag) = timing.lag {
+            record_ns(&mut self.lag, lag);
+        }
         match outcome {
             Ok(reply) => {
                 self.completed += 1;
@@ -184,12 +192,18 @@ impl Recorder {
     }
 
     pub fn record(&self, outcome: &Result<Reply, Failure>, timing: Timing) {
-        let late = timing.lag > self.late_after;
+        let late = timing.lag.is_some_and(|lag| lag > self.late_after);
         let mut inner = self.lock();
         inner.total.record(outcome, timing, late);
         if let Some(interval) = inner.interval.as_mut() {
             interval.record(outcome, timing, late);
         }
+    }
+
+    /// A closed-loop client's first send left `lag` after its due time.
+    pub fn first_send(&self, lag: Duration) {
+        let total = &mut self.lock().total;
+        total.start_spread = total.start_spread.max(lag);
     }
 
     /// Counters only, cheap enough for a progress bar: sent, completed, blocked,
@@ -224,7 +238,7 @@ mod tests {
             id: 1,
             blocked: true,
         });
-        let on_time = |ns| Timing::on_time(Duration::from_nanos(ns), Duration::ZERO);
+        let on_time = |ns| Timing::on_time(Duration::from_nanos(ns), Some(Duration::ZERO));
         r.record(&ok, on_time(4_194_304));
         r.record(&ok, on_time(8_388_607));
         r.record(&Err(Failure::Timeout), on_time(1_000_000_000));
@@ -250,13 +264,13 @@ mod tests {
         let late = Timing {
             from_due: ms(2_010),
             from_send: ms(10),
-            lag: ms(2_000),
+            lag: Some(ms(2_000)),
         };
         r.record(&ok, late);
-        r.record(&ok, Timing::on_time(ms(10), ms(5)));
+        r.record(&ok, Timing::on_time(ms(10), Some(ms(5))));
         let first = r.take_interval().expect("intervals kept");
         assert_eq!((first.sent, first.completed, first.late), (2, 2, 1));
-        r.record(&Err(Failure::Connect), Timing::on_time(ms(1), ms(1)));
+        r.record(&Err(Failure::Connect), Timing::on_time(ms(1), None));
         let second = r.take_interval().expect("intervals kept");
         assert_eq!(
             (second.sent, second.errors, second.latency.len()),
@@ -264,6 +278,7 @@ mod tests {
         );
         let t = r.tally();
         assert_eq!(t.late, 1, "exactly the late_after lag is on time");
+        assert_eq!(t.lag.len(), 2, "a first send has no lag");
         assert!(t.latency.max() >= 2_000_000_000);
         assert!(t.latency_from_send.max() < 11_000_000);
     }

@@ -107,7 +107,7 @@ impl Report {
         let lag = &self.schedule_lag;
         let _ = writeln!(
             out,
-            "  sends late by over {}: {} of {}; lag behind schedule p50 {}  p99 {}  max {}\n",
+            "  sends late by over {}: {} of {}; lag behind schedule p50 {}  p99 {}  max {}",
             human(self.late_after_ns),
             self.sends_late,
             self.requests_sent,
@@ -115,6 +115,15 @@ impl Report {
             millis(lag.p99_ns),
             millis(lag.max_ns)
         );
+        if self.mode == "closed" {
+            let _ = writeln!(
+                out,
+                "  the last of the {} clients sent its first request {} after its due time",
+                self.clients,
+                millis(self.start_spread_ns)
+            );
+        }
+        out.push('\n');
         out.push_str(&quantize(&self.latency_quantize));
         out
     }

@@ -83,8 +83,12 @@ pub struct Report {
     pub latency_from_send: Option<Latency>,
     /// Power-of-two buckets of `latency`, as DTrace's quantize().
     pub latency_quantize: Vec<Bucket>,
-    /// How late sends left against their schedule (a closed loop's wake-ups).
+    /// How late sends left against their schedule: a closed loop's wake-ups after
+    /// think time, an open loop's every send.
     pub schedule_lag: Latency,
+    /// Closed loop: how long after its due time the last client's first send
+    /// left; with no ramp-up, how long the start-up burst took to go out.
+    pub start_spread_ns: u64,
     pub late_after_ns: u64,
     /// Sends that left more than `late_after_ns` behind schedule.
     pub sends_late: u64,
@@ -152,6 +156,7 @@ impl Report {
             latency_from_send: rate.map(|_| Latency::of(&tally.latency_from_send)),
             latency_quantize,
             schedule_lag: Latency::of(&tally.lag),
+            start_spread_ns: ns(tally.start_spread),
             late_after_ns: ns(plan.late_after),
             sends_late: tally.late,
             server,
@@ -189,10 +194,10 @@ pub(crate) mod tests {
             Timing {
                 from_due: ms(40),
                 from_send: ms(3),
-                lag: ms(37),
+                lag: Some(ms(37)),
             },
         );
-        r.record(&Err(Failure::Status(503)), Timing::on_time(ms(1), ms(0)));
+        r.record(&Err(Failure::Status(503)), Timing::on_time(ms(1), None));
         r.tally()
     }
 

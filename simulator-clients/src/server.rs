@@ -100,7 +100,7 @@ async fn call(
         let request = hyper::Request::builder()
             .method(method.clone())
             .uri(path)
-            .header(hyper::header::HOST, host.as_str())
+            .header(hyper::header::HOST, host)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .body(Full::new(body))
             .map_err(|e| fail(&e))?;

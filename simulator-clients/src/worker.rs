@@ -145,6 +145,10 @@ async fn closed<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E)
         let began = Instant::now();
         let outcome = exchange.send_element(size, plan.timeout).await;
         let replied = Instant::now();
+        if sent == 0 {
+            shared.recorder.first_send(lag);
+        }
+        let lag = (sent > 0).then_some(lag);
         shared
             .recorder
             .record(&outcome, Timing::on_time(replied - began, lag));
@@ -170,7 +174,7 @@ async fn open<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E) {
         let timing = Timing {
             from_due: replied - due,
             from_send: replied - sent,
-            lag,
+            lag: Some(lag),
         };
         shared.recorder.record(&outcome, timing);
     }
