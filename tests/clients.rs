@@ -230,12 +230,7 @@ fn the_demo_shows_the_bottleneck_and_the_fix() {
         .env("RUST_LOG", "warn")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = stdout_of_success(&out);
     let share: Vec<f64> = text
         .lines()
         .find(|l| l.trim_start().starts_with("blocked share"))

@@ -136,12 +136,7 @@ async fn the_clis_json_and_series_match_their_schemas() {
         .arg(&series)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = stdout_of_success(&out);
     assert!(text.contains("latency from scheduled send"), "{text}");
 
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -115,6 +115,17 @@ impl Drop for Server {
     }
 }
 
+/// The stdout of a command that must have succeeded; its output if it did not.
+pub fn stdout_of_success(out: &std::process::Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 pub fn wait_child(child: &mut Child, within: Duration) -> ExitStatus {
     let deadline = Instant::now() + within;
     loop {
