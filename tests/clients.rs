@@ -80,14 +80,7 @@ async fn requests_per_client_stops_each_client_exactly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_rate_is_clients_per_think_time() {
     // Service time ~0 and permits never short, so each client loops once per think time.
-    let server = Server::start(&[
-        "--permits",
-        "1000",
-        "--network-delay",
-        "0",
-        "--persist-latency",
-        "1ms",
-    ]);
+    let server = Server::start(&FAST_SERVER);
     let (clients, think_ms) = (20, 200);
     let p = plan(
         &server.url,

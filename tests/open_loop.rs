@@ -13,15 +13,6 @@ use serde_json::Value;
 use simulator_clients::{Arrivals, LoadPlan, Pacing, Stop};
 use tokio_util::sync::CancellationToken;
 
-const FAST: [&str; 6] = [
-    "--permits",
-    "1000",
-    "--network-delay",
-    "0",
-    "--persist-latency",
-    "1ms",
-];
-
 fn open_plan(target: &str, connections: usize, rate: f64, seconds: u64) -> LoadPlan {
     LoadPlan {
         target: target.to_owned(),
@@ -53,7 +44,7 @@ fn schema_errors(file: &str, value: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_open_loop_keeps_its_rate_within_2_percent_over_10_s() {
-    let server = Server::start(&FAST);
+    let server = Server::start(&FAST_SERVER);
     let report = simulator_clients::run(
         &open_plan(&server.url, 8, 200.0, 10),
         CancellationToken::new(),
@@ -76,7 +67,7 @@ async fn the_open_loop_keeps_its_rate_within_2_percent_over_10_s() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_server_shows_in_the_corrected_percentiles() {
-    let server = Server::start(&FAST);
+    let server = Server::start(&FAST_SERVER);
     let plan = open_plan(&server.url, 2, 100.0, 6);
     let run = tokio::spawn(async move {
         simulator_clients::run(&plan, CancellationToken::new(), false).await
@@ -109,7 +100,7 @@ async fn a_stalled_server_shows_in_the_corrected_percentiles() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_clis_json_and_series_match_their_schemas() {
-    let server = Server::start(&FAST);
+    let server = Server::start(&FAST_SERVER);
     let dir = tempfile::tempdir().unwrap();
     let (json, series) = (dir.path().join("report.json"), dir.path().join("s.jsonl"));
     let out = Command::new(BIN)

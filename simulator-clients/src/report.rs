@@ -193,7 +193,7 @@ pub(crate) mod tests {
             }),
             Timing {
                 from_due: ms(40),
-                from_send: ms(3),
+                from_send: Some(ms(3)),
                 lag: Some(ms(37)),
             },
         );

@@ -173,7 +173,7 @@ async fn open<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E) {
         let replied = Instant::now();
         let timing = Timing {
             from_due: replied - due,
-            from_send: replied - sent,
+            from_send: Some(replied - sent),
             lag: Some(lag),
         };
         shared.recorder.record(&outcome, timing);

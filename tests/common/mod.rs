@@ -17,6 +17,17 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_system-simulator");
 
+/// Server flags for tests about the clients rather than the gate: permits never
+/// run short and a request costs next to nothing, so the clients set the pace.
+pub const FAST_SERVER: [&str; 6] = [
+    "--permits",
+    "1000",
+    "--network-delay",
+    "0",
+    "--persist-latency",
+    "1ms",
+];
+
 /// A running server; killed on drop if the test did not stop it.
 pub struct Server {
     child: Child,
