@@ -180,8 +180,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "  permits {}, persist latency {}, network delay {} each way",
         config.permits, config.persist_latency, config.network_delay
     );
-    println!("  trace it:  sudo bpftrace -p {pid} -e 'usdt:*:isim:* {{ @[probe] = count(); }}'");
-    println!("             sudo dtrace -p {pid} -n 'isim$target::: {{ @[probename] = count(); }}'");
+    for (i, command) in probes::trace_commands(pid).iter().enumerate() {
+        let lead = if i == 0 { "trace it:" } else { "" };
+        println!("  {lead:<10} {command}");
+    }
     println!("  stop with Ctrl-C; final counts are printed on exit");
     tracing::info!(%addr, pid, ?config.permits, "serving");
     let report = server::run(listener, config, shutdown::signal()).await?;

@@ -66,7 +66,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!(
         "demo: the data processor listens on {url} (pid {pid}); attach a tracer now if you like:"
     );
-    println!("  sudo bpftrace -p {pid} -e 'usdt:*:isim:* {{ @[probe] = count(); }}'\n");
+    for command in probes::trace_commands(pid) {
+        println!("  {command}");
+    }
+    println!();
 
     let cancel = CancellationToken::new();
     tokio::spawn({

@@ -54,18 +54,24 @@ impl Events {
         metrics::histogram!(m::REQUEST_LIFETIME).record(lifetime.as_secs_f64());
     }
 
-    pub fn persist_start(&self, id: u64, bytes: u64) {
-        isim::persist__start!(|| (id, bytes));
-        self.stats.record(|c| c.persists_started += 1);
+    pub fn persist_start(&self, id: u64, bytes: u64, permits_free: usize) {
+        let in_flight = self
+            .stats
+            .record(|c| c.persists_started += 1)
+            .persists_in_flight();
+        isim::persist__start!(|| (id, bytes, in_flight, permits_free as u64));
         metrics::counter!(m::PERSISTS_STARTED).increment(1);
     }
 
     pub fn persist_done(&self, id: u64, ok: bool, latency: Duration) {
-        isim::persist__done!(|| (id, u64::from(ok), nanos(latency)));
-        self.stats.record(|c| {
-            c.persists_done += 1;
-            c.persists_failed += u64::from(!ok);
-        });
+        let in_flight = self
+            .stats
+            .record(|c| {
+                c.persists_done += 1;
+                c.persists_failed += u64::from(!ok);
+            })
+            .persists_in_flight();
+        isim::persist__done!(|| (id, u64::from(ok), nanos(latency), in_flight));
         metrics::counter!(m::PERSISTS_DONE).increment(1);
         if !ok {
             metrics::counter!(m::PERSISTS_FAILED).increment(1);

@@ -28,10 +28,12 @@ pub mod isim {
     fn request__unblock(id: u64, wait_ns: u64) {}
     /// The reply is ready. (id, lifetime in ns since request-start, 1 if it blocked)
     fn request__done(id: u64, lifetime_ns: u64, blocked: u64) {}
-    /// Persistence of the request's element begins. (id, element bytes)
-    fn persist__start(id: u64, bytes: u64) {}
-    /// Persistence ended, successfully or not. (id, 1 if ok, latency in ns)
-    fn persist__done(id: u64, ok: u64, latency_ns: u64) {}
+    /// Persistence of the request's element begins. (id, element bytes, persists in
+    /// flight counting this one, permits free right now)
+    fn persist__start(id: u64, bytes: u64, in_flight: u64, permits_free: u64) {}
+    /// Persistence ended, successfully or not. (id, 1 if ok, latency in ns, persists
+    /// still in flight after this one)
+    fn persist__done(id: u64, ok: u64, latency_ns: u64, in_flight: u64) {}
 }
 
 /// Every probe name, as tracers see it. Tests check the binary against this list.
@@ -52,4 +54,22 @@ pub fn register() {
     if let Err(err) = usdt::register_probes() {
         tracing::warn!(%err, "could not register the isim USDT probes; tracing will see nothing");
     }
+}
+
+/// Ready-to-paste commands that trace process `pid`, for the banners of `serve` and
+/// `demo`: the bundled scripts through `scripts/trace`, and each tool by hand in
+/// the form this platform needs (DTrace for Linux only matches `isim$target`).
+pub fn trace_commands(pid: u32) -> Vec<String> {
+    let mut commands = vec![
+        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, cpu-usage)"),
+    ];
+    if cfg!(target_os = "linux") {
+        commands.push(format!("sudo bpftrace -p {pid} scripts/count.bt"));
+        commands.push(format!(
+            "sudo dtrace -p {pid} -n 'isim$target::: {{ @[probename] = count(); }}'"
+        ));
+    } else {
+        commands.push(format!("sudo dtrace -p {pid} -s scripts/count.d"));
+    }
+    commands
 }

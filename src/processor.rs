@@ -128,7 +128,7 @@ impl DataProcessor {
             }
         };
 
-        s.events.persist_start(id, bytes);
+        s.events.persist_start(id, bytes, s.gate.available());
         self.spawn_persist(id, element, tunables, permit);
 
         self.network_traverse(&tunables).await;

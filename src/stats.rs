@@ -57,9 +57,12 @@ impl Stats {
         *self.lock()
     }
 
-    /// Applies one event's change.
-    pub fn record(&self, change: impl FnOnce(&mut Counts)) {
-        change(&mut self.lock());
+    /// Applies one event's change and returns the counts just after it, so a probe
+    /// can carry a figure (persists in flight) consistent with the counters.
+    pub fn record(&self, change: impl FnOnce(&mut Counts)) -> Counts {
+        let mut counts = self.lock();
+        change(&mut counts);
+        *counts
     }
 
     /// Zeroes the window. Requests and persists already in flight are carried into

@@ -175,3 +175,67 @@ async fn bpftrace_counts_equal_what_was_sent_and_what_stats_says() {
         assert_eq!(probe(name), stat(field), "{name} vs /stats {field}");
     }
 }
+
+/// bpftrace starting the server itself (`-c`) attaches by path before the process
+/// runs, the case rust-lld's layout broke until `.cargo/config.toml` linked with
+/// separate loadable segments: every request must still be counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bpftrace_started_with_c_counts_every_request() {
+    if !tracing_available() {
+        return;
+    }
+    ensure_tracefs();
+    let program = format!(
+        "usdt:{BIN}:isim:request-start {{ @started = count(); }} \
+         usdt:{BIN}:isim:request-done {{ @done = count(); }}"
+    );
+    let command = format!("{BIN} serve --listen 127.0.0.1:0 {}", FAST_SERVER.join(" "));
+    let mut child = Command::new("bpftrace")
+        .args(["-c", &command, "-e", &program])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start bpftrace");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The server's banner comes through bpftrace's stdout once it runs.
+    let banner = tokio::task::block_in_place(|| {
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains("listening on http://"))
+            .expect("the server's banner")
+    });
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let server_pid = banner
+        .rsplit_once("(pid ")
+        .and_then(|(_, p)| p.trim_end_matches(')').parse::<u32>().ok())
+        .expect("the server's pid in its banner");
+
+    let client = client();
+    const SENT: u64 = 25;
+    for _ in 0..SENT {
+        post_element(&client, &url).await;
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &server_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // bpftrace exits with its child and prints the maps.
+    let output: Vec<String> = tokio::task::block_in_place(|| lines.map_while(Result::ok).collect());
+    wait_child(&mut child, Duration::from_secs(30));
+    let count = |map: &str| {
+        output
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("{map}: ")))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(count("@started"), SENT, "{output:?}");
+    assert_eq!(count("@done"), SENT, "{output:?}");
+}

@@ -1,0 +1,285 @@
+//! Running a script through `scripts/trace` from a test, reading what it printed,
+//! and the facts about the server a test compares it with (CPU time from /proc,
+//! whether a tracer has armed the probes).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::common::{have, is_root, read_all, skip_or_fail, wait_child};
+
+const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace");
+
+#[derive(Debug, Clone, Copy)]
+pub enum Tool {
+    DTrace,
+    Bpftrace,
+}
+
+impl Tool {
+    fn program(self) -> &'static str {
+        match self {
+            Tool::DTrace => "dtrace",
+            Tool::Bpftrace => "bpftrace",
+        }
+    }
+
+    /// Whether this test can attach the tool; prints why not (or fails under CI).
+    pub fn available(self) -> bool {
+        let program = self.program();
+        if !have(program) {
+            let install = match self {
+                Tool::DTrace => "../shared/tools/install-dtrace-linux",
+                Tool::Bpftrace => "apt-get install bpftrace",
+            };
+            skip_or_fail(&format!("{program} not installed ({install})"));
+            return false;
+        }
+        if !is_root() {
+            skip_or_fail(&format!("attaching {program} needs root"));
+            return false;
+        }
+        true
+    }
+
+    fn options(self) -> &'static [&'static str] {
+        match self {
+            // Timers on an idle vCPU never fire on this project's VMs.
+            Tool::DTrace => &["--dtrace", "--keep-cpus-busy"],
+            Tool::Bpftrace => &["--bpftrace"],
+        }
+    }
+}
+
+/// A tracer started by `scripts/trace`, which execs it, so the pid is the tracer's.
+pub struct Traced {
+    child: Child,
+    stdout: mpsc::Receiver<String>,
+    lines: Vec<String>,
+}
+
+impl Traced {
+    pub fn start(tool: Tool, script: &str, pid: u32, options: &[&str]) -> Traced {
+        let mut child = Command::new(TRACE)
+            .args(tool.options())
+            .args(options)
+            .args([script, &pid.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start scripts/trace");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Traced {
+            child,
+            stdout: rx,
+            lines: Vec::new(),
+        }
+    }
+
+    /// Starts a bundled script and returns once its BEGIN clause has printed: both
+    /// tools run BEGIN only after every probe is attached and enabled. bpftrace's
+    /// own "Attaching N probes..." comes before that and does not count.
+    pub fn start_until_begin(tool: Tool, script: &str, pid: u32, options: &[&str]) -> Traced {
+        let mut traced = Self::start(tool, script, pid, options);
+        // DTrace takes a few seconds of CPU to compile and attach.
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match traced.stdout.recv_timeout(left) {
+                Ok(line) => {
+                    let begun = !line.starts_with("Attaching ");
+                    traced.lines.push(line);
+                    if begun {
+                        return traced;
+                    }
+                }
+                Err(_) => traced.fail("printed nothing from BEGIN within 90 s"),
+            }
+        }
+    }
+
+    /// Polls `ready` (bounded) while the tracer is alive.
+    pub fn wait_for(&mut self, within: Duration, mut ready: impl FnMut() -> bool) {
+        let deadline = Instant::now() + within;
+        while !ready() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.fail(&format!("exited with {status} before it was ready"));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tracer not ready within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Ctrl-C: the tracer prints its summary and exits; returns all it printed.
+    pub fn interrupt(self) -> String {
+        let status = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.wait_exit(Duration::from_secs(60))
+    }
+
+    /// Waits for the tracer to end by itself and returns all it printed.
+    pub fn wait_exit(mut self, within: Duration) -> String {
+        let status = wait_child(&mut self.child, within);
+        let stderr = read_all(self.child.stderr.take().unwrap());
+        self.lines.extend(self.stdout.iter());
+        let output = self.lines.join("\n");
+        assert!(
+            status.success(),
+            "tracer failed ({status}):\n{stderr}\n{output}"
+        );
+        output
+    }
+
+    fn fail(&mut self, why: &str) -> ! {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let stderr = read_all(self.child.stderr.take().unwrap());
+        panic!("scripts/trace {why}:\n{stderr}");
+    }
+}
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The labelled figures of a summary, from either tool's layout:
+/// DTrace's `  label        123` and bpftrace's `@map[label]: 123`.
+pub fn figures(output: &str) -> BTreeMap<String, u64> {
+    let mut found = BTreeMap::new();
+    for line in output.lines() {
+        let (label, value) = if let Some(rest) = line.strip_prefix('@') {
+            let Some((key, value)) = rest.split_once("]: ") else {
+                continue;
+            };
+            let Some((_, label)) = key.split_once('[') else {
+                continue;
+            };
+            (label.to_owned(), value.trim())
+        } else if line.starts_with("  ") && !line.trim_start().starts_with(char::is_numeric) {
+            let Some((label, value)) = line.trim().rsplit_once(' ') else {
+                continue;
+            };
+            (label.trim().to_owned(), value)
+        } else {
+            continue;
+        };
+        if let Ok(value) = value.parse() {
+            found.insert(label, value);
+        }
+    }
+    found
+}
+
+/// The per-second rows of in-flight: its last four columns (in flight, max in
+/// flight, fewest permits free, blocked), with "-" (unknown) as `u64::MAX`.
+pub fn rows(output: &str) -> Vec<[u64; 4]> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let last = words.get(words.len().checked_sub(4)?..)?;
+            let mut row = [0; 4];
+            for (cell, word) in row.iter_mut().zip(last) {
+                *cell = if *word == "-" {
+                    u64::MAX
+                } else {
+                    word.parse().ok()?
+                };
+            }
+            (words.len() > 4).then_some(row)
+        })
+        .collect()
+}
+
+/// The CPU milliseconds of every cpu-usage line.
+pub fn cpu_ms(output: &str) -> u64 {
+    output
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                [.., ms, "system-simulator"] => ms.parse::<u64>().ok(),
+                _ => None,
+            }
+        })
+        .sum()
+}
+
+/// User plus system CPU time of a process, from /proc (10 ms resolution).
+pub fn proc_cpu_ms(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which may hold spaces: state is field 3,
+    // utime and stime are fields 14 and 15, in clock ticks (100 a second here).
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    (fields[11] + fields[12]) * 10
+}
+
+/// Whether a tracer has enabled the named isim probes of `pid`: each one's USDT
+/// semaphore, a counter in the process that a tracer raises while it listens to
+/// that probe, is non-zero.
+pub fn probes_armed(pid: u32, probes: &[&str]) -> bool {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let notes = Command::new("readelf")
+        .arg("-n")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let notes = String::from_utf8_lossy(&notes.stdout);
+    let mut semaphores = Vec::new();
+    let (mut provider, mut name) = ("", "");
+    for line in notes.lines().map(str::trim) {
+        if let Some(p) = line.strip_prefix("Provider: ") {
+            provider = p;
+        } else if let Some(n) = line.strip_prefix("Name: ") {
+            name = n;
+        } else if let Some(at) = line.split("Semaphore: 0x").nth(1) {
+            if provider == "isim" && probes.contains(&name) {
+                semaphores.push(u64::from_str_radix(at.trim(), 16).unwrap());
+            }
+        }
+    }
+    assert_eq!(
+        semaphores.len(),
+        probes.len(),
+        "isim semaphores in {}",
+        exe.display()
+    );
+    // A position-independent binary is mapped from address `base` for offset 0.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let exe_name = exe.to_string_lossy();
+    let base = maps
+        .lines()
+        .find(|l| l.ends_with(exe_name.as_ref()) && l.split_whitespace().nth(2) == Some("00000000"))
+        .and_then(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
+        .expect("the binary's first mapping");
+    let memory = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    semaphores.iter().all(|at| {
+        let mut count = [0u8; 2];
+        std::os::unix::fs::FileExt::read_exact_at(&memory, &mut count, base + at).is_ok()
+            && u16::from_ne_bytes(count) > 0
+    })
+}
