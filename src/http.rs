@@ -112,6 +112,8 @@ pub struct StatsBody {
     pub persists_in_flight: u64,
     pub permits_available: usize,
     pub permits_total: usize,
+    /// CPU the server process has used since it started (Linux; null elsewhere).
+    pub process_cpu_ns: Option<u64>,
     pub config: EffectiveConfig,
 }
 
@@ -121,6 +123,10 @@ pub struct EffectiveConfig {
     pub permits: usize,
     #[serde(flatten)]
     pub tunables: Tunables,
+    /// The mean of `persist_latency`, for Little's law: capacity = permits / mean.
+    pub persist_latency_mean_ns: u64,
+    /// The mean of one network traverse; a request makes two.
+    pub network_delay_mean_ns: u64,
     pub store: &'static str,
     pub max_body_bytes: u64,
     pub max_element_bytes: u64,
@@ -129,15 +135,19 @@ pub struct EffectiveConfig {
 pub fn stats_body(state: &AppState) -> StatsBody {
     let p = &state.processor;
     let counts = p.counts();
+    let tunables = p.tunables();
     StatsBody {
         counts,
         requests_in_flight: counts.requests_in_flight(),
         persists_in_flight: counts.persists_in_flight(),
         permits_available: p.gate().available(),
         permits_total: p.gate().total(),
+        process_cpu_ns: crate::process::cpu_ns(),
         config: EffectiveConfig {
             permits: p.gate().total(),
-            tunables: p.tunables(),
+            persist_latency_mean_ns: nanos(tunables.persist_latency.mean()),
+            network_delay_mean_ns: nanos(tunables.network_delay.mean()),
+            tunables,
             store: if state.config.persist_dir.is_some() {
                 "files"
             } else {
@@ -147,6 +157,10 @@ pub fn stats_body(state: &AppState) -> StatsBody {
             max_element_bytes: state.config.max_element_bytes,
         },
     }
+}
+
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 async fn stats(State(state): State<AppState>) -> Json<StatsBody> {

@@ -17,6 +17,7 @@ pub mod http;
 pub mod metrics;
 pub mod persist;
 pub mod probes;
+pub mod process;
 pub mod processor;
 pub mod server;
 pub mod shutdown;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, Stop};
@@ -15,7 +15,11 @@ use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, Stop};
 /// with a report laid out like the seed's DTrace output.
 #[derive(Debug, Parser)]
 #[command(name = "sim-clients", version, about, long_about = None)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Number of clients, each with its own keep-alive connection (with --rate: the
     /// connection pool that carries the sends).
     #[arg(long = "n", short = 'n', default_value_t = 1)]
@@ -77,6 +81,46 @@ pub struct Args {
     pub series: Option<PathBuf>,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The seed's investigation in one command: the same closed-loop load at each
+    /// client count, repeated, the server's counters reset before every run, then
+    /// (with --fix) again with permits = K x clients; a table per minute beside
+    /// what Little's law predicts.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// Client counts, e.g. `1,15,125,135,1000` (the seed's).
+    #[arg(long = "n", short = 'n', value_delimiter = ',', required = true)]
+    pub clients: Vec<usize>,
+
+    /// The server's base URL (plain http).
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    pub target: String,
+
+    /// How long each run lasts.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+
+    /// Runs per client count (the seed took three).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+
+    /// Pause between a reply and the next request.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub think_time: Duration,
+
+    /// Then sweep again with the seed's fix, permits = K x clients (K = 8 if omitted).
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "8")]
+    pub fix: Option<usize>,
+
+    /// Also write every figure as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
 impl Args {
     pub fn plan(&self) -> LoadPlan {
         let duration = match (self.duration, self.requests) {
@@ -109,18 +153,8 @@ impl Args {
     }
 }
 
-/// What `main` runs: the plan, Ctrl-C as an early stop that still reports.
-pub async fn run(args: Args) -> anyhow::Result<()> {
-    let plan = args.plan();
-    plan.validate()?;
-    let series = match &args.series {
-        Some(path) => Some(
-            crate::series::create(path)
-                .await
-                .with_context(|| format!("creating {}", path.display()))?,
-        ),
-        None => None,
-    };
+/// Ctrl-C as an early stop: the run (or sweep) still reports what it measured.
+fn cancel_on_ctrl_c() -> CancellationToken {
     let cancel = CancellationToken::new();
     tokio::spawn({
         let cancel = cancel.clone();
@@ -131,6 +165,53 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     });
+    cancel
+}
+
+fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(value)?;
+    if path.as_os_str() == "-" {
+        println!("{json}");
+        return Ok(());
+    }
+    std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
+    let plan = crate::sweep::SweepPlan {
+        target: args.target,
+        clients: args.clients,
+        duration: args.duration,
+        repeat: args.repeat,
+        think_time: args.think_time,
+        fix_per_client: args.fix,
+    };
+    plan.validate()?;
+    let cancel = cancel_on_ctrl_c();
+    let report = crate::sweep::run(&plan, cancel, |what| eprintln!("sweep: {what}")).await?;
+    print!("{}", crate::sweep_table::render(&report));
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// What `main` runs: a sweep, or one run of the plan.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(Command::Sweep(sweep_args)) = args.command {
+        return sweep(sweep_args).await;
+    }
+    let plan = args.plan();
+    plan.validate()?;
+    let series = match &args.series {
+        Some(path) => Some(
+            crate::series::create(path)
+                .await
+                .with_context(|| format!("creating {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let cancel = cancel_on_ctrl_c();
     let outputs = crate::Outputs {
         progress: std::io::stdout().is_terminal(),
         series,
@@ -138,13 +219,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let report = crate::run_with(&plan, cancel, outputs).await?;
     print!("{}", report.render());
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report)?;
-        if path.as_os_str() == "-" {
-            println!("{json}");
-        } else {
-            std::fs::write(path, json + "\n")
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
+        write_json(path, &report)?;
     }
     Ok(())
 }

@@ -3,8 +3,9 @@
 //! [`run`] drives one load run from a [`LoadPlan`] and returns a [`Report`]; the
 //! binary (`src/main.rs`) only parses flags. The clients (`worker.rs`), the open
 //! loop's timetable (`schedule.rs`), connections (`connection.rs`), aggregation
-//! (`record.rs`), the per-second series (`series.rs`), the report (`report.rs`)
-//! and the server's endpoints (`server.rs`) each have their own file.
+//! (`record.rs`), the per-second series (`series.rs`), the report (`report.rs`),
+//! the server's endpoints (`server.rs`) and the seed's sweep (`sweep.rs`,
+//! `sweep_table.rs`) each have their own file.
 
 pub mod cli;
 pub mod connection;
@@ -16,6 +17,8 @@ pub mod report;
 pub mod schedule;
 pub mod series;
 pub mod server;
+pub mod sweep;
+pub mod sweep_table;
 pub mod worker;
 
 use std::sync::Arc;
