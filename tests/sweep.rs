@@ -16,18 +16,30 @@ fn figure(step: &Value, name: &str) -> f64 {
 #[test]
 fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
     let server = Server::start(&[]);
-    let json = tempfile::NamedTempFile::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, markdown, svg) = (
+        dir.path().join("sweep.json"),
+        dir.path().join("sweep.md"),
+        dir.path().join("sweep.svg"),
+    );
     let out = std::process::Command::new(BIN)
         .args(["clients", "sweep", "--target", &server.url])
         .args(["--n", "1,15,135,1000", "--duration", "4s", "--repeat", "1"])
         .arg("--fix")
-        .arg("--json")
-        .arg(json.path())
+        .args([
+            "--json".as_ref(),
+            json.as_os_str(),
+            "--markdown".as_ref(),
+            markdown.as_os_str(),
+            "--svg".as_ref(),
+            svg.as_os_str(),
+        ])
         .output()
         .expect("run the sweep");
     let table = stdout_of_success(&out);
     assert!(table.contains("Little's law"), "{table}");
-    let report: Value = serde_json::from_slice(&std::fs::read(json.path()).unwrap()).unwrap();
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    outputs_are_well_formed(&markdown, &svg);
 
     let capacity_per_min = report["capacity_per_s"].as_f64().unwrap() * 60.0;
     let saturation = report["saturation_clients"].as_f64().unwrap();
@@ -71,6 +83,51 @@ fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stats = runtime.block_on(stats(&client(), &server.url));
     assert_eq!(stats["permits_total"], 8, "the sweep puts the permits back");
+}
+
+/// The Markdown holds two tables of four rows; the SVG parses, with its three panels.
+fn outputs_are_well_formed(markdown: &std::path::Path, svg: &std::path::Path) {
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let text = std::fs::read_to_string(markdown).unwrap();
+    let events: Vec<Event> = Parser::new_ext(&text, Options::ENABLE_TABLES).collect();
+    let count = |want: fn(&Event) -> bool| events.iter().filter(|e| want(e)).count();
+    assert_eq!(
+        count(|e| matches!(e, Event::Start(Tag::Table(_)))),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        count(|e| matches!(e, Event::Start(Tag::TableRow))),
+        8,
+        "{text}"
+    );
+
+    let svg = std::fs::read_to_string(svg).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let polylines = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .count();
+    assert!(polylines >= 10, "{polylines} lines drawn");
+}
+
+#[test]
+fn a_saved_sweep_is_laid_out_again_without_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("saved.json");
+    std::fs::write(&saved, "{\"not\": \"a sweep\"}").unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["clients", "sweep", "--from"])
+        .arg(&saved)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is not a sweep saved with --json"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -93,7 +93,12 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
     /// Client counts, e.g. `1,15,125,135,1000` (the seed's).
-    #[arg(long = "n", short = 'n', value_delimiter = ',', required = true)]
+    #[arg(
+        long = "n",
+        short = 'n',
+        value_delimiter = ',',
+        required_unless_present = "from"
+    )]
     pub clients: Vec<usize>,
 
     /// The server's base URL (plain http).
@@ -119,6 +124,18 @@ pub struct SweepArgs {
     /// Also write every figure as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Also write a Markdown report (the tables and the theory) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Also draw throughput, blocked share and latency against clients as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Do not run: lay out a sweep saved earlier with --json (with --markdown, --svg).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "repeat", "duration", "fix"])]
+    pub from: Option<PathBuf>,
 }
 
 impl Args {
@@ -178,9 +195,34 @@ fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::
 }
 
 async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
+    let report = match &args.from {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a sweep saved with --json", path.display()))?
+        }
+        None => run_sweep(&args).await?,
+    };
+    print!("{}", crate::sweep_table::render(&report));
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, crate::sweep_table::markdown(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, crate::sweep_chart::render(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport> {
     let plan = crate::sweep::SweepPlan {
-        target: args.target,
-        clients: args.clients,
+        target: args.target.clone(),
+        clients: args.clients.clone(),
         duration: args.duration,
         repeat: args.repeat,
         think_time: args.think_time,
@@ -188,12 +230,10 @@ async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
     };
     plan.validate()?;
     let cancel = cancel_on_ctrl_c();
-    let report = crate::sweep::run(&plan, cancel, |what| eprintln!("sweep: {what}")).await?;
-    print!("{}", crate::sweep_table::render(&report));
-    if let Some(path) = &args.json {
-        write_json(path, &report)?;
-    }
-    Ok(())
+    let mut report = crate::sweep::run(&plan, cancel, |what| eprintln!("sweep: {what}")).await?;
+    let words: Vec<String> = std::env::args().collect();
+    report.command = Some(words.join(" "));
+    Ok(report)
 }
 
 /// What `main` runs: a sweep, or one run of the plan.

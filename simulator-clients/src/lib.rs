@@ -4,8 +4,8 @@
 //! binary (`src/main.rs`) only parses flags. The clients (`worker.rs`), the open
 //! loop's timetable (`schedule.rs`), connections (`connection.rs`), aggregation
 //! (`record.rs`), the per-second series (`series.rs`), the report (`report.rs`),
-//! the server's endpoints (`server.rs`) and the seed's sweep (`sweep.rs`,
-//! `sweep_table.rs`) each have their own file.
+//! the server's endpoints (`server.rs`) and the seed's sweep (`sweep.rs`, laid
+//! out by `sweep_table.rs` and `sweep_chart.rs`) each have their own file.
 
 pub mod cli;
 pub mod connection;
@@ -18,6 +18,7 @@ pub mod schedule;
 pub mod series;
 pub mod server;
 pub mod sweep;
+pub mod sweep_chart;
 pub mod sweep_table;
 pub mod worker;
 

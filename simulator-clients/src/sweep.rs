@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -55,10 +55,10 @@ pub enum SweepError {
 }
 
 /// The figures of one run, by name; the same names in the mean and the spread.
-pub type Figures = BTreeMap<&'static str, f64>;
+pub type Figures = BTreeMap<String, f64>;
 
 /// One client count: every repeat, their mean, and max minus min.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
     pub clients: usize,
     pub permits: usize,
@@ -70,8 +70,10 @@ pub struct Step {
 }
 
 /// A whole sweep, the fix included when asked for.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepReport {
+    /// The command line that ran the sweep, to rerun it.
+    pub command: Option<String>,
     pub target: String,
     pub duration_s: f64,
     pub repeat: usize,
@@ -198,6 +200,7 @@ pub async fn run(
 
     let mut phases = phases.into_iter().map(|(_, steps)| steps);
     Ok(SweepReport {
+        command: None,
         target: plan.target.clone(),
         duration_s: plan.duration.as_secs_f64(),
         repeat: plan.repeat,
@@ -267,27 +270,27 @@ fn figures(report: &Report, cpu_ns: Option<u64>) -> Figures {
     let server = |key: &str| report.server.as_ref().map_or(0, |s| s.get(key)) as f64;
     let per_min = |key: &str| server(key) * 60e9 / elapsed_ns;
     let mut f = Figures::new();
-    f.insert(FIGURES[0], per_min("requests_started"));
-    f.insert(FIGURES[1], per_min("requests_done"));
-    f.insert(FIGURES[2], per_min("requests_blocked"));
-    f.insert(FIGURES[3], per_min("requests_nonblocked"));
-    f.insert(FIGURES[4], per_min("persists_started"));
-    f.insert(FIGURES[5], per_min("persists_done"));
+    f.insert(FIGURES[0].into(), per_min("requests_started"));
+    f.insert(FIGURES[1].into(), per_min("requests_done"));
+    f.insert(FIGURES[2].into(), per_min("requests_blocked"));
+    f.insert(FIGURES[3].into(), per_min("requests_nonblocked"));
+    f.insert(FIGURES[4].into(), per_min("persists_started"));
+    f.insert(FIGURES[5].into(), per_min("persists_done"));
     let blocked = server("requests_blocked") + server("requests_nonblocked");
     f.insert(
-        FIGURES[6],
+        FIGURES[6].into(),
         if blocked > 0.0 {
             server("requests_blocked") / blocked
         } else {
             0.0
         },
     );
-    f.insert(FIGURES[7], report.latency.p50_ns as f64 / 1e6);
-    f.insert(FIGURES[8], report.latency.p99_ns as f64 / 1e6);
+    f.insert(FIGURES[7].into(), report.latency.p50_ns as f64 / 1e6);
+    f.insert(FIGURES[8].into(), report.latency.p99_ns as f64 / 1e6);
     if let Some(ns) = cpu_ns {
-        f.insert(FIGURES[9], ns as f64 / elapsed_ns * 100.0);
+        f.insert(FIGURES[9].into(), ns as f64 / elapsed_ns * 100.0);
     }
-    f.insert(FIGURES[10], report.errors as f64);
+    f.insert(FIGURES[10].into(), report.errors as f64);
     f
 }
 
@@ -301,8 +304,11 @@ fn step(clients: usize, permits: usize, predicted_per_min: f64, runs: Vec<Figure
         }
         let max = values.iter().copied().fold(f64::MIN, f64::max);
         let min = values.iter().copied().fold(f64::MAX, f64::min);
-        mean.insert(name, values.iter().sum::<f64>() / values.len() as f64);
-        spread.insert(name, max - min);
+        mean.insert(
+            name.into(),
+            values.iter().sum::<f64>() / values.len() as f64,
+        );
+        spread.insert(name.into(), max - min);
     }
     Step {
         clients,
@@ -319,7 +325,7 @@ mod tests {
     use super::*;
 
     fn run_with(done: f64, errors: f64) -> Figures {
-        Figures::from([(FIGURES[1], done), (FIGURES[10], errors)])
+        Figures::from([(FIGURES[1].into(), done), (FIGURES[10].into(), errors)])
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! A sweep as the terminal shows it: one row per client count, in the seed's
-//! columns (per minute, from the server's counters), the mean of the repeats with
-//! their range, then what Little's law predicts.
+//! A sweep as text, for the terminal and as a Markdown report: one row per client
+//! count, in the seed's columns (per minute, from the server's counters), the mean
+//! of the repeats with their range, then what Little's law predicts.
 
 use std::fmt::Write as _;
 
@@ -15,21 +15,16 @@ pub fn render(report: &SweepReport) -> String {
          server-side (as count.d sees them); mean of the runs, ±half their range",
         report.target, report.duration_s, report.repeat, report.think_time_s
     );
-    phase(
-        &mut out,
-        &format!("{} permits (the original)", report.permits),
-        &report.before,
-    );
-    if let (Some(after), Some(k)) = (&report.after, report.fix_per_client) {
-        phase(
-            &mut out,
-            &format!("permits = {k} x clients (the seed's fix)"),
-            after,
-        );
+    for (title, steps) in titles(report) {
+        phase(&mut out, &title, steps);
     }
-    let _ = writeln!(
-        out,
-        "\nLittle's law: {} permits each held for a whole persist ({:.1} ms on average) pass at most \
+    let _ = writeln!(out, "\n{}", theory(report));
+    out
+}
+
+fn theory(report: &SweepReport) -> String {
+    format!(
+        "Little's law: {} permits each held for a whole persist ({:.1} ms on average) pass at most \
          {:.1} requests/s ({:.0}/min). A client offers 1 / ({} s think + {:.1} ms unblocked lifetime) \
          requests/s, so from about {:.0} clients on the gate is full and nearly every request \
          waits for a permit; below that, blocking comes from clients arriving together.",
@@ -40,6 +35,74 @@ pub fn render(report: &SweepReport) -> String {
         report.think_time_s,
         report.lifetime_unblocked_ms,
         report.saturation_clients,
+    )
+}
+
+fn titles(report: &SweepReport) -> Vec<(String, &[Step])> {
+    let mut phases = vec![(
+        format!("{} permits (the original)", report.permits),
+        &report.before[..],
+    )];
+    if let (Some(after), Some(k)) = (&report.after, report.fix_per_client) {
+        phases.push((
+            format!("permits = {k} x clients (the seed's fix)"),
+            &after[..],
+        ));
+    }
+    phases
+}
+
+/// The sweep as a Markdown report: how it was run, one table per phase, the theory.
+pub fn markdown(report: &SweepReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Sweep against {}\n", report.target);
+    if let Some(command) = &report.command {
+        let _ = writeln!(out, "    {command}\n");
+    }
+    let _ = writeln!(
+        out,
+        "{} s a run, {} run(s) a client count, {} s think time, all clients starting together. \
+         Figures per minute from the server's own counters over each run (what the seed's \
+         count.d saw), the mean of the runs with ± half their range; latency from the \
+         clients; server CPU from `GET /stats`; predicted = min(offered load, capacity).",
+        report.duration_s, report.repeat, report.think_time_s
+    );
+    for (title, steps) in titles(report) {
+        let _ = writeln!(out, "\n## {title}\n");
+        let _ = writeln!(
+            out,
+            "| clients | permits | requests started | requests done | blocked | non blocked \
+             | writes started | writes done | blocked share | p50 ms | p99 ms | server CPU % | predicted |"
+        );
+        let _ = writeln!(out, "|{}", " ---: |".repeat(13));
+        for step in steps {
+            let mean = |i: usize| step.mean.get(FIGURES[i]).copied();
+            let half = |i: usize| step.spread.get(FIGURES[i]).copied().unwrap_or(0.0) / 2.0;
+            let count =
+                |i: usize| mean(i).map_or("–".into(), |v| format!("{v:.0} ±{:.0}", half(i)));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {:.1} | {:.1} | {} | {:.0} |",
+                step.clients,
+                step.permits,
+                count(0),
+                count(1),
+                count(2),
+                count(3),
+                count(4),
+                count(5),
+                mean(6).unwrap_or(0.0) * 100.0,
+                mean(7).unwrap_or(0.0),
+                mean(8).unwrap_or(0.0),
+                mean(9).map_or("–".into(), |v| format!("{v:.1}")),
+                step.predicted_per_min,
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n## What queueing theory predicts\n\n{}",
+        theory(report)
     );
     out
 }
@@ -84,5 +147,122 @@ fn phase(out: &mut String, title: &str, steps: &[Step]) {
             mean(9).map_or("-".into(), |v| format!("{v:.1}")),
             step.predicted_per_min,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::Figures;
+
+    /// A sweep shaped like the seed's, without running one.
+    fn seed_like() -> SweepReport {
+        let step = |clients: usize, permits: usize, done: f64, share: f64| {
+            let figures: Figures = FIGURES
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let value = match i {
+                        1 => done,
+                        6 => share,
+                        7 | 8 => 5.0 + share * 1000.0,
+                        _ => done / 2.0,
+                    };
+                    (name.to_string(), value)
+                })
+                .collect();
+            Step {
+                clients,
+                permits,
+                predicted_per_min: done,
+                runs: vec![figures.clone()],
+                spread: figures.keys().map(|k| (k.clone(), 0.0)).collect(),
+                mean: figures,
+            }
+        };
+        SweepReport {
+            command: Some("sim-clients sweep --n 1,15,1000 --fix".into()),
+            target: "http://127.0.0.1:7878".into(),
+            duration_s: 60.0,
+            repeat: 3,
+            think_time_s: 1.0,
+            permits: 8,
+            fix_per_client: Some(8),
+            persist_mean_ms: 60.0,
+            lifetime_unblocked_ms: 3.0,
+            capacity_per_s: 133.3,
+            saturation_clients: 133.7,
+            before: vec![
+                step(1, 8, 60.0, 0.0),
+                step(15, 8, 895.0, 0.31),
+                step(1000, 8, 7686.0, 1.0),
+            ],
+            after: Some(vec![
+                step(1, 8, 60.0, 0.0),
+                step(15, 120, 885.0, 0.0),
+                step(1000, 8000, 59002.0, 0.0),
+            ]),
+        }
+    }
+
+    #[test]
+    fn the_markdown_report_renders_a_table_per_phase() {
+        use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+        let text = markdown(&seed_like());
+        let mut tables = 0;
+        let mut rows = 0;
+        let mut cells_in_head = 0;
+        let mut in_head = false;
+        for event in Parser::new_ext(&text, Options::ENABLE_TABLES) {
+            match event {
+                Event::Start(Tag::Table(_)) => tables += 1,
+                Event::Start(Tag::TableHead) => in_head = true,
+                Event::End(TagEnd::TableHead) => in_head = false,
+                Event::Start(Tag::TableCell) if in_head => cells_in_head += 1,
+                Event::Start(Tag::TableRow) => rows += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(tables, 2, "before and after:\n{text}");
+        assert_eq!(rows, 6, "three client counts each");
+        assert_eq!(cells_in_head, 26, "13 columns each");
+        assert!(text.contains("sim-clients sweep --n 1,15,1000 --fix"));
+        assert!(text.contains("59002 ±0"));
+    }
+
+    #[test]
+    fn the_chart_is_an_svg_with_three_panels_and_every_line() {
+        let svg = crate::sweep_chart::render(&seed_like()).unwrap();
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        for caption in [
+            "requests done per minute",
+            "blocked share",
+            "client latency",
+        ] {
+            assert!(
+                texts.iter().any(|t| t.starts_with(caption)),
+                "{caption}: {texts:?}"
+            );
+        }
+        for legend in [
+            "before",
+            "after the fix",
+            "p99, before",
+            "predicted, after the fix",
+        ] {
+            assert!(texts.contains(&legend), "legend {legend}: {texts:?}");
+        }
+        let lines = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .count();
+        assert!(lines >= 10, "10 data lines, got {lines}");
     }
 }
