@@ -29,19 +29,6 @@ fn open_plan(target: &str, connections: usize, rate: f64, seconds: u64) -> LoadP
     }
 }
 
-fn schema_errors(file: &str, value: &Value) -> Vec<String> {
-    let path = format!(
-        "{}/simulator-clients/schema/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    validator
-        .iter_errors(value)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_open_loop_keeps_its_rate_within_2_percent_over_10_s() {
     let server = Server::start(&FAST_SERVER);

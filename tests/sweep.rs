@@ -40,6 +40,12 @@ fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
     assert!(table.contains("Little's law"), "{table}");
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     outputs_are_well_formed(&markdown, &svg);
+    let errors = schema_errors("sweep.schema.json", &report);
+    assert!(
+        errors.is_empty(),
+        "--json against sweep.schema.json: {errors:?}"
+    );
+    assert!(report["command"].as_str().unwrap().contains("sweep"));
 
     let capacity_per_min = report["capacity_per_s"].as_f64().unwrap() * 60.0;
     let saturation = report["saturation_clients"].as_f64().unwrap();

@@ -231,6 +231,23 @@ mod tests {
     }
 
     #[test]
+    fn the_json_follows_its_schema() {
+        use crate::report::tests::schema_errors;
+        let mut value = serde_json::to_value(seed_like()).unwrap();
+        assert_eq!(
+            schema_errors("sweep.schema.json", &value),
+            Vec::<String>::new()
+        );
+        value["before"][0]["mean"]["surprise"] = 1.into();
+        value["after"][0]["mean"]["blocked_share"] = 2.0.into();
+        assert_eq!(
+            schema_errors("sweep.schema.json", &value).len(),
+            2,
+            "an extra figure, a share over 1"
+        );
+    }
+
+    #[test]
     fn the_chart_is_an_svg_with_three_panels_and_every_line() {
         let svg = crate::sweep_chart::render(&seed_like()).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");

@@ -274,6 +274,20 @@ pub fn read_all(mut pipe: impl Read) -> String {
     out
 }
 
+/// The errors of `value` against one of `simulator-clients/schema/`'s schemas.
+pub fn schema_errors(file: &str, value: &Value) -> Vec<String> {
+    let path = format!(
+        "{}/simulator-clients/schema/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    validator
+        .iter_errors(value)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
 /// Whether a program is on PATH.
 pub fn have(program: &str) -> bool {
     Command::new("sh")
