@@ -112,7 +112,7 @@ pub struct StatsBody {
     pub persists_in_flight: u64,
     pub permits_available: usize,
     pub permits_total: usize,
-    /// CPU the server process has used since it started (Linux; null elsewhere).
+    /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
     pub config: EffectiveConfig,
 }
