@@ -144,14 +144,7 @@ pub fn comparison(
         format!("{} permits", args.permits),
         format!("{fixed_permits} permits")
     );
-    for (label, key) in [
-        ("requests started", "requests_started"),
-        ("requests done", "requests_done"),
-        ("blocked requests", "requests_blocked"),
-        ("non blocked requests", "requests_nonblocked"),
-        ("persistent writes started", "persists_started"),
-        ("persistent writes done", "persists_done"),
-    ] {
+    for (label, key) in crate::stats::SEED_COUNT_FIELDS {
         let _ = writeln!(
             out,
             "  {label:<32} {:>18.0} {:>18.0}",

@@ -11,6 +11,17 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde::Serialize;
 
+/// The seed's count.d labels and the `/stats` field each one equals, in the seed's
+/// order: the demo, the sweep tests and the script tests all compare by this list.
+pub const SEED_COUNT_FIELDS: [(&str, &str); 6] = [
+    ("requests started", "requests_started"),
+    ("requests done", "requests_done"),
+    ("blocked requests", "requests_blocked"),
+    ("non blocked requests", "requests_nonblocked"),
+    ("persistent writes started", "persists_started"),
+    ("persistent writes done", "persists_done"),
+];
+
 /// Cumulative counts since start or the last reset.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {

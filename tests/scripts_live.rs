@@ -109,14 +109,7 @@ fn check_count(tool: Tool, output: &str, truth: &Truth) {
         truth.count("requests_blocked") > 0,
         "nothing blocked; the load proves nothing"
     );
-    for (label, field) in [
-        ("requests started", "requests_started"),
-        ("requests done", "requests_done"),
-        ("blocked requests", "requests_blocked"),
-        ("non blocked requests", "requests_nonblocked"),
-        ("persistent writes started", "persists_started"),
-        ("persistent writes done", "persists_done"),
-    ] {
+    for (label, field) in system_simulator::stats::SEED_COUNT_FIELDS {
         assert_eq!(
             figure(label),
             truth.count(field),
