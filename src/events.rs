@@ -80,6 +80,7 @@ impl Events {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
+/// A duration in whole nanoseconds, saturating (probes and `/stats` carry u64).
+pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -145,8 +145,8 @@ pub fn stats_body(state: &AppState) -> StatsBody {
         process_cpu_ns: crate::process::cpu_ns(),
         config: EffectiveConfig {
             permits: p.gate().total(),
-            persist_latency_mean_ns: nanos(tunables.persist_latency.mean()),
-            network_delay_mean_ns: nanos(tunables.network_delay.mean()),
+            persist_latency_mean_ns: crate::events::nanos(tunables.persist_latency.mean()),
+            network_delay_mean_ns: crate::events::nanos(tunables.network_delay.mean()),
             tunables,
             store: if state.config.persist_dir.is_some() {
                 "files"
@@ -157,10 +157,6 @@ pub fn stats_body(state: &AppState) -> StatsBody {
             max_element_bytes: state.config.max_element_bytes,
         },
     }
-}
-
-fn nanos(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 async fn stats(State(state): State<AppState>) -> Json<StatsBody> {

@@ -7,7 +7,7 @@
 /// where the platform refuses to say.
 pub fn cpu_ns() -> Option<u64> {
     let used = cpu_time::ProcessTime::try_now().ok()?.as_duration();
-    Some(u64::try_from(used.as_nanos()).unwrap_or(u64::MAX))
+    Some(crate::events::nanos(used))
 }
 
 #[cfg(test)]
