@@ -11,7 +11,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, ExtensionRejection};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header;
+use axum::http::{header, HeaderMap};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{post, put};
@@ -70,15 +70,45 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn update_config(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<EffectiveConfig>, ApiError> {
+    require_json(&headers)?;
     let update: ConfigUpdate = serde_json::from_slice(&body?).map_err(bad_json)?;
     state
         .processor
         .update(&update)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    tracing::info!(?update, "configuration changed");
-    Ok(Json(stats_body(&state).config))
+    let config = stats_body(&state).config;
+    tracing::info!(
+        permits = config.permits,
+        persist_latency = %config.tunables.persist_latency,
+        network_delay = %config.tunables.network_delay,
+        persist_error_rate = config.tunables.persist_error_rate,
+        persist_stall_rate = config.tunables.persist_stall_rate,
+        "configuration changed"
+    );
+    Ok(Json(config))
+}
+
+/// A config body is JSON; a missing content type is taken as JSON too, so a bare
+/// `curl -X PUT --data-binary` works, but a form or text body is refused.
+fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase());
+    match essence.as_deref() {
+        Some("application/json") => Ok(()),
+        _ => Err(ApiError::UnsupportedMediaType(format!(
+            "admin bodies are JSON: send content-type application/json (curl --json '{{...}}'), not {:?}",
+            String::from_utf8_lossy(value.as_bytes())
+        ))),
+    }
 }
 
 async fn reset(State(state): State<AppState>) -> Json<crate::http::StatsBody> {

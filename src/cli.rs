@@ -67,6 +67,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "P")]
     pub persist_error_rate: Option<f64>,
 
+    /// Share of persists that hang until --persist-timeout ends them, 0 to 1
+    /// [default: 0].
+    #[arg(long, value_name = "P")]
+    pub persist_stall_rate: Option<f64>,
+
+    /// A persist still running after this fails and gives its permit back
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub persist_timeout: Option<Duration>,
+
     /// Write every element to DIR/<id>.bin instead of simulating the store (real
     /// I/O; files are kept).
     #[arg(long, value_name = "DIR")]
@@ -75,6 +85,25 @@ pub struct ServeArgs {
     /// With --persist-dir: fsync each file before the persist counts as done.
     #[arg(long)]
     pub persist_fsync: bool,
+
+    /// With --persist-dir: reply only once the element is fsync'd to disk, so a
+    /// crash loses no acknowledged element (the request then waits for its persist).
+    #[arg(long)]
+    pub durable: bool,
+
+    /// Close a connection that has not sent a whole request head within this of
+    /// opening or going idle [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Option<Duration>,
+
+    /// Answer 408 when a request body has not fully arrived within this [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub body_read_timeout: Option<Duration>,
+
+    /// Connections open at once; beyond it a new connection gets 503 and is closed
+    /// [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
 
     /// Largest raw request body accepted, e.g. `64k`, `16MiB` [default: 16MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -116,9 +145,14 @@ impl ServeArgs {
             persist_cost_per_mib,
             network_delay,
             persist_error_rate,
+            persist_stall_rate,
+            persist_timeout,
             max_body_bytes,
             max_element_bytes,
-            drain_timeout
+            drain_timeout,
+            header_read_timeout,
+            body_read_timeout,
+            max_connections
         );
         if self.persist_dir.is_some() {
             c.persist_dir = self.persist_dir.clone();
@@ -127,6 +161,7 @@ impl ServeArgs {
             c.admin_token = self.admin_token.clone();
         }
         c.persist_fsync |= self.persist_fsync;
+        c.durable |= self.durable;
         c.validate()?;
         Ok(c)
     }
@@ -222,6 +257,19 @@ mod tests {
             format!("[default: {}]", d.persist_latency),
             format!("[default: {}]", d.network_delay),
             format!("[default: {}]", humantime::format_duration(d.drain_timeout)),
+            format!(
+                "[default: {}]",
+                humantime::format_duration(d.header_read_timeout)
+            ),
+            format!(
+                "[default: {}]",
+                humantime::format_duration(d.body_read_timeout)
+            ),
+            format!(
+                "[default: {}]",
+                humantime::format_duration(d.persist_timeout)
+            ),
+            format!("[default: {}]", d.max_connections),
         ] {
             assert!(help.contains(&default), "--help lacks {default}");
         }

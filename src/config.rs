@@ -26,6 +26,17 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 16 << 20;
 pub const DEFAULT_MAX_ELEMENT_BYTES: u64 = 1 << 30;
 /// How long shutdown waits for requests and persists in flight.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection must deliver a whole request head within this, from the moment it
+/// opens or goes idle; a client that sends half a head and stalls is closed.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request body must arrive in full within this, from the end of its head.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections open at once; the next one is answered 503 and closed.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// The most connections the server can be configured to hold.
+pub const MAX_CONNECTIONS_LIMIT: usize = 1 << 20;
+/// A persist still running after this counts as failed and gives its permit back.
+pub const DEFAULT_PERSIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The original's persistence latency: 50 ms + Normal(10 ms, 5 ms).
 pub fn default_persist_latency() -> Delay {
@@ -56,10 +67,21 @@ pub struct ServerConfig {
     pub persist_cost_per_mib: Duration,
     pub network_delay: Delay,
     pub persist_error_rate: f64,
+    pub persist_stall_rate: f64,
+    #[serde(with = "humantime_serde")]
+    pub persist_timeout: Duration,
     /// Write elements to files here instead of simulating the store.
     pub persist_dir: Option<PathBuf>,
     /// With `persist_dir`: fsync each file before the persist counts as done.
     pub persist_fsync: bool,
+    /// Reply only once the element is on disk (implies `persist_fsync`; needs
+    /// `persist_dir`), so an acknowledged element survives a crash.
+    pub durable: bool,
+    #[serde(with = "humantime_serde")]
+    pub header_read_timeout: Duration,
+    #[serde(with = "humantime_serde")]
+    pub body_read_timeout: Duration,
+    pub max_connections: usize,
     pub max_body_bytes: u64,
     pub max_element_bytes: u64,
     #[serde(with = "humantime_serde")]
@@ -81,6 +103,12 @@ pub struct Tunables {
     pub network_delay: Delay,
     /// Share of persists that fail (after taking their latency), 0 to 1.
     pub persist_error_rate: f64,
+    /// Share of persists that never finish on their own (a hung store), 0 to 1;
+    /// `persist_timeout` ends them.
+    pub persist_stall_rate: f64,
+    /// A persist still running after this fails, and its permit comes back.
+    #[serde(with = "humantime_serde")]
+    pub persist_timeout: Duration,
 }
 
 impl Default for Tunables {
@@ -98,8 +126,14 @@ impl Default for ServerConfig {
             persist_cost_per_mib: Duration::ZERO,
             network_delay: default_network_delay(),
             persist_error_rate: 0.0,
+            persist_stall_rate: 0.0,
+            persist_timeout: DEFAULT_PERSIST_TIMEOUT,
             persist_dir: None,
             persist_fsync: false,
+            durable: false,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_element_bytes: DEFAULT_MAX_ELEMENT_BYTES,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
@@ -113,11 +147,17 @@ impl Default for ServerConfig {
 pub enum ConfigError {
     #[error("permits must be between 1 and {MAX_PERMITS}, got {0}")]
     Permits(usize),
-    #[error("persist_error_rate must be between 0 and 1, got {0}")]
-    ErrorRate(f64),
+    #[error("{key} must be between 0 and 1, got {value}")]
+    Rate { key: &'static str, value: f64 },
+    #[error("max_connections must be between 1 and {MAX_CONNECTIONS_LIMIT}, got {0}")]
+    Connections(usize),
+    #[error("persist_dir {path}: {reason}")]
+    PersistDir { path: PathBuf, reason: String },
+    #[error("durable needs persist_dir: only files can be on disk before the reply")]
+    DurableWithoutDir,
     #[error("{key} must be at most {limit:?}, got {value:?}", limit = MAX_TERM)]
     TooLong { key: &'static str, value: Duration },
-    #[error("{0} must be at least 1")]
+    #[error("{0} must be more than 0")]
     Zero(&'static str),
     #[error("admin_token must not be empty")]
     EmptyToken,
@@ -135,6 +175,8 @@ impl ServerConfig {
             persist_cost_per_mib: self.persist_cost_per_mib,
             network_delay: self.network_delay,
             persist_error_rate: self.persist_error_rate,
+            persist_stall_rate: self.persist_stall_rate,
+            persist_timeout: self.persist_timeout,
         }
     }
 
@@ -163,11 +205,26 @@ impl ServerConfig {
                 return Err(ConfigError::Zero(key));
             }
         }
-        if self.drain_timeout > MAX_TERM {
-            return Err(ConfigError::TooLong {
-                key: "drain_timeout",
-                value: self.drain_timeout,
-            });
+        for (key, value) in [
+            ("drain_timeout", self.drain_timeout),
+            ("header_read_timeout", self.header_read_timeout),
+            ("body_read_timeout", self.body_read_timeout),
+        ] {
+            check_duration(key, value)?;
+        }
+        for (key, value) in [
+            ("header_read_timeout", self.header_read_timeout),
+            ("body_read_timeout", self.body_read_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::Zero(key));
+            }
+        }
+        if self.max_connections == 0 || self.max_connections > MAX_CONNECTIONS_LIMIT {
+            return Err(ConfigError::Connections(self.max_connections));
+        }
+        if self.durable && self.persist_dir.is_none() {
+            return Err(ConfigError::DurableWithoutDir);
         }
         if self.admin_token.as_deref().is_some_and(str::is_empty) {
             return Err(ConfigError::EmptyToken);
@@ -178,18 +235,28 @@ impl ServerConfig {
 
 impl Tunables {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let rate = self.persist_error_rate;
-        if !(0.0..=1.0).contains(&rate) {
-            return Err(ConfigError::ErrorRate(rate));
+        for (key, value) in [
+            ("persist_error_rate", self.persist_error_rate),
+            ("persist_stall_rate", self.persist_stall_rate),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ConfigError::Rate { key, value });
+            }
         }
-        if self.persist_cost_per_mib > MAX_TERM {
-            return Err(ConfigError::TooLong {
-                key: "persist_cost_per_mib",
-                value: self.persist_cost_per_mib,
-            });
+        check_duration("persist_cost_per_mib", self.persist_cost_per_mib)?;
+        check_duration("persist_timeout", self.persist_timeout)?;
+        if self.persist_timeout.is_zero() {
+            return Err(ConfigError::Zero("persist_timeout"));
         }
         Ok(())
     }
+}
+
+fn check_duration(key: &'static str, value: Duration) -> Result<(), ConfigError> {
+    if value > MAX_TERM {
+        return Err(ConfigError::TooLong { key, value });
+    }
+    Ok(())
 }
 
 fn check_permits(permits: usize) -> Result<(), ConfigError> {
@@ -209,6 +276,9 @@ pub struct ConfigUpdate {
     pub persist_cost_per_mib: Option<Duration>,
     pub network_delay: Option<Delay>,
     pub persist_error_rate: Option<f64>,
+    pub persist_stall_rate: Option<f64>,
+    #[serde(default, with = "humantime_serde")]
+    pub persist_timeout: Option<Duration>,
 }
 
 impl ConfigUpdate {
@@ -227,6 +297,10 @@ impl ConfigUpdate {
             persist_error_rate: self
                 .persist_error_rate
                 .unwrap_or(current.persist_error_rate),
+            persist_stall_rate: self
+                .persist_stall_rate
+                .unwrap_or(current.persist_stall_rate),
+            persist_timeout: self.persist_timeout.unwrap_or(current.persist_timeout),
         };
         next.validate()?;
         Ok(next)
@@ -268,7 +342,13 @@ mod tests {
         assert!(toml::from_str::<ServerConfig>("permitz = 3").is_err());
         assert!(toml::from_str::<ServerConfig>("persist_latency = \"soon\"").is_err());
         let c: ServerConfig = toml::from_str("persist_error_rate = 1.5").unwrap();
-        assert_eq!(c.validate(), Err(ConfigError::ErrorRate(1.5)));
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::Rate {
+                key: "persist_error_rate",
+                value: 1.5
+            })
+        );
     }
 
     #[test]

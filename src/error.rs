@@ -3,7 +3,7 @@
 //! Bodies are always JSON, `{"error": "<kind>", "message": "<what to fix>"}`, so a
 //! client or a curious attendee with curl sees why and never a bare status line.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -25,6 +25,8 @@ pub enum ApiError {
     #[error("{0}")]
     Forbidden(&'static str),
     #[error("{0}")]
+    RequestTimeout(String),
+    #[error("{0}")]
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
@@ -42,6 +44,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::RequestTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -56,11 +59,17 @@ impl IntoResponse for ApiError {
             Json(json!({ "error": kind, "message": self.to_string() })),
         )
             .into_response();
-        if matches!(self, ApiError::Unauthorized(_)) {
-            response.headers_mut().insert(
-                axum::http::header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static("Bearer"),
-            );
+        let headers = response.headers_mut();
+        match self {
+            ApiError::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            // The rest of a late body may still be on its way; only a fresh
+            // connection has a clean start for the next request.
+            ApiError::RequestTimeout(_) => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            _ => {}
         }
         response
     }

@@ -63,18 +63,23 @@ impl Events {
         metrics::counter!(m::PERSISTS_STARTED).increment(1);
     }
 
-    pub fn persist_done(&self, id: u64, ok: bool, latency: Duration) {
+    /// `timed_out` persists are failed ones too (`ok` is false).
+    pub fn persist_done(&self, id: u64, ok: bool, timed_out: bool, latency: Duration) {
         let in_flight = self
             .stats
             .record(|c| {
                 c.persists_done += 1;
                 c.persists_failed += u64::from(!ok);
+                c.persists_timed_out += u64::from(timed_out);
             })
             .persists_in_flight();
         isim::persist__done!(|| (id, u64::from(ok), nanos(latency), in_flight));
         metrics::counter!(m::PERSISTS_DONE).increment(1);
         if !ok {
             metrics::counter!(m::PERSISTS_FAILED).increment(1);
+        }
+        if timed_out {
+            metrics::counter!(m::PERSISTS_TIMED_OUT).increment(1);
         }
         metrics::histogram!(m::PERSIST_LATENCY).record(latency.as_secs_f64());
     }

@@ -113,6 +113,13 @@ impl PersistGate {
         Ok(())
     }
 
+    /// Refuses every waiter, now and later, with [`GateError::Closed`]; shutdown
+    /// uses it at the drain deadline so no request waits past it. Permits held
+    /// by persists still come back when those finish.
+    pub fn close(&self) {
+        self.inner.semaphore.close();
+    }
+
     /// The configured capacity.
     pub fn total(&self) -> usize {
         self.inner.sizing().total
@@ -222,6 +229,21 @@ mod tests {
             .expect("woken")
             .unwrap()
             .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closing_refuses_waiters_and_still_takes_permits_back() {
+        let gate = PersistGate::new(1).unwrap();
+        let held = gate.try_admit().unwrap();
+        let waiter = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.admit().await.map(|_| ()) }
+        });
+        tokio::task::yield_now().await;
+        gate.close();
+        assert_eq!(waiter.await.unwrap(), Err(GateError::Closed));
+        drop(held);
+        assert_eq!(gate.available(), gate.total());
     }
 
     #[test]

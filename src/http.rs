@@ -3,23 +3,30 @@
 //! `app(state)` returns the whole router so tests can drive it without a socket.
 //! Limits (see docs/limits.md): raw bodies up to `max_body_bytes` (16 MiB by
 //! default), synthetic elements up to `max_element_bytes` (1 GiB by default), both
-//! refused with 413 beyond that.
+//! refused with 413 beyond that; a body must arrive whole within
+//! `body_read_timeout` (30 s by default), or the answer is 408 and the connection
+//! closes. Every body is read in full by [`read_body_in_time`] before any handler
+//! runs, so a handler never waits on a slow client.
 
-use axum::body::Bytes;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderMap, Method, Uri};
-use axum::response::IntoResponse;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use crate::admin;
 use crate::config::{ServerConfig, Tunables};
+use crate::connections::{ConnectionCounts, ConnectionStats};
 use crate::error::{bad_json, ApiError};
 use crate::metrics;
 use crate::persist::Element;
-use crate::processor::{DataProcessor, Reply};
+use crate::processor::{DataProcessor, Reply, RequestError};
 use crate::stats::Counts;
 
 /// Everything the handlers share.
@@ -27,6 +34,7 @@ use crate::stats::Counts;
 pub struct AppState {
     pub processor: DataProcessor,
     pub config: ServerConfig,
+    pub connections: Arc<ConnectionStats>,
 }
 
 /// The router of the whole API.
@@ -42,7 +50,66 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            read_body_in_time,
+        ))
         .with_state(state)
+}
+
+/// Reads the whole body within `body_read_timeout` and `max_body_bytes`, so a
+/// client that sends half a body and stalls is answered 408 and let go.
+async fn read_body_in_time(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let limit = state.config.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    let (parts, body) = request.into_parts();
+    let timeout = state.config.body_read_timeout;
+    let read = axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX));
+    let bytes = match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(err)) if is_over_limit(&err) => return Err(too_large(limit)),
+        Ok(Err(err)) => {
+            return Err(ApiError::BadRequest(format!(
+                "could not read the request body: {err}"
+            )))
+        }
+        Err(_) => {
+            return Err(ApiError::RequestTimeout(format!(
+                "the request body did not arrive within {} (body_read_timeout)",
+                humantime::format_duration(timeout)
+            )))
+        }
+    };
+    Ok(next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await)
+}
+
+fn too_large(limit: u64) -> ApiError {
+    ApiError::PayloadTooLarge(format!(
+        "request bodies may be at most {limit} bytes (max_body_bytes)"
+    ))
+}
+
+fn is_over_limit(err: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// `{"size": N}`: a synthetic element of N bytes.
@@ -62,7 +129,7 @@ async fn create_request(
         .processor
         .submit(element)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(|e: RequestError| ApiError::Unavailable(e.to_string()))?;
     Ok(Json(reply))
 }
 
@@ -112,6 +179,7 @@ pub struct StatsBody {
     pub persists_in_flight: u64,
     pub permits_available: usize,
     pub permits_total: usize,
+    pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
     pub config: EffectiveConfig,
@@ -128,8 +196,14 @@ pub struct EffectiveConfig {
     /// The mean of one network traverse; a request makes two.
     pub network_delay_mean_ns: u64,
     pub store: &'static str,
+    pub durable: bool,
     pub max_body_bytes: u64,
     pub max_element_bytes: u64,
+    pub max_connections: usize,
+    #[serde(with = "humantime_serde")]
+    pub header_read_timeout: std::time::Duration,
+    #[serde(with = "humantime_serde")]
+    pub body_read_timeout: std::time::Duration,
 }
 
 pub fn stats_body(state: &AppState) -> StatsBody {
@@ -142,6 +216,7 @@ pub fn stats_body(state: &AppState) -> StatsBody {
         persists_in_flight: counts.persists_in_flight(),
         permits_available: p.gate().available(),
         permits_total: p.gate().total(),
+        connections: state.connections.snapshot(),
         process_cpu_ns: crate::process::cpu_ns(),
         config: EffectiveConfig {
             permits: p.gate().total(),
@@ -153,8 +228,12 @@ pub fn stats_body(state: &AppState) -> StatsBody {
             } else {
                 "simulated"
             },
+            durable: state.config.durable,
             max_body_bytes: state.config.max_body_bytes,
             max_element_bytes: state.config.max_element_bytes,
+            max_connections: state.config.max_connections,
+            header_read_timeout: state.config.header_read_timeout,
+            body_read_timeout: state.config.body_read_timeout,
         },
     }
 }

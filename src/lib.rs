@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod delay;
 pub mod demo;
 pub mod error;

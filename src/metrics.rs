@@ -20,6 +20,9 @@ pub const REQUESTS_NONBLOCKED: &str = "isim_requests_nonblocked_total";
 pub const PERSISTS_STARTED: &str = "isim_persists_started_total";
 pub const PERSISTS_DONE: &str = "isim_persists_done_total";
 pub const PERSISTS_FAILED: &str = "isim_persists_failed_total";
+pub const PERSISTS_TIMED_OUT: &str = "isim_persists_timed_out_total";
+pub const CONNECTIONS_ACCEPTED: &str = "isim_connections_accepted_total";
+pub const CONNECTIONS_REFUSED: &str = "isim_connections_refused_total";
 pub const REQUEST_LIFETIME: &str = "isim_request_lifetime_seconds";
 pub const PERMIT_WAIT: &str = "isim_permit_wait_seconds";
 pub const PERSIST_LATENCY: &str = "isim_persist_latency_seconds";
@@ -81,6 +84,18 @@ fn describe() {
             "Persists that ended, successfully or not (probe persist-done).",
         ),
         (PERSISTS_FAILED, "Persists that ended in failure."),
+        (
+            PERSISTS_TIMED_OUT,
+            "Failed persists that persist_timeout ended (a stalled store).",
+        ),
+        (
+            CONNECTIONS_ACCEPTED,
+            "TCP connections served (within max_connections).",
+        ),
+        (
+            CONNECTIONS_REFUSED,
+            "TCP connections answered 503 because max_connections were open.",
+        ),
     ] {
         describe_counter!(name, help);
         metrics::counter!(name).absolute(0);

@@ -4,14 +4,17 @@
 //! passes a bound socket and the signal future; tests pass `127.0.0.1:0` and a
 //! oneshot), so it never chooses a port or installs a signal handler itself.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ConfigError, ServerConfig};
+use crate::connections::{self, ConnectionStats, Limits};
 use crate::http::{app, AppState};
 use crate::metrics;
 use crate::processor::{DataProcessor, DrainReport};
@@ -23,11 +26,6 @@ pub enum ServeError {
     Config(#[from] ConfigError),
     #[error("metrics recorder: {0}")]
     Metrics(String),
-    #[error("persist_dir {path}: {source}")]
-    PersistDir {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
     #[error("HTTP server: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -52,18 +50,16 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// After the drain deadline, how long connections get to write the replies of
+/// requests that were cut short before they are dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
 /// Serves until `shutdown` completes, then drains within `config.drain_timeout`.
 pub async fn run(
     listener: TcpListener,
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<DrainReport, ServeError> {
-    if let Some(dir) = &config.persist_dir {
-        std::fs::create_dir_all(dir).map_err(|source| ServeError::PersistDir {
-            path: dir.clone(),
-            source,
-        })?;
-    }
     let processor = DataProcessor::new(&config)?;
     let handle = metrics::handle().map_err(|e| ServeError::Metrics(e.to_owned()))?;
     let upkeep = tokio::spawn(async move {
@@ -75,31 +71,38 @@ pub async fn run(
     });
 
     let drain_timeout = config.drain_timeout;
+    let limits = Limits {
+        max_connections: config.max_connections,
+        header_read_timeout: config.header_read_timeout,
+    };
+    let stats = Arc::new(ConnectionStats::default());
     let router = app(AppState {
         processor: processor.clone(),
         config,
+        connections: Arc::clone(&stats),
     });
     let stop_accepting = CancellationToken::new();
-    let server = tokio::spawn(
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(stop_accepting.clone().cancelled_owned())
-        .into_future(),
-    );
+    let connections = tokio::spawn(connections::serve(
+        listener,
+        router,
+        limits,
+        stats,
+        stop_accepting.clone(),
+    ));
 
     shutdown.await;
     stop_accepting.cancel();
     let deadline = Instant::now() + drain_timeout;
-    // Open connections finish the request they are on; idle keep-alive ones close.
-    match tokio::time::timeout_at(deadline, server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(err))) => tracing::error!(%err, "HTTP server failed while shutting down"),
-        Ok(Err(err)) => tracing::error!(%err, "HTTP server task failed"),
-        Err(_) => tracing::warn!("connections still open at the drain deadline"),
+    // Connections finish the request they are on and close, while the processor
+    // drains; at the deadline it cuts short what is left, so those requests are
+    // answered (503) and their connections can close too.
+    let (report, closed) = tokio::join!(
+        processor.drain(deadline),
+        tokio::time::timeout_at(deadline + CLOSE_GRACE, connections),
+    );
+    if closed.is_err() {
+        tracing::warn!("connections still open at the drain deadline were dropped");
     }
-    let report = processor.drain(deadline).await;
     upkeep.abort();
     Ok(report)
 }

@@ -50,6 +50,10 @@ pub fn final_report(report: &DrainReport) -> String {
         out.push_str(&seed_line(label, value));
     }
     out.push_str(&seed_line(
+        "requests cut short at shutdown (503)",
+        report.requests_cut_short,
+    ));
+    out.push_str(&seed_line(
         "requests abandoned at shutdown",
         report.requests_abandoned,
     ));
@@ -57,7 +61,7 @@ pub fn final_report(report: &DrainReport) -> String {
         "persistent writes abandoned at shutdown",
         report.persists_abandoned,
     ));
-    if report.requests_abandoned + report.persists_abandoned > 0 {
+    if report.requests_cut_short + report.requests_abandoned + report.persists_abandoned > 0 {
         let _ = writeln!(
             out,
             "\nthe drain deadline passed before everything finished (raise --drain-timeout)"

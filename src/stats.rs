@@ -32,6 +32,8 @@ pub struct Counts {
     pub persists_started: u64,
     pub persists_done: u64,
     pub persists_failed: u64,
+    /// Failed persists that `persist_timeout` ended (a subset of `persists_failed`).
+    pub persists_timed_out: u64,
 }
 
 impl Counts {

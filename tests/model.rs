@@ -96,14 +96,16 @@ async fn the_permit_comes_back_when_persistence_fails() {
 
 #[tokio::test(start_paused = true)]
 async fn the_permit_comes_back_when_the_file_store_cannot_write() {
-    let missing = tempfile::tempdir().unwrap().path().join("does/not/exist");
+    let dir = tempfile::tempdir().unwrap();
     let p = DataProcessor::new(&ServerConfig {
         permits: 1,
-        persist_dir: Some(missing),
+        persist_dir: Some(dir.path().to_owned()),
         network_delay: Delay::fixed(Duration::ZERO),
         ..ServerConfig::default()
     })
     .unwrap();
+    // The directory vanishes under the running server (root ignores permissions).
+    std::fs::remove_dir(dir.path()).unwrap();
     for _ in 0..3 {
         p.handle(element()).await.unwrap();
         drained(&p).await;

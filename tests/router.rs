@@ -17,7 +17,12 @@ fn router(peer: &str, token: Option<&str>) -> axum::Router {
         ..ServerConfig::default()
     };
     let processor = DataProcessor::new(&config).unwrap();
-    app(AppState { processor, config }).layer(MockConnectInfo(peer.parse::<SocketAddr>().unwrap()))
+    app(AppState {
+        processor,
+        config,
+        connections: Default::default(),
+    })
+    .layer(MockConnectInfo(peer.parse::<SocketAddr>().unwrap()))
 }
 
 async fn reset_status(router: axum::Router, auth: Option<&str>) -> StatusCode {

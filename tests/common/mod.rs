@@ -34,6 +34,8 @@ pub struct Server {
     pub url: String,
     pub pid: u32,
     stdout: mpsc::Receiver<String>,
+    /// What the server logged, when started with [`Server::start_logging`].
+    pub stderr: Option<mpsc::Receiver<String>>,
 }
 
 impl Server {
@@ -42,35 +44,36 @@ impl Server {
     }
 
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
-        Self::spawn("127.0.0.1:0", args, env)
+        Self::spawn("127.0.0.1:0", args, env, false)
     }
 
     /// A server on a given loopback address, e.g. to restart one on its old port.
     pub fn start_on(listen: &str, args: &[&str]) -> Server {
-        Self::spawn(listen, args, &[])
+        Self::spawn(listen, args, &[], false)
     }
 
-    fn spawn(listen: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(BIN)
+    /// A server at its default log level (RUST_LOG unset) whose log lines are kept
+    /// in `stderr`.
+    pub fn start_logging(args: &[&str]) -> Server {
+        Self::spawn("127.0.0.1:0", args, &[], true)
+    }
+
+    fn spawn(listen: &str, args: &[&str], env: &[(&str, &str)], keep_log: bool) -> Server {
+        let mut command = Command::new(BIN);
+        command
             .args(["serve", "--listen", listen])
             .args(args)
             .envs(env.iter().copied())
-            .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start system-simulator");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+            .stdout(Stdio::piped());
+        if keep_log {
+            command.env_remove("RUST_LOG").stderr(Stdio::piped());
+        } else {
+            command.env("RUST_LOG", "warn").stderr(Stdio::inherit());
+        }
+        let mut child = command.spawn().expect("start system-simulator");
+        let rx = lines_of(child.stdout.take().expect("piped stdout"));
+        let stderr = child.stderr.take().map(lines_of);
         let first = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("server printed its address within 30 s");
@@ -85,7 +88,13 @@ impl Server {
             url,
             pid,
             stdout: rx,
+            stderr,
         }
+    }
+
+    /// `127.0.0.1:PORT`, for raw TCP.
+    pub fn addr(&self) -> String {
+        self.url.trim_start_matches("http://").to_owned()
     }
 
     pub fn signal(&self, signal: &str) {
@@ -124,6 +133,20 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Lines of a pipe as they arrive, read on a thread of their own.
+fn lines_of(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 /// The stdout of a command that must have succeeded; its output if it did not.
