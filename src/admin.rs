@@ -7,8 +7,7 @@
 
 use std::net::SocketAddr;
 
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, ExtensionRejection};
+use axum::extract::rejection::ExtensionRejection;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap};
@@ -19,7 +18,7 @@ use axum::{Json, Router};
 
 use crate::config::ConfigUpdate;
 use crate::error::{bad_json, ApiError};
-use crate::http::{stats_body, AppState, EffectiveConfig};
+use crate::http::{stats_body, AppState, EffectiveConfig, TimedBody};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -71,10 +70,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 async fn update_config(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    TimedBody(body): TimedBody,
 ) -> Result<Json<EffectiveConfig>, ApiError> {
     require_json(&headers)?;
-    let update: ConfigUpdate = serde_json::from_slice(&body?).map_err(bad_json)?;
+    let update: ConfigUpdate = serde_json::from_slice(&body).map_err(bad_json)?;
     state
         .processor
         .update(&update)

@@ -75,17 +75,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<axum::extract::rejection::BytesRejection> for ApiError {
-    fn from(rejection: axum::extract::rejection::BytesRejection) -> Self {
-        let text = rejection.body_text();
-        match rejection.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(text),
-            status if status.is_client_error() => ApiError::BadRequest(text),
-            _ => ApiError::Internal(text),
-        }
-    }
-}
-
 /// A JSON body that did not parse, with serde's line/column and reason.
 pub fn bad_json(err: serde_json::Error) -> ApiError {
     ApiError::BadRequest(format!("invalid JSON body: {err}"))

@@ -5,17 +5,16 @@
 //! default), synthetic elements up to `max_element_bytes` (1 GiB by default), both
 //! refused with 413 beyond that; a body must arrive whole within
 //! `body_read_timeout` (30 s by default), or the answer is 408 and the connection
-//! closes. Every body is read in full by [`read_body_in_time`] before any handler
-//! runs, so a handler never waits on a slow client.
+//! closes. A route that reads a body takes a [`TimedBody`], read in full before
+//! the handler runs, so a handler never waits on a slow client; a route that reads
+//! none leaves it unread, and hyper closes that connection after the reply.
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, Method, Uri};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -39,60 +38,50 @@ pub struct AppState {
 
 /// The router of the whole API.
 pub fn app(state: AppState) -> Router {
-    // The Bytes extractor enforces this limit; its rejection becomes a JSON 413.
-    let body_limit = usize::try_from(state.config.max_body_bytes).unwrap_or(usize::MAX);
     Router::new()
         .route("/requests", post(create_request))
         .route("/stats", get(stats))
         .route("/metrics", get(prometheus))
         .route("/healthz", get(|| async { "ok\n" }))
         .merge(admin::routes(state.clone()))
-        .layer(DefaultBodyLimit::max(body_limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            read_body_in_time,
-        ))
         .with_state(state)
 }
 
-/// Reads the whole body within `body_read_timeout` and `max_body_bytes`, so a
-/// client that sends half a body and stalls is answered 408 and let go.
-async fn read_body_in_time(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let limit = state.config.max_body_bytes;
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(too_large(limit));
-    }
-    let (parts, body) = request.into_parts();
-    let timeout = state.config.body_read_timeout;
-    let read = axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX));
-    let bytes = match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(err)) if is_over_limit(&err) => return Err(too_large(limit)),
-        Ok(Err(err)) => {
-            return Err(ApiError::BadRequest(format!(
-                "could not read the request body: {err}"
-            )))
+/// A request body read in full within `body_read_timeout` and `max_body_bytes`, so
+/// a client that sends half a body and stalls is answered 408 and let go. The
+/// routes that read a body take this instead of `Bytes`.
+#[derive(Debug)]
+pub struct TimedBody(pub Bytes);
+
+impl FromRequest<AppState> for TimedBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limit = state.config.max_body_bytes;
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit) {
+            return Err(too_large(limit));
         }
-        Err(_) => {
-            return Err(ApiError::RequestTimeout(format!(
+        let body = request.into_body();
+        let read = axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX));
+        let timeout = state.config.body_read_timeout;
+        match tokio::time::timeout(timeout, read).await {
+            Ok(Ok(bytes)) => Ok(TimedBody(bytes)),
+            Ok(Err(err)) if is_over_limit(&err) => Err(too_large(limit)),
+            Ok(Err(err)) => Err(ApiError::BadRequest(format!(
+                "could not read the request body: {err}"
+            ))),
+            Err(_) => Err(ApiError::RequestTimeout(format!(
                 "the request body did not arrive within {} (body_read_timeout)",
                 humantime::format_duration(timeout)
-            )))
+            ))),
         }
-    };
-    Ok(next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await)
+    }
 }
 
 fn too_large(limit: u64) -> ApiError {
@@ -122,9 +111,9 @@ struct SyntheticElement {
 async fn create_request(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    TimedBody(body): TimedBody,
 ) -> Result<Json<Reply>, ApiError> {
-    let element = parse_element(&headers, body?, state.config.max_element_bytes)?;
+    let element = parse_element(&headers, body, state.config.max_element_bytes)?;
     let reply = state
         .processor
         .submit(element)

@@ -140,6 +140,20 @@ async fn a_stalled_body_gets_a_408_and_never_reaches_the_processor() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(json_body(&answer)["error"], "request_timeout");
     assert_eq!(stats(&client(), &server.url).await["requests_started"], 0);
+    // A route that reads no body answers at once and closes, leaving the rest unread.
+    let (answer, closed) = tokio::task::spawn_blocking({
+        let addr = server.addr();
+        move || {
+            exchange(
+                &addr,
+                b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten..",
+                Duration::from_secs(2),
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200") && closed, "{answer}");
 }
 
 #[tokio::test]
