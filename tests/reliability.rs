@@ -19,6 +19,14 @@ fn exchange(addr: &str, bytes: &[u8], within: Duration) -> (String, bool) {
     read_until_closed(&mut stream, within)
 }
 
+/// [`exchange`] on a blocking thread, for the async tests.
+async fn exchange_off_thread(addr: String, bytes: &[u8], within: Duration) -> (String, bool) {
+    let bytes = bytes.to_vec();
+    tokio::task::spawn_blocking(move || exchange(&addr, &bytes, within))
+        .await
+        .unwrap()
+}
+
 fn read_until_closed(stream: &mut TcpStream, within: Duration) -> (String, bool) {
     let deadline = Instant::now() + within;
     let mut got = Vec::new();
@@ -67,18 +75,12 @@ async fn wait_for(
 async fn a_half_sent_head_is_closed_after_the_header_timeout() {
     let server = Server::start(&["--header-read-timeout", "300ms"]);
     let started = Instant::now();
-    let (answer, closed) = tokio::task::spawn_blocking({
-        let addr = server.addr();
-        move || {
-            exchange(
-                &addr,
-                b"POST /requests HTTP/1.1\r\nHost: x\r\nContent-Le",
-                Duration::from_secs(10),
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let (answer, closed) = exchange_off_thread(
+        server.addr(),
+        b"POST /requests HTTP/1.1\r\nHost: x\r\nContent-Le",
+        Duration::from_secs(10),
+    )
+    .await;
     assert!(closed, "still open after 10 s: {answer:?}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -86,12 +88,7 @@ async fn a_half_sent_head_is_closed_after_the_header_timeout() {
         started.elapsed()
     );
     // A connection that sends nothing at all is closed the same way.
-    let (_, closed) = tokio::task::spawn_blocking({
-        let addr = server.addr();
-        move || exchange(&addr, b"", Duration::from_secs(10))
-    })
-    .await
-    .unwrap();
+    let (_, closed) = exchange_off_thread(server.addr(), b"", Duration::from_secs(10)).await;
     assert!(closed);
     // Asked on a connection of its own, so the only one open is the asking one
     // once the server has counted the closes (a moment after the client sees them).
@@ -123,36 +120,24 @@ async fn a_half_sent_head_is_closed_after_the_header_timeout() {
 async fn a_stalled_body_gets_a_408_and_never_reaches_the_processor() {
     let server = Server::start(&["--body-read-timeout", "300ms"]);
     let started = Instant::now();
-    let (answer, closed) = tokio::task::spawn_blocking({
-        let addr = server.addr();
-        move || {
-            exchange(
-                &addr,
-                b"POST /requests HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten..",
-                Duration::from_secs(10),
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let (answer, closed) = exchange_off_thread(
+        server.addr(),
+        b"POST /requests HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten..",
+        Duration::from_secs(10),
+    )
+    .await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(closed, "the connection closes after a 408");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(json_body(&answer)["error"], "request_timeout");
     assert_eq!(stats(&client(), &server.url).await["requests_started"], 0);
     // A route that reads no body answers at once and closes, leaving the rest unread.
-    let (answer, closed) = tokio::task::spawn_blocking({
-        let addr = server.addr();
-        move || {
-            exchange(
-                &addr,
-                b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten..",
-                Duration::from_secs(2),
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let (answer, closed) = exchange_off_thread(
+        server.addr(),
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten..",
+        Duration::from_secs(2),
+    )
+    .await;
     assert!(answer.starts_with("HTTP/1.1 200") && closed, "{answer}");
 }
 
@@ -162,18 +147,12 @@ async fn connections_over_the_limit_get_a_503_and_the_slot_comes_back() {
     let addr = server.addr();
     let first = TcpStream::connect(&addr).unwrap();
     let second = TcpStream::connect(&addr).unwrap();
-    let (answer, closed) = tokio::task::spawn_blocking({
-        let addr = addr.clone();
-        move || {
-            exchange(
-                &addr,
-                b"GET /stats HTTP/1.1\r\nHost: x\r\n\r\n",
-                Duration::from_secs(10),
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let (answer, closed) = exchange_off_thread(
+        addr.clone(),
+        b"GET /stats HTTP/1.1\r\nHost: x\r\n\r\n",
+        Duration::from_secs(10),
+    )
+    .await;
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(closed);
     let error = json_body(&answer);
@@ -232,12 +211,8 @@ async fn malformed_http_is_refused_and_the_server_carries_on() {
     ];
     for (bytes, want) in cases {
         let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(60)]).into_owned();
-        let (answer, closed) = tokio::task::spawn_blocking({
-            let addr = server.addr();
-            move || exchange(&addr, &bytes, Duration::from_secs(10))
-        })
-        .await
-        .unwrap();
+        let (answer, closed) =
+            exchange_off_thread(server.addr(), &bytes, Duration::from_secs(10)).await;
         assert!(answer.starts_with(want), "{shown:?} -> {answer:?}");
         let status: u16 = answer[9..12].parse().unwrap();
         assert!((400..500).contains(&status), "{shown:?} -> {answer:?}");
