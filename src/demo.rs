@@ -1,9 +1,10 @@
 //! `system-simulator demo`: the whole seed in one command.
 //!
 //! Starts the server in this process on a free loopback port, runs the seed's
-//! tipping-point load (135 clients, 1 s think time) for 30 s, applies the seed's fix
-//! (permits = 8 x clients) through `PUT /admin/config`, runs the same load again,
-//! and prints both count tables side by side with what Little's law predicts.
+//! tipping-point load (135 clients, 1 s think time) for 30 s, applies the fix the
+//! server reports for its scenario (`/stats.model.fix`, the seed's permits = 8 x
+//! clients) through `PUT /admin/config`, runs the same load again, and prints both
+//! count tables side by side with what the server's model predicts.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -12,12 +13,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use simulator_clients::{server as endpoints, LoadPlan, Pacing, Report, Stop};
+use simulator_api::{Delay, Model, Settings, SEED_COUNTS};
+use simulator_clients::{endpoints, LoadPlan, Pacing, Report, Stop};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ServerConfig;
-use crate::delay::Delay;
-use crate::{probes, server};
+use crate::observe::probes;
+use crate::scenario::Scenario;
+use crate::serving;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -34,32 +36,28 @@ pub struct DemoArgs {
     pub think_time: Duration,
 
     /// Permits before the fix (the original's PERSIST_N); the fix multiplies them by the clients.
-    #[arg(long, default_value_t = crate::config::DEFAULT_PERMITS)]
+    #[arg(long, default_value_t = simulator_api::settings::DEFAULT_PERMITS)]
     pub permits: usize,
 
     /// Simulated store latency (the scenario's persistence), e.g. `exp(60ms)`.
-    #[arg(long, default_value_t = crate::config::default_persist_latency())]
+    #[arg(long, default_value_t = simulator_api::settings::default_persist_latency())]
     pub persist_latency: Delay,
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let config = ServerConfig {
+    let scenario = Scenario::original();
+    let config = Settings {
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         permits: args.permits,
         persist_latency: args.persist_latency,
-        ..ServerConfig::default()
+        ..scenario.settings()
     };
     config.validate()?;
-    let fixed_permits = args
-        .permits
-        .checked_mul(args.clients)
-        .context("permits x clients overflows")?;
     probes::register();
-    let listener = server::bind(config.listen)?;
+    let listener = serving::bind(config.listen)?;
     let url = format!("http://{}", listener.local_addr()?);
-    let mean_persist = config.persist_latency.mean();
     let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::run(listener, config, async {
+    let server = tokio::spawn(serving::run(listener, config, scenario, async {
         let _ = stopped.await;
     }));
     let pid = std::process::id();
@@ -94,6 +92,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..LoadPlan::default()
     };
     let show = std::io::stdout().is_terminal();
+    let model = endpoints::stats(&url).await?.model;
+    let fix = model
+        .fix
+        .clone()
+        .context("the server reports no fix for its scenario")?;
+    let fix_body = fix.config_for(args.clients).map_err(anyhow::Error::msg)?;
 
     println!(
         "1/2  {} clients for {}, {} permits (the original)",
@@ -105,10 +109,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let before = simulator_clients::run(&plan, cancel.clone(), show).await?;
 
     println!(
-        "2/2  the same load after the seed's fix: permits = {} x {} = {fixed_permits}",
-        args.permits, args.clients
+        "2/2  the same load after the fix {}: {}",
+        fix.name,
+        serde_json::to_string(&fix_body)?
     );
-    endpoints::set_permits(&url, fixed_permits).await?;
+    let fixed = endpoints::configure(&url, &fix_body).await?;
     endpoints::reset(&url).await?;
     let after = simulator_clients::run(&plan, cancel, show).await?;
 
@@ -116,7 +121,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     server.await??;
     print!(
         "{}",
-        comparison(&args, fixed_permits, mean_persist, &before, &after)
+        comparison(&args, fixed.permits, &model, &before, &after)
     );
     Ok(())
 }
@@ -125,12 +130,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 pub fn comparison(
     args: &DemoArgs,
     fixed_permits: usize,
-    mean_persist: Duration,
+    model: &Model,
     before: &Report,
     after: &Report,
 ) -> String {
     let per_min = |r: &Report, v: u64| v as f64 * 60e9 / r.elapsed_ns.max(1) as f64;
-    let server = |r: &Report, k: &str| r.server.as_ref().map_or(0, |s| s.get(k));
+    let server =
+        |r: &Report, get: fn(&simulator_api::Counts) -> u64| r.server.as_ref().map_or(0, get);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -144,12 +150,13 @@ pub fn comparison(
         format!("{} permits", args.permits),
         format!("{fixed_permits} permits")
     );
-    for (label, key) in crate::stats::SEED_COUNT_FIELDS {
+    for seed in SEED_COUNTS {
         let _ = writeln!(
             out,
-            "  {label:<32} {:>18.0} {:>18.0}",
-            per_min(before, server(before, key)),
-            per_min(after, server(after, key))
+            "  {:<32} {:>18.0} {:>18.0}",
+            seed.label,
+            per_min(before, server(before, seed.get)),
+            per_min(after, server(after, seed.get))
         );
     }
     let _ = writeln!(
@@ -180,24 +187,28 @@ pub fn comparison(
         "client errors", before.errors, after.errors
     );
 
-    let capacity = args.permits as f64 / mean_persist.as_secs_f64();
-    let offered = args.clients as f64 / (args.think_time.as_secs_f64() + 0.0035);
+    let think_s = args.think_time.as_secs_f64();
+    let offered = model.offered_per_s(args.clients, think_s);
+    let Some(capacity) = model.capacity_per_s else {
+        let _ = writeln!(
+            out,
+            "\nWhat happened: the server's model says nothing bounds how many persist at once ({}); \
+             {} clients offer about {offered:.0}/s.",
+            model.limited_by, args.clients
+        );
+        return out;
+    };
     let _ = writeln!(
         out,
-        "\nWhat happened: each permit is held for a whole persist ({:.0} ms on average), not for the \
-         request, so {} permits let through at most {} / {:.3} s = {:.0} requests/s ({:.0}/min) by \
-         Little's law. {} clients thinking {} between requests offer about {:.0}/s. {} \
-         With {fixed_permits} permits the gate is no longer the limit: nothing blocks and throughput \
-         follows the clients.",
-        mean_persist.as_secs_f64() * 1e3,
-        args.permits,
-        args.permits,
-        mean_persist.as_secs_f64(),
+        "\nWhat happened: the server's model says the path is limited by {}, so by Little's law it \
+         passes at most {:.0} requests/s ({:.0}/min). {} clients thinking {} between requests \
+         offer about {offered:.0}/s. {} With {fixed_permits} permits the gate is no longer the limit: \
+         nothing blocks and throughput follows the clients.",
+        model.limited_by,
         capacity,
         capacity * 60.0,
         args.clients,
         humantime::format_duration(args.think_time),
-        offered,
         if offered > capacity {
             "That is more than the gate can pass, so requests queue for permits and throughput plateaus at the gate's capacity."
         } else {

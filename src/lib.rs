@@ -1,25 +1,26 @@
 //! system-simulator: a deliberately imperfect, fully instrumented data processor.
 //!
-//! The library holds everything; `src/main.rs` only parses arguments. Start reading
-//! at `processor.rs` (the request path of the original simulator) and `gate.rs` (the
-//! semaphore that is the workshop's bottleneck); `docs/patterns.md` maps every
-//! pattern to its file.
+//! The library holds everything; `src/main.rs` only parses arguments. The folders
+//! are the architecture (`docs/architecture.md` draws it):
+//!
+//! - `request_path/`: what happens to one request, cut into parts that each own
+//!   one decision: `network`, `work`, `admission`, `persistence`, `store`. Start
+//!   reading at `request_path/mod.rs`, then `admission/semaphore.rs`, the
+//!   workshop's bottleneck.
+//! - `config/`: where the settings come from (defaults, scenario, file, flags);
+//!   the settings themselves are declared once in the `simulator-api` crate.
+//! - `scenario.rs` and `model.rs`: named bundles of settings (`scenarios/*.toml`)
+//!   and what queueing theory predicts from the settings in force.
+//! - `serving/`: HTTP, connections, admin, shutdown, errors.
+//! - `observe/`: probes, events, counters, Prometheus metrics, process CPU.
+//!
+//! `docs/patterns.md` maps every pattern to its file.
 
-pub mod admin;
 pub mod cli;
 pub mod config;
-pub mod connections;
-pub mod delay;
 pub mod demo;
-pub mod error;
-pub mod events;
-pub mod gate;
-pub mod http;
-pub mod metrics;
-pub mod persist;
-pub mod probes;
-pub mod process;
-pub mod processor;
-pub mod server;
-pub mod shutdown;
-pub mod stats;
+pub mod model;
+pub mod observe;
+pub mod request_path;
+pub mod scenario;
+pub mod serving;

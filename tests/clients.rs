@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use simulator_clients::{server as endpoints, LoadPlan, Pacing, PayloadSize, Stop};
+use simulator_clients::{endpoints, LoadPlan, Pacing, PayloadSize, Stop};
 use tokio_util::sync::CancellationToken;
 
 fn plan(target: &str, clients: usize, think_ms: u64, stop: Stop) -> LoadPlan {
@@ -57,7 +57,7 @@ async fn completed_equals_the_servers_requests_done() {
         "30 clients at once through 8 permits block"
     );
     let window = report.server.expect("server counts in the report");
-    assert_eq!(window.get("requests_done"), report.requests_completed);
+    assert_eq!(window.requests_done, report.requests_completed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

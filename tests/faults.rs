@@ -5,15 +5,15 @@
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use system_simulator::config::{ConfigUpdate, ServerConfig};
-use system_simulator::delay::Delay;
-use system_simulator::persist::Element;
-use system_simulator::processor::{DataProcessor, RequestError};
+use simulator_api::Delay;
+use simulator_api::{Settings, SettingsUpdate};
+use system_simulator::request_path::Element;
+use system_simulator::request_path::{DataProcessor, RequestError};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-fn processor(config: ServerConfig) -> DataProcessor {
-    DataProcessor::new(&ServerConfig {
+fn processor(config: Settings) -> DataProcessor {
+    DataProcessor::new(&Settings {
         network_delay: Delay::fixed(Duration::ZERO),
         ..config
     })
@@ -28,16 +28,20 @@ fn assert_settled(p: &DataProcessor) {
     let c = p.counts();
     assert_eq!(c.requests_started, c.requests_done, "{c:?}");
     assert_eq!(c.persists_started, c.persists_done, "{c:?}");
-    assert_eq!(p.gate().available(), p.gate().total(), "every permit back");
+    assert_eq!(
+        p.admission().available(),
+        p.admission().total(),
+        "every permit back"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_stalled_persist_is_timed_out_and_its_permit_comes_back() {
-    let p = processor(ServerConfig {
+    let p = processor(Settings {
         permits: 2,
         persist_stall_rate: 1.0,
         persist_timeout: Duration::from_millis(500),
-        ..ServerConfig::default()
+        ..Settings::default()
     });
     let t0 = Instant::now();
     let mut set = JoinSet::new();
@@ -58,12 +62,12 @@ async fn a_stalled_persist_is_timed_out_and_its_permit_comes_back() {
 #[tokio::test(start_paused = true)]
 async fn a_durable_request_waits_for_its_persist_and_reports_its_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let p = processor(ServerConfig {
+    let p = processor(Settings {
         permits: 1,
         persist_dir: Some(dir.path().to_owned()),
         durable: true,
         persist_error_rate: 1.0,
-        ..ServerConfig::default()
+        ..Settings::default()
     });
     let outcome = p.handle(element()).await;
     assert!(
@@ -76,10 +80,10 @@ async fn a_durable_request_waits_for_its_persist_and_reports_its_failure() {
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_cuts_short_the_waiters_and_reports_the_persists_left_running() {
-    let p = processor(ServerConfig {
+    let p = processor(Settings {
         permits: 1,
         persist_latency: Delay::fixed(Duration::from_secs(600)),
-        ..ServerConfig::default()
+        ..Settings::default()
     });
     let mut set = JoinSet::new();
     for _ in 0..5 {
@@ -113,9 +117,9 @@ async fn shutdown_cuts_short_the_waiters_and_reports_the_persists_left_running()
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_cuts_short_a_request_stuck_on_a_slow_network() {
-    let p = DataProcessor::new(&ServerConfig {
+    let p = DataProcessor::new(&Settings {
         network_delay: Delay::fixed(Duration::from_secs(3000)),
-        ..ServerConfig::default()
+        ..Settings::default()
     })
     .unwrap();
     let request = tokio::spawn({
@@ -137,14 +141,14 @@ async fn shutdown_cuts_short_a_request_stuck_on_a_slow_network() {
 /// under load: after the drain the books balance and the gate is whole.
 #[tokio::test(start_paused = true)]
 async fn every_permit_comes_back_whatever_goes_wrong() {
-    let p = processor(ServerConfig {
+    let p = processor(Settings {
         permits: 4,
         persist_latency: "uniform(20ms, 80ms)".parse().unwrap(),
         persist_error_rate: 0.2,
         persist_stall_rate: 0.1,
         persist_timeout: Duration::from_millis(300),
         network_delay: Delay::fixed(Duration::from_millis(1)),
-        ..ServerConfig::default()
+        ..Settings::default()
     });
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut set = JoinSet::new();
@@ -157,9 +161,9 @@ async fn every_permit_comes_back_whatever_goes_wrong() {
         });
         if i % 50 == 0 {
             let permits = rng.random_range(1..12);
-            p.update(&ConfigUpdate {
+            p.update(&SettingsUpdate {
                 permits: Some(permits),
-                ..ConfigUpdate::default()
+                ..SettingsUpdate::default()
             })
             .unwrap();
         }

@@ -1,4 +1,4 @@
-//! The original simulator's model, proved on virtual time.
+//! The original simulator's model, and the persistence pool, proved on virtual time.
 //!
 //! Every test runs with tokio's clock paused: sleeps complete instantly in real time
 //! but in order and with exact virtual durations, so "1,000 requests take 7.5 s" is
@@ -6,19 +6,18 @@
 
 use std::time::Duration;
 
-use system_simulator::config::{ConfigUpdate, ServerConfig};
-use system_simulator::delay::Delay;
-use system_simulator::persist::Element;
-use system_simulator::processor::DataProcessor;
+use simulator_api::settings::PersistenceKind;
+use simulator_api::{Delay, Settings, SettingsUpdate};
+use system_simulator::request_path::{DataProcessor, Element};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 fn processor(permits: usize, persist: Duration) -> DataProcessor {
-    DataProcessor::new(&ServerConfig {
+    DataProcessor::new(&Settings {
         permits,
         persist_latency: Delay::fixed(persist),
         network_delay: Delay::fixed(Duration::ZERO),
-        ..ServerConfig::default()
+        ..Settings::default()
     })
     .unwrap()
 }
@@ -43,7 +42,7 @@ async fn a_request_blocks_exactly_when_every_permit_is_held_by_a_persist() {
         let reply = p.handle(element()).await.unwrap();
         assert!(!reply.blocked);
     }
-    assert_eq!(p.gate().available(), 0);
+    assert_eq!(p.admission().available(), 0);
     assert_eq!(p.counts().persists_in_flight(), 2);
 
     let third = tokio::spawn({
@@ -76,9 +75,9 @@ async fn a_request_blocks_exactly_when_every_permit_is_held_by_a_persist() {
 #[tokio::test(start_paused = true)]
 async fn the_permit_comes_back_when_persistence_fails() {
     let p = processor(1, Duration::from_millis(10));
-    p.update(&ConfigUpdate {
+    p.update(&SettingsUpdate {
         persist_error_rate: Some(1.0),
-        ..ConfigUpdate::default()
+        ..SettingsUpdate::default()
     })
     .unwrap();
     let mut set = JoinSet::new();
@@ -91,17 +90,17 @@ async fn the_permit_comes_back_when_persistence_fails() {
     drained(&p).await;
     let c = p.counts();
     assert_eq!((c.persists_done, c.persists_failed), (5, 5));
-    assert_eq!(p.gate().available(), p.gate().total());
+    assert_eq!(p.admission().available(), p.admission().total());
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_permit_comes_back_when_the_file_store_cannot_write() {
     let dir = tempfile::tempdir().unwrap();
-    let p = DataProcessor::new(&ServerConfig {
+    let p = DataProcessor::new(&Settings {
         permits: 1,
         persist_dir: Some(dir.path().to_owned()),
         network_delay: Delay::fixed(Duration::ZERO),
-        ..ServerConfig::default()
+        ..Settings::default()
     })
     .unwrap();
     // The directory vanishes under the running server (root ignores permissions).
@@ -111,7 +110,7 @@ async fn the_permit_comes_back_when_the_file_store_cannot_write() {
         drained(&p).await;
     }
     assert_eq!(p.counts().persists_failed, 3);
-    assert_eq!(p.gate().available(), 1);
+    assert_eq!(p.admission().available(), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -146,9 +145,9 @@ async fn a_thousand_requests_at_once_take_permits_over_persist_time() {
 #[tokio::test(start_paused = true)]
 async fn the_seeds_fix_removes_blocking() {
     let p = processor(8, Duration::from_millis(60));
-    p.update(&ConfigUpdate {
+    p.update(&SettingsUpdate {
         permits: Some(8 * 1000),
-        ..ConfigUpdate::default()
+        ..SettingsUpdate::default()
     })
     .unwrap();
     let t0 = Instant::now();
@@ -168,11 +167,11 @@ async fn the_seeds_fix_removes_blocking() {
 
 #[tokio::test(start_paused = true)]
 async fn the_request_lifetime_includes_both_network_traverses() {
-    let p = DataProcessor::new(&ServerConfig {
+    let p = DataProcessor::new(&Settings {
         permits: 8,
         persist_latency: Delay::fixed(Duration::from_millis(60)),
         network_delay: Delay::fixed(Duration::from_millis(2)),
-        ..ServerConfig::default()
+        ..Settings::default()
     })
     .unwrap();
     let t0 = Instant::now();
@@ -193,14 +192,14 @@ async fn shrinking_permits_while_loaded_settles_to_the_new_capacity() {
         set.spawn(async move { p.handle(element()).await.unwrap() });
     }
     tokio::time::sleep(Duration::from_millis(30)).await;
-    p.update(&ConfigUpdate {
+    p.update(&SettingsUpdate {
         permits: Some(2),
-        ..ConfigUpdate::default()
+        ..SettingsUpdate::default()
     })
     .unwrap();
     set.join_all().await;
     drained(&p).await;
-    assert_eq!((p.gate().available(), p.gate().total()), (2, 2));
+    assert_eq!((p.admission().available(), p.admission().total()), (2, 2));
 }
 
 #[tokio::test(start_paused = true)]
@@ -231,4 +230,139 @@ async fn drain_reports_what_the_deadline_abandoned() {
         report.counts.persists_started,
         report.counts.persists_done + report.persists_abandoned
     );
+}
+
+/// A pool of `workers` behind a queue big enough for every element, with admission
+/// out of the way, so the pool alone sets the pace.
+fn pool(workers: usize, persist: Duration) -> DataProcessor {
+    DataProcessor::new(&Settings {
+        permits: 100_000,
+        persistence: PersistenceKind::Pool,
+        persist_workers: workers,
+        persist_queue: 100_000,
+        persist_latency: Delay::fixed(persist),
+        network_delay: Delay::fixed(Duration::ZERO),
+        ..Settings::default()
+    })
+    .unwrap()
+}
+
+/// Sends `n` requests at once and waits until every persist has ended, sampling
+/// persists in flight every virtual millisecond meanwhile; returns (time until the
+/// last persist-done, most in flight seen).
+async fn drain_pool(p: &DataProcessor, n: usize) -> (Duration, u64) {
+    let t0 = Instant::now();
+    let sampler = tokio::spawn({
+        let p = p.clone();
+        async move {
+            let mut most = 0;
+            loop {
+                most = most.max(p.counts().persists_in_flight());
+                if p.counts().persists_done == n as u64 {
+                    return most;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    });
+    let mut set = JoinSet::new();
+    for _ in 0..n {
+        let p = p.clone();
+        set.spawn(async move { p.handle(element()).await.unwrap() });
+    }
+    set.join_all().await;
+    drained(p).await;
+    let took = t0.elapsed();
+    (took, sampler.await.unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_worker_drains_one_element_per_persist_time() {
+    // Seed 000's sequential drain: 1 / 60 ms = 16.7 elements/s, whatever admission allows.
+    let p = pool(1, Duration::from_millis(60));
+    let (took, most) = drain_pool(&p, 100).await;
+    assert_eq!(
+        took,
+        Duration::from_millis(6000),
+        "100 x 60 ms, one at a time"
+    );
+    assert_eq!(most, 1, "never more than one persist in flight");
+    assert_eq!(p.counts().persists_started, 100);
+    assert_eq!(p.queued(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn thirty_two_workers_drain_thirty_two_times_as_fast() {
+    let p = pool(32, Duration::from_millis(60));
+    let (took, most) = drain_pool(&p, 3200).await;
+    assert_eq!(
+        took,
+        Duration::from_millis(6000),
+        "32 x as many in the same time"
+    );
+    assert_eq!(most, 32);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_queue_holds_what_the_workers_have_not_started() {
+    let p = pool(1, Duration::from_millis(60));
+    let mut set = JoinSet::new();
+    for _ in 0..10 {
+        let p = p.clone();
+        set.spawn(async move { p.handle(element()).await.unwrap() });
+    }
+    set.join_all().await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    // One started, nine waiting: persist-start fires when a worker takes an element.
+    assert_eq!((p.counts().persists_started, p.queued()), (1, 9));
+    drained(&p).await;
+    assert_eq!((p.counts().persists_done, p.queued()), (10, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn switching_persistence_live_loses_nothing_and_takes_effect_for_new_elements() {
+    let p = processor(1000, Duration::from_millis(60));
+    let mut set = JoinSet::new();
+    for _ in 0..50 {
+        let p = p.clone();
+        set.spawn(async move { p.handle(element()).await.unwrap() });
+    }
+    set.join_all().await;
+    p.update(&SettingsUpdate {
+        persistence: Some(PersistenceKind::Pool),
+        persist_workers: Some(1),
+        ..SettingsUpdate::default()
+    })
+    .unwrap();
+    // The 50 already handed off finish in parallel; the next 5 go one at a time.
+    tokio::time::sleep(Duration::from_millis(61)).await;
+    assert_eq!(p.counts().persists_done, 50);
+    let t0 = Instant::now();
+    let mut set = JoinSet::new();
+    for _ in 0..5 {
+        let p = p.clone();
+        set.spawn(async move { p.handle(element()).await.unwrap() });
+    }
+    set.join_all().await;
+    drained(&p).await;
+    assert_eq!(t0.elapsed(), Duration::from_millis(300));
+    let c = p.counts();
+    assert_eq!((c.persists_started, c.persists_done), (55, 55));
+    assert_eq!(p.admission().available(), p.admission().total());
+}
+
+#[tokio::test(start_paused = true)]
+async fn drain_reports_elements_still_queued_at_the_deadline() {
+    let p = pool(1, Duration::from_secs(1));
+    let mut set = JoinSet::new();
+    for _ in 0..5 {
+        let p = p.clone();
+        set.spawn(async move { p.handle(element()).await.unwrap() });
+    }
+    set.join_all().await;
+    let report = p.drain(Instant::now() + Duration::from_millis(2500)).await;
+    // Two persisted, the third running at the deadline, two never started.
+    assert_eq!(report.counts.persists_done, 2);
+    assert_eq!(report.persists_abandoned, 1);
+    assert_eq!(report.queued_abandoned, 2);
 }

@@ -48,7 +48,7 @@ async fn the_open_loop_keeps_its_rate_within_2_percent_over_10_s() {
         report.throughput_per_s
     );
     assert_eq!(report.errors, 0);
-    let server_done = report.server.expect("server window").get("requests_done");
+    let server_done = report.server.expect("server window").requests_done;
     assert_eq!(server_done, report.requests_completed);
 }
 

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
-use system_simulator::probes::PROBE_NAMES;
+use system_simulator::observe::probes::PROBE_NAMES;
 
 #[test]
 fn the_binary_declares_every_isim_probe() {

@@ -14,12 +14,15 @@ use axum::body::{to_bytes, Body};
 use axum::http::{HeaderMap, HeaderValue, Request};
 use bytes::Bytes;
 use proptest::prelude::*;
-use system_simulator::config::{ConfigUpdate, ServerConfig, Tunables};
-use system_simulator::delay::Delay;
-use system_simulator::gate::MAX_PERMITS;
-use system_simulator::http::{app, parse_element, AppState};
-use system_simulator::persist::Element;
-use system_simulator::processor::DataProcessor;
+use simulator_api::Delay;
+use simulator_api::{Settings, SettingsUpdate};
+use system_simulator::request_path::admission::MAX_PERMITS;
+use system_simulator::request_path::DataProcessor;
+use system_simulator::request_path::Element;
+use system_simulator::scenario::Scenario;
+use system_simulator::serving::body::parse_element;
+use system_simulator::serving::http::app;
+use system_simulator::serving::state::AppState;
 use tower::ServiceExt;
 
 /// JSON values of the kinds a person (or a fuzzer) would put in a config body.
@@ -38,6 +41,8 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
             .prop_map(|f| json!(f)),
         (0.0f64..=1.0).prop_map(|f| json!(f)),
         delay_text().prop_map(Value::String),
+        prop::sample::select(&["pool", "task-per-element", "semaphore", "127.0.0.1:1"][..])
+            .prop_map(|s| json!(s)),
         ".{0,12}".prop_map(Value::String),
         Just(json!([1, 2])),
         Just(json!({"nested": 1})),
@@ -73,8 +78,13 @@ fn delay_text() -> impl Strategy<Value = String> {
     prop::collection::vec(shape, 1..4).prop_map(|terms| terms.join(" + "))
 }
 
-const CONFIG_KEYS: [&str; 8] = [
+const CONFIG_KEYS: [&str; 13] = [
     "permits",
+    "persistence",
+    "persist_workers",
+    "persist_queue",
+    "listen",
+    "durable",
     "persist_latency",
     "network_delay",
     "persist_error_rate",
@@ -94,7 +104,7 @@ fn config_body() -> impl Strategy<Value = String> {
     )
 }
 
-fn config_is_within_limits(t: &Tunables) -> bool {
+fn config_is_within_limits(t: &Settings) -> bool {
     t.validate().is_ok()
 }
 
@@ -137,18 +147,18 @@ proptest! {
 
     #[test]
     fn a_config_update_is_applied_whole_or_not_at_all(body in config_body()) {
-        let processor = DataProcessor::new(&ServerConfig::default()).unwrap();
-        let before = (processor.tunables(), processor.gate().total());
-        let applied = serde_json::from_str::<ConfigUpdate>(&body)
+        let processor = DataProcessor::new(&Settings::default()).unwrap();
+        let before = (processor.settings(), processor.admission().total());
+        let applied = serde_json::from_str::<SettingsUpdate>(&body)
             .map_err(|e| e.to_string())
             .and_then(|update| processor.update(&update).map_err(|e| e.to_string()));
         match applied {
-            Ok(tunables) => {
-                prop_assert!(config_is_within_limits(&tunables));
-                prop_assert!((1..=MAX_PERMITS).contains(&processor.gate().total()));
-                prop_assert_eq!(processor.tunables(), tunables);
+            Ok(settings) => {
+                prop_assert!(config_is_within_limits(&settings));
+                prop_assert!((1..=MAX_PERMITS).contains(&processor.admission().total()));
+                prop_assert_eq!(processor.settings(), settings);
             }
-            Err(_) => prop_assert_eq!((processor.tunables(), processor.gate().total()), before),
+            Err(_) => prop_assert_eq!((processor.settings(), processor.admission().total()), before),
         }
     }
 }
@@ -184,17 +194,16 @@ fn any_request_gets_an_answer_and_every_refusal_is_json() {
         .enable_all()
         .build()
         .unwrap();
-    let config = ServerConfig {
+    let config = Settings {
         network_delay: Delay::fixed(Duration::ZERO),
         persist_latency: Delay::fixed(Duration::from_micros(10)),
         max_body_bytes: 256,
-        ..ServerConfig::default()
+        ..Settings::default()
     };
-    let router = app(AppState {
-        processor: DataProcessor::new(&config).unwrap(),
-        config,
-        connections: Default::default(),
-    })
+    let router = app(AppState::new(
+        DataProcessor::new(&config).unwrap(),
+        Scenario::original(),
+    ))
     .layer(axum::extract::connect_info::MockConnectInfo(
         std::net::SocketAddr::from(([127, 0, 0, 1], 9)),
     ));

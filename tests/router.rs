@@ -6,23 +6,22 @@ use std::net::SocketAddr;
 use axum::body::Body;
 use axum::extract::connect_info::MockConnectInfo;
 use axum::http::{Request, StatusCode};
-use system_simulator::config::ServerConfig;
-use system_simulator::http::{app, AppState};
-use system_simulator::processor::DataProcessor;
+use simulator_api::value::Secret;
+use simulator_api::Settings;
+use system_simulator::request_path::DataProcessor;
+use system_simulator::scenario::Scenario;
+use system_simulator::serving::http::app;
+use system_simulator::serving::state::AppState;
 use tower::ServiceExt;
 
 fn router(peer: &str, token: Option<&str>) -> axum::Router {
-    let config = ServerConfig {
-        admin_token: token.map(str::to_owned),
-        ..ServerConfig::default()
+    let config = Settings {
+        admin_token: Secret::new(token.map(str::to_owned)),
+        ..Settings::default()
     };
     let processor = DataProcessor::new(&config).unwrap();
-    app(AppState {
-        processor,
-        config,
-        connections: Default::default(),
-    })
-    .layer(MockConnectInfo(peer.parse::<SocketAddr>().unwrap()))
+    app(AppState::new(processor, Scenario::original()))
+        .layer(MockConnectInfo(peer.parse::<SocketAddr>().unwrap()))
 }
 
 async fn reset_status(router: axum::Router, auth: Option<&str>) -> StatusCode {

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use system_simulator::probes::PROBE_NAMES;
+use system_simulator::observe::probes::PROBE_NAMES;
 
 const BUNDLED: [&str; 6] = [
     "count",

@@ -109,7 +109,8 @@ fn check_count(tool: Tool, output: &str, truth: &Truth) {
         truth.count("requests_blocked") > 0,
         "nothing blocked; the load proves nothing"
     );
-    for (label, field) in system_simulator::stats::SEED_COUNT_FIELDS {
+    for seed in simulator_api::SEED_COUNTS {
+        let (label, field) = (seed.label, seed.field);
         assert_eq!(
             figure(label),
             truth.count(field),

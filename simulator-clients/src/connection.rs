@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -41,12 +41,7 @@ pub enum Failure {
     Io,
 }
 
-/// The server's answer to `POST /requests`.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub struct Reply {
-    pub id: u64,
-    pub blocked: bool,
-}
+pub use simulator_api::Reply;
 
 /// A client's connection.
 #[derive(Debug)]
@@ -232,7 +227,7 @@ mod tests {
     }
 
     const OK: &[u8] =
-        b"HTTP/1.1 200 OK\r\ncontent-length: 29\r\n\r\n{\"id\":7,\"blocked\":true,\"x\":1}";
+        b"HTTP/1.1 200 OK\r\ncontent-length: 48\r\n\r\n{\"id\":7,\"blocked\":true,\"permit_wait_ns\":0,\"x\":1}";
 
     /// A loopback server answering requests in order with `answers`, on as many
     /// connections as the client opens; returns its address and a count of
@@ -283,8 +278,8 @@ mod tests {
     async fn a_reply_in_pieces_is_read_whole_and_the_connection_kept() {
         let split = Answer::Pieces(vec![
             b"HTTP/1.1 200 OK\r\ncontent-le",
-            b"ngth: 29\r\n\r\n{\"id\":7,",
-            b"\"blocked\":true,\"x\":1}",
+            b"ngth: 48\r\n\r\n{\"id\":7,",
+            b"\"blocked\":true,\"permit_wait_ns\":0,\"x\":1}",
         ]);
         let (addr, accepted) = fake_server(vec![split, Answer::Pieces(vec![OK])]).await;
         let mut c = client(addr);

@@ -4,11 +4,12 @@
 //! binary (`src/main.rs`) only parses flags. The clients (`worker.rs`), the open
 //! loop's timetable (`schedule.rs`), connections (`connection.rs`), aggregation
 //! (`record.rs`), the per-second series (`series.rs`), the report (`report.rs`),
-//! the server's endpoints (`server.rs`) and the seed's sweep (`sweep.rs`, laid
+//! the server's endpoints (`endpoints.rs`) and the seed's sweep (`sweep.rs`, laid
 //! out by `sweep_table.rs` and `sweep_chart.rs`) each have their own file.
 
-pub mod cli;
+pub mod args;
 pub mod connection;
+pub mod endpoints;
 pub mod plan;
 pub mod progress;
 pub mod record;
@@ -16,7 +17,6 @@ pub mod render;
 pub mod report;
 pub mod schedule;
 pub mod series;
-pub mod server;
 pub mod sweep;
 pub mod sweep_chart;
 pub mod sweep_table;
@@ -102,9 +102,9 @@ pub async fn run_with(
 ) -> Result<Report, RunError> {
     plan.validate()?;
     let (addr, host) = plan::resolve(&plan.target).await?;
-    let before = server::stats(&plan.target).await.ok();
+    let before = endpoints::stats(&plan.target).await.ok();
     let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
-    let shared = Arc::new(worker::Shared::new(
+    let shared = Arc::new(worker::RunState::new(
         plan.clone(),
         cancel,
         outputs.series.is_some(),
@@ -129,10 +129,8 @@ pub async fn run_with(
         Some(writer) => writer.finish().await,
         None => Ok(()),
     };
-    let after = server::stats(&plan.target).await.ok();
-    let window = before
-        .zip(after)
-        .map(|(b, a)| server::ServerWindow::between(&b, &a));
+    let after = endpoints::stats(&plan.target).await.ok();
+    let window = before.zip(after).map(|(b, a)| a.counts.since(&b.counts));
     // The figures are worth more than the series: report them even if it failed.
     if let Err(err) = series_result {
         eprintln!("sim-clients: {}", RunError::Series(err));

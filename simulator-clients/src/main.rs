@@ -12,5 +12,5 @@ use clap::Parser;
 // to the server under test (scripts/bench-clients.py measures the result).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    simulator_clients::cli::run(simulator_clients::cli::Args::parse()).await
+    simulator_clients::args::run(simulator_clients::args::Args::parse()).await
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::task::JoinHandle;
 
-use crate::worker::Shared;
+use crate::worker::RunState;
 
 #[derive(Debug)]
 pub struct Progress {
@@ -17,7 +17,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn start(shared: Arc<Shared>) -> Self {
+    pub fn start(shared: Arc<RunState>) -> Self {
         let bar = ProgressBar::new_spinner();
         bar.set_style(
             ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")

@@ -242,6 +242,7 @@ mod tests {
         let ok = Ok(Reply {
             id: 1,
             blocked: true,
+            permit_wait_ns: 0,
         });
         let on_time = |ns| Timing::on_time(Duration::from_nanos(ns), Some(Duration::ZERO));
         r.record(&ok, on_time(4_194_304));
@@ -264,6 +265,7 @@ mod tests {
         let ok = Ok(Reply {
             id: 1,
             blocked: false,
+            permit_wait_ns: 0,
         });
         let ms = Duration::from_millis;
         let late = Timing {

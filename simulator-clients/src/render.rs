@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use simulator_api::{Counts, SEED_COUNTS};
+
 use crate::report::{Bucket, Latency, Report};
 
 fn human(ns: u64) -> humantime::FormattedDuration {
@@ -51,39 +53,31 @@ impl Report {
     pub fn render(&self) -> String {
         let mut out = header(self);
         let _ = writeln!(out, "  {:<40} {:>12} {:>12}", "", "client", "server");
-        let server = |k: &str| {
+        let server = |get: fn(&Counts) -> u64| {
             self.server
                 .as_ref()
-                .map_or("-".to_owned(), |s| s.get(k).to_string())
+                .map_or("-".to_owned(), |s| get(s).to_string())
         };
-        let rows = [
-            (
-                "requests started",
-                self.requests_sent.to_string(),
-                "requests_started",
-            ),
-            (
-                "requests done",
-                self.requests_completed.to_string(),
-                "requests_done",
-            ),
-            (
-                "blocked requests",
-                self.requests_blocked.to_string(),
-                "requests_blocked",
-            ),
-            (
-                "non blocked requests",
-                self.requests_nonblocked.to_string(),
-                "requests_nonblocked",
-            ),
-            ("persistent writes started", "-".into(), "persists_started"),
-            ("persistent writes done", "-".into(), "persists_done"),
-            ("persistent writes failed", "-".into(), "persists_failed"),
+        // The client's own count beside each of the seed's lines, where it has one.
+        let client = [
+            self.requests_sent.to_string(),
+            self.requests_completed.to_string(),
+            self.requests_blocked.to_string(),
+            self.requests_nonblocked.to_string(),
+            "-".into(),
+            "-".into(),
         ];
-        for (label, client, key) in rows {
-            let _ = writeln!(out, "  {label:<40} {client:>12} {:>12}", server(key));
+        for (seed, client) in SEED_COUNTS.iter().zip(client) {
+            let label = seed.label;
+            let _ = writeln!(out, "  {label:<40} {client:>12} {:>12}", server(seed.get));
         }
+        let _ = writeln!(
+            out,
+            "  {:<40} {:>12} {:>12}",
+            "persistent writes failed",
+            "-",
+            server(|c| c.persists_failed)
+        );
         let _ = writeln!(out, "  {:<40} {:>12} {:>12}", "errors", self.errors, "-");
         let e = &self.errors_by_kind;
         let _ = writeln!(

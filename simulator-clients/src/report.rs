@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
 use crate::record::{Errors, Tally};
-use crate::server::ServerWindow;
+use simulator_api::Counts;
 
 /// Latency figures, in nanoseconds; all 0 when nothing was measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -93,7 +93,7 @@ pub struct Report {
     /// Sends that left more than `late_after_ns` behind schedule.
     pub sends_late: u64,
     /// The server's own counters for the window, when `/stats` answered.
-    pub server: Option<ServerWindow>,
+    pub server: Option<Counts>,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -106,7 +106,7 @@ impl Report {
         seed: u64,
         tally: &Tally,
         elapsed: Duration,
-        server: Option<ServerWindow>,
+        server: Option<Counts>,
     ) -> Self {
         let (think_time, ramp_up, rate, arrivals) = match plan.pacing {
             Pacing::Closed {
@@ -190,6 +190,7 @@ pub(crate) mod tests {
             &Ok(Reply {
                 id: 1,
                 blocked: true,
+                permit_wait_ns: 0,
             }),
             Timing {
                 from_due: ms(40),
@@ -218,10 +219,10 @@ pub(crate) mod tests {
 
     #[test]
     fn reports_of_both_modes_match_the_schema() {
-        let server = ServerWindow::between(
-            &serde_json::json!({}),
-            &serde_json::json!({"requests_done": 1}),
-        );
+        let server = Counts {
+            requests_done: 1,
+            ..Counts::default()
+        };
         let closed = Report::new(
             &LoadPlan::default(),
             9,

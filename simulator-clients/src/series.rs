@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::record::Interval;
-use crate::worker::Shared;
+use crate::worker::RunState;
 
 /// One line of the series.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -66,7 +66,7 @@ pub async fn create(path: &Path) -> std::io::Result<File> {
 }
 
 impl SeriesWriter {
-    pub fn start(shared: Arc<Shared>, file: File) -> Self {
+    pub fn start(shared: Arc<RunState>, file: File) -> Self {
         let stop = CancellationToken::new();
         let task = tokio::spawn(write_lines(shared, file, stop.clone()));
         Self { stop, task }
@@ -80,7 +80,7 @@ impl SeriesWriter {
 }
 
 async fn write_lines(
-    shared: Arc<Shared>,
+    shared: Arc<RunState>,
     file: File,
     stop: CancellationToken,
 ) -> std::io::Result<()> {

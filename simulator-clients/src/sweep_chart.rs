@@ -5,7 +5,7 @@
 
 use plotters::prelude::*;
 
-use crate::sweep::{Step, SweepReport, FIGURES};
+use crate::sweep::{Step, SweepReport};
 
 /// Why the chart could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -37,10 +37,6 @@ fn line(name: &str, colour: RGBColor, steps: &[Step], value: impl Fn(&Step) -> f
     }
 }
 
-fn mean(step: &Step, figure: usize) -> f64 {
-    step.mean.get(FIGURES[figure]).copied().unwrap_or(0.0)
-}
-
 /// The chart as SVG text.
 pub fn render(report: &SweepReport) -> Result<String, ChartError> {
     let before = ("before", BEFORE, BEFORE_LIGHT, &report.before[..]);
@@ -54,15 +50,17 @@ pub fn render(report: &SweepReport) -> Result<String, ChartError> {
     let mut blocked = Vec::new();
     let mut latency = Vec::new();
     for (phase, colour, light, steps) in std::iter::once(before).chain(after) {
-        throughput.push(line(phase, colour, steps, |s| mean(s, 1)));
+        throughput.push(line(phase, colour, steps, |s| s.mean.requests_done_per_min));
         predicted.push(line(&format!("predicted, {phase}"), THEORY, steps, |s| {
             s.predicted_per_min
         }));
-        blocked.push(line(phase, colour, steps, |s| mean(s, 6) * 100.0));
+        blocked.push(line(phase, colour, steps, |s| s.mean.blocked_share * 100.0));
         latency.push(line(&format!("p50, {phase}"), colour, steps, |s| {
-            mean(s, 7)
+            s.mean.latency_p50_ms
         }));
-        latency.push(line(&format!("p99, {phase}"), light, steps, |s| mean(s, 8)));
+        latency.push(line(&format!("p99, {phase}"), light, steps, |s| {
+            s.mean.latency_p99_ms
+        }));
     }
 
     predicted.append(&mut throughput);

@@ -4,7 +4,17 @@
 
 use std::fmt::Write as _;
 
-use crate::sweep::{Step, SweepReport, FIGURES};
+use crate::sweep::{Figures, Step, SweepReport};
+
+/// The count columns, per minute, in the seed's order.
+const COUNTS: [fn(&Figures) -> f64; 6] = [
+    |f| f.requests_started_per_min,
+    |f| f.requests_done_per_min,
+    |f| f.blocked_per_min,
+    |f| f.nonblocked_per_min,
+    |f| f.persists_started_per_min,
+    |f| f.persists_done_per_min,
+];
 
 /// The whole sweep, the fix after the original when it was run.
 pub fn render(report: &SweepReport) -> String {
@@ -23,19 +33,29 @@ pub fn render(report: &SweepReport) -> String {
 }
 
 fn theory(report: &SweepReport) -> String {
-    format!(
-        "Little's law: {} permits each held for a whole persist ({:.1} ms on average) pass at most \
-         {:.1} requests/s ({:.0}/min). A client offers 1 / ({} s think + {:.1} ms unblocked lifetime) \
-         requests/s, so from about {:.0} clients on the gate is full and nearly every request \
-         waits for a permit; below that, blocking comes from clients arriving together.",
-        report.permits,
-        report.persist_mean_ms,
-        report.capacity_per_s,
-        report.capacity_per_s * 60.0,
-        report.think_time_s,
-        report.lifetime_unblocked_ms,
-        report.saturation_clients,
-    )
+    let limit = report.limited_by.clone().unwrap_or_else(|| {
+        format!(
+            "{} permits each held for a whole persist ({:.1} ms on average)",
+            report.permits, report.persist_mean_ms
+        )
+    });
+    match (report.capacity_per_s, report.saturation_clients) {
+        (Some(capacity), Some(saturation)) => format!(
+            "Little's law: the path is limited by {limit}, so it passes at most {capacity:.1} \
+             requests/s ({:.0}/min). A client offers 1 / ({} s think + {:.1} ms unblocked \
+             lifetime) requests/s, so from about {saturation:.0} clients on the limit is reached \
+             and nearly every request waits; below that, blocking comes from clients arriving \
+             together.",
+            capacity * 60.0,
+            report.think_time_s,
+            report.lifetime_unblocked_ms,
+        ),
+        _ => format!(
+            "Little's law: {limit}; a client offers 1 / ({} s think + {:.1} ms unblocked \
+             lifetime) requests/s and throughput follows the clients.",
+            report.think_time_s, report.lifetime_unblocked_ms,
+        ),
+    }
 }
 
 fn titles(report: &SweepReport) -> Vec<(String, &[Step])> {
@@ -43,11 +63,16 @@ fn titles(report: &SweepReport) -> Vec<(String, &[Step])> {
         format!("{} permits (the original)", report.permits),
         &report.before[..],
     )];
-    if let (Some(after), Some(k)) = (&report.after, report.fix_per_client) {
-        phases.push((
-            format!("permits = {k} x clients (the seed's fix)"),
-            &after[..],
-        ));
+    if let Some(after) = &report.after {
+        let name = report
+            .fix
+            .as_ref()
+            .map_or("the seed's fix".to_owned(), |f| format!("fix {}", f.name));
+        let title = match report.fix_per_client {
+            Some(k) => format!("permits = {k} x clients ({name})"),
+            None => format!("after the {name}"),
+        };
+        phases.push((title, &after[..]));
     }
     phases
 }
@@ -76,10 +101,13 @@ pub fn markdown(report: &SweepReport) -> String {
         );
         let _ = writeln!(out, "|{}", " ---: |".repeat(13));
         for step in steps {
-            let mean = |i: usize| step.mean.get(FIGURES[i]).copied();
-            let half = |i: usize| step.spread.get(FIGURES[i]).copied().unwrap_or(0.0) / 2.0;
-            let count =
-                |i: usize| mean(i).map_or("–".into(), |v| format!("{v:.0} ±{:.0}", half(i)));
+            let count = |i: usize| {
+                format!(
+                    "{:.0} ±{:.0}",
+                    COUNTS[i](&step.mean),
+                    COUNTS[i](&step.spread) / 2.0
+                )
+            };
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {:.1} | {:.1} | {} | {:.0} |",
@@ -91,10 +119,12 @@ pub fn markdown(report: &SweepReport) -> String {
                 count(3),
                 count(4),
                 count(5),
-                mean(6).unwrap_or(0.0) * 100.0,
-                mean(7).unwrap_or(0.0),
-                mean(8).unwrap_or(0.0),
-                mean(9).map_or("–".into(), |v| format!("{v:.1}")),
+                step.mean.blocked_share * 100.0,
+                step.mean.latency_p50_ms,
+                step.mean.latency_p99_ms,
+                step.mean
+                    .server_cpu_percent
+                    .map_or("–".into(), |v| format!("{v:.1}")),
                 step.predicted_per_min,
             );
         }
@@ -127,9 +157,8 @@ fn phase(out: &mut String, title: &str, steps: &[Step]) {
         "predicted"
     );
     for step in steps {
-        let mean = |i: usize| step.mean.get(FIGURES[i]).copied();
-        let half = |i: usize| step.spread.get(FIGURES[i]).copied().unwrap_or(0.0) / 2.0;
-        let whole = |i: usize| mean(i).map_or("-".into(), |v| format!("{v:.0}"));
+        let whole = |i: usize| format!("{:.0}", COUNTS[i](&step.mean));
+        let half = |i: usize| COUNTS[i](&step.spread) / 2.0;
         let _ = writeln!(
             out,
             "  {:>7} {:>7} {:>9} {:>15} {:>9} {:>9} {:>9} {:>9} {:>8.1}% {:>8.1} {:>9.1} {:>6} {:>10.0}",
@@ -141,10 +170,12 @@ fn phase(out: &mut String, title: &str, steps: &[Step]) {
             whole(3),
             whole(4),
             whole(5),
-            mean(6).unwrap_or(0.0) * 100.0,
-            mean(7).unwrap_or(0.0),
-            mean(8).unwrap_or(0.0),
-            mean(9).map_or("-".into(), |v| format!("{v:.1}")),
+            step.mean.blocked_share * 100.0,
+            step.mean.latency_p50_ms,
+            step.mean.latency_p99_ms,
+            step.mean
+                .server_cpu_percent
+                .map_or("-".into(), |v| format!("{v:.1}")),
             step.predicted_per_min,
         );
     }
@@ -153,30 +184,29 @@ fn phase(out: &mut String, title: &str, steps: &[Step]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Figures;
 
     /// A sweep shaped like the seed's, without running one.
     fn seed_like() -> SweepReport {
         let step = |clients: usize, permits: usize, done: f64, share: f64| {
-            let figures: Figures = FIGURES
-                .iter()
-                .enumerate()
-                .map(|(i, name)| {
-                    let value = match i {
-                        1 => done,
-                        6 => share,
-                        7 | 8 => 5.0 + share * 1000.0,
-                        _ => done / 2.0,
-                    };
-                    (name.to_string(), value)
-                })
-                .collect();
+            let figures = Figures {
+                requests_started_per_min: done / 2.0,
+                requests_done_per_min: done,
+                blocked_per_min: done / 2.0,
+                nonblocked_per_min: done / 2.0,
+                persists_started_per_min: done / 2.0,
+                persists_done_per_min: done / 2.0,
+                blocked_share: share,
+                latency_p50_ms: 5.0 + share * 1000.0,
+                latency_p99_ms: 5.0 + share * 1000.0,
+                server_cpu_percent: Some(done / 2.0),
+                client_errors: done / 2.0,
+            };
             Step {
                 clients,
                 permits,
                 predicted_per_min: done,
-                runs: vec![figures.clone()],
-                spread: figures.keys().map(|k| (k.clone(), 0.0)).collect(),
+                runs: vec![figures],
+                spread: Figures::default(),
                 mean: figures,
             }
         };
@@ -188,10 +218,13 @@ mod tests {
             think_time_s: 1.0,
             permits: 8,
             fix_per_client: Some(8),
+            fix: None,
+            scenario: None,
             persist_mean_ms: 60.0,
             lifetime_unblocked_ms: 3.0,
-            capacity_per_s: 133.3,
-            saturation_clients: 133.7,
+            capacity_per_s: Some(133.3),
+            limited_by: None,
+            saturation_clients: Some(133.7),
             before: vec![
                 step(1, 8, 60.0, 0.0),
                 step(15, 8, 895.0, 0.31),

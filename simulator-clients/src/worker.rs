@@ -45,7 +45,7 @@ impl Exchange for Connection {
 
 /// Everything a client needs, shared by all of them.
 #[derive(Debug)]
-pub struct Shared {
+pub struct RunState {
     pub plan: LoadPlan,
     pub recorder: Recorder,
     pub start: Instant,
@@ -56,7 +56,7 @@ pub struct Shared {
     seed: u64,
 }
 
-impl Shared {
+impl RunState {
     /// A run of `plan` starting now. `intervals`: keep per-second tallies for `--series`.
     pub fn new(plan: LoadPlan, cancel: CancellationToken, intervals: bool) -> Self {
         let start = Instant::now();
@@ -106,7 +106,7 @@ impl Shared {
 
 /// Starts every client of the plan, each with the exchange `connect(index)` makes,
 /// and returns when all have stopped.
-pub async fn run_clients<E: Exchange>(shared: Arc<Shared>, mut connect: impl FnMut(usize) -> E) {
+pub async fn run_clients<E: Exchange>(shared: Arc<RunState>, mut connect: impl FnMut(usize) -> E) {
     let mut clients = JoinSet::new();
     for index in 0..shared.plan.clients {
         let exchange = connect(index);
@@ -125,7 +125,7 @@ pub async fn run_clients<E: Exchange>(shared: Arc<Shared>, mut connect: impl FnM
 }
 
 /// Closed-loop client number `index`.
-async fn closed<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E) {
+async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E) {
     let plan = &shared.plan;
     let Pacing::Closed {
         think_time,
@@ -158,7 +158,7 @@ async fn closed<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E)
 }
 
 /// Open-loop connection number `index`: takes the earliest send not yet taken.
-async fn open<E: Exchange>(shared: Arc<Shared>, index: usize, mut exchange: E) {
+async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E) {
     let Some(schedule) = shared.schedule.as_ref() else {
         return;
     };

@@ -33,13 +33,14 @@ impl Exchange for Fake {
             Ok(Reply {
                 id: 0,
                 blocked: false,
+                permit_wait_ns: 0,
             })
         }
     }
 }
 
 struct Run {
-    shared: Arc<Shared>,
+    shared: Arc<RunState>,
     sends: Vec<Duration>,
     elapsed: Duration,
 }
@@ -95,7 +96,7 @@ async fn run_cancelled_at(
 ) -> Run {
     plan.validate().expect("valid plan");
     let cancel = CancellationToken::new();
-    let shared = Arc::new(Shared::new(plan, cancel.clone(), false));
+    let shared = Arc::new(RunState::new(plan, cancel.clone(), false));
     let start = shared.start;
     if let Some(at) = cancel_at {
         tokio::spawn(async move {

@@ -1,4 +1,5 @@
-//! The persistence gate: the semaphore that is the bottleneck of the whole workshop.
+//! The `semaphore` admission strategy: the persistence gate, the semaphore that is
+//! the bottleneck of the whole workshop.
 //!
 //! **Capacity.** `permits` persists may be in progress at once (8 by default, the
 //! original's `PERSIST_N`). **Who holds a permit.** Not the request: the *persist*.
@@ -6,9 +7,11 @@
 //! comes back only when that persist ends, successfully or not. So the gate limits
 //! persists in flight, and by Little's law the throughput of the whole server is at
 //! most `permits / mean persist time` (8 / 60 ms ≈ 133 requests/s by default).
-//! **When it is exhausted.** [`PersistGate::try_admit`] fails; the caller fires
-//! `request-block` and waits in [`PersistGate::admit`], in FIFO order (tokio's
-//! semaphore is fair), for as long as it takes: there is no timeout, as in the original.
+//! **When it is exhausted.** [`PersistGate::try_admit`] fails; [`PersistGate::admit_request`]
+//! fires `request-block` and waits in [`PersistGate::admit`], in FIFO order (tokio's
+//! semaphore is fair), for as long as it takes: there is no timeout, as in the
+//! original. **Probes.** `request-nonblock` (a permit was free), `request-block`
+//! (none was), `request-unblock` (the wait ended with a permit).
 //!
 //! The capacity can change while requests wait (`PUT /admin/config`, the seed's fix).
 //! Growing adds permits at once and wakes waiters. Shrinking forgets the permits that
@@ -19,6 +22,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::time::Instant;
+
+use super::Admitted;
+use crate::observe::Events;
 
 /// The largest capacity the gate accepts: tokio's own semaphore limit.
 pub const MAX_PERMITS: usize = Semaphore::MAX_PERMITS;
@@ -90,6 +97,32 @@ impl PersistGate {
             .await
             .map_err(|_| GateError::Closed)?;
         Ok(self.wrap(permit))
+    }
+
+    /// The original's request path: `try_acquire`, and `acquire` when that fails,
+    /// with the probes that tell which happened.
+    pub async fn admit_request(&self, id: u64, events: &Events) -> Admitted<GatePermit> {
+        if let Some(permit) = self.try_admit() {
+            events.request_nonblock(id, self.available());
+            return Admitted {
+                permit: Some(permit),
+                blocked: false,
+                waited: std::time::Duration::ZERO,
+            };
+        }
+        events.request_block(id, self.total());
+        let wait_started = Instant::now();
+        // Shutdown closes the gate, which ends this wait without a permit.
+        let permit = self.admit().await.ok();
+        let waited = wait_started.elapsed();
+        if permit.is_some() {
+            events.request_unblock(id, waited);
+        }
+        Admitted {
+            permit,
+            blocked: true,
+            waited,
+        }
     }
 
     /// Changes the capacity. Waiters are woken at once when it grows; when it

@@ -13,7 +13,7 @@
 //!   idle keep-alive connection holds its slot);
 //! - at shutdown each connection finishes the request it is on and closes.
 //!
-//! Request bodies are timed by the router (`http.rs`), where the JSON 408 is made.
+//! Request bodies are timed by the router (`body.rs`), where the JSON 408 is made.
 //! HTTP/2 is not offered: the clients and the seed speak HTTP/1.1.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,14 +25,15 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::metrics as m;
+use simulator_api::ConnectionCounts;
+
+use crate::observe::metrics as m;
 
 /// The connection limits `serve` enforces (see docs/limits.md).
 #[derive(Debug, Clone, Copy)]
@@ -47,14 +48,6 @@ pub struct ConnectionStats {
     open: AtomicU64,
     accepted: AtomicU64,
     refused: AtomicU64,
-}
-
-/// A snapshot of [`ConnectionStats`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ConnectionCounts {
-    pub open: u64,
-    pub accepted: u64,
-    pub refused: u64,
 }
 
 impl ConnectionStats {

@@ -1,52 +1,17 @@
 //! The server's own endpoints, as the client driver uses them: `/stats` before and
 //! after a run (to put the server's counts beside the client's), and the admin
-//! routes the demo and sweeps use to reset counters and apply the seed's fix.
+//! routes the demo and sweeps use to reset counters and apply a fix. Bodies are the
+//! typed ones of `simulator-api`: a field the server does not send is an error,
+//! never a silent 0.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::Method;
-use serde::Serialize;
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use simulator_api::{Settings, SettingsUpdate, Stats};
 
 use crate::plan::resolve;
-
-/// The server counters a run compares with its own.
-pub const COUNTERS: [&str; 7] = [
-    "requests_started",
-    "requests_done",
-    "requests_blocked",
-    "requests_nonblocked",
-    "persists_started",
-    "persists_done",
-    "persists_failed",
-];
-
-/// The server's counts for one window (after minus before).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ServerWindow(pub BTreeMap<String, u64>);
-
-impl ServerWindow {
-    pub fn between(before: &Value, after: &Value) -> Self {
-        let field = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
-        Self(
-            COUNTERS
-                .iter()
-                .map(|k| {
-                    (
-                        k.to_string(),
-                        field(after, k).saturating_sub(field(before, k)),
-                    )
-                })
-                .collect(),
-        )
-    }
-
-    pub fn get(&self, key: &str) -> u64 {
-        self.0.get(key).copied().unwrap_or(0)
-    }
-}
 
 /// Why talking to the server's endpoints failed.
 #[derive(Debug, thiserror::Error)]
@@ -57,33 +22,29 @@ pub enum EndpointError {
     Http(String, String),
 }
 
-/// `GET /stats` as JSON.
-pub async fn stats(target: &str) -> Result<Value, EndpointError> {
+/// `GET /stats`.
+pub async fn stats(target: &str) -> Result<Stats, EndpointError> {
     call(target, Method::GET, "/stats", Bytes::new()).await
 }
 
 /// `POST /admin/reset`.
-pub async fn reset(target: &str) -> Result<Value, EndpointError> {
+pub async fn reset(target: &str) -> Result<Stats, EndpointError> {
     call(target, Method::POST, "/admin/reset", Bytes::new()).await
 }
 
-/// `PUT /admin/config {"permits": N}`.
-pub async fn set_permits(target: &str, permits: usize) -> Result<Value, EndpointError> {
-    call(
-        target,
-        Method::PUT,
-        "/admin/config",
-        Bytes::from(format!("{{\"permits\":{permits}}}")),
-    )
-    .await
+/// `PUT /admin/config`: applies `update` live; returns the settings now in force.
+pub async fn configure(target: &str, update: &SettingsUpdate) -> Result<Settings, EndpointError> {
+    let body = serde_json::to_vec(update)
+        .map_err(|e| EndpointError::Http(format!("PUT {target}/admin/config"), e.to_string()))?;
+    call(target, Method::PUT, "/admin/config", Bytes::from(body)).await
 }
 
-async fn call(
+async fn call<T: DeserializeOwned>(
     target: &str,
     method: Method,
     path: &str,
     body: Bytes,
-) -> Result<Value, EndpointError> {
+) -> Result<T, EndpointError> {
     use http_body_util::{BodyExt, Full};
     let (addr, host) = resolve(target).await?;
     let what = format!("{method} {target}{path}");
@@ -116,7 +77,11 @@ async fn call(
         if !status.is_success() {
             return Err(fail(&format!("{status}: {text}")));
         }
-        serde_json::from_str(&text).map_err(|e| fail(&e))
+        serde_json::from_str(&text).map_err(|e| {
+            fail(&format!(
+                "{e}; is the target a system-simulator of the same version?"
+            ))
+        })
     };
     tokio::time::timeout(Duration::from_secs(10), exchange)
         .await

@@ -1,13 +1,15 @@
 //! Shutdown: the signals that start it and the report printed when it is over.
 //!
-//! The sequence lives in `server.rs`: stop accepting, let open requests finish,
+//! The sequence lives in `serving/mod.rs`: stop accepting, let open requests finish,
 //! drain persistence, all within one deadline (`--drain-timeout`). This module
 //! says *when* (SIGINT or SIGTERM) and prints *what happened*, in the seed's
 //! count.d layout so the final numbers can be put beside a script's output.
 
 use std::fmt::Write as _;
 
-use crate::processor::DrainReport;
+use simulator_api::SEED_COUNTS;
+
+use crate::request_path::DrainReport;
 
 /// Completes on the first SIGINT (Ctrl-C) or SIGTERM.
 pub async fn signal() {
@@ -46,9 +48,13 @@ pub fn seed_line(label: &str, value: u64) -> String {
 /// deadline forced us to abandon.
 pub fn final_report(report: &DrainReport) -> String {
     let mut out = String::from("\nfinal counts since start (or the last reset):\n\n");
-    for (label, value) in report.counts.seed_labels() {
-        out.push_str(&seed_line(label, value));
+    for seed in SEED_COUNTS {
+        out.push_str(&seed_line(seed.label, (seed.get)(&report.counts)));
     }
+    out.push_str(&seed_line(
+        "persistent writes failed",
+        report.counts.persists_failed,
+    ));
     out.push_str(&seed_line(
         "requests cut short at shutdown (503)",
         report.requests_cut_short,
@@ -61,7 +67,18 @@ pub fn final_report(report: &DrainReport) -> String {
         "persistent writes abandoned at shutdown",
         report.persists_abandoned,
     ));
-    if report.requests_cut_short + report.requests_abandoned + report.persists_abandoned > 0 {
+    if report.queued_abandoned > 0 {
+        out.push_str(&seed_line(
+            "elements still queued at shutdown (never persisted)",
+            report.queued_abandoned,
+        ));
+    }
+    if report.requests_cut_short
+        + report.requests_abandoned
+        + report.persists_abandoned
+        + report.queued_abandoned
+        > 0
+    {
         let _ = writeln!(
             out,
             "\nthe drain deadline passed before everything finished (raise --drain-timeout)"

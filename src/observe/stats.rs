@@ -1,4 +1,5 @@
-//! The server's own event counters, the ones `GET /stats` reports.
+//! The server's own event counters, the ones `GET /stats` reports ([`Counts`] is
+//! declared in `simulator-api`, where the clients read it too).
 //!
 //! Every counter moves exactly when its probe fires (see `events.rs`), so a count
 //! script and `/stats` agree. The counters live under one lock so a snapshot is
@@ -9,55 +10,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use serde::Serialize;
-
-/// The seed's count.d labels and the `/stats` field each one equals, in the seed's
-/// order: the demo, the sweep tests and the script tests all compare by this list.
-pub const SEED_COUNT_FIELDS: [(&str, &str); 6] = [
-    ("requests started", "requests_started"),
-    ("requests done", "requests_done"),
-    ("blocked requests", "requests_blocked"),
-    ("non blocked requests", "requests_nonblocked"),
-    ("persistent writes started", "persists_started"),
-    ("persistent writes done", "persists_done"),
-];
-
-/// Cumulative counts since start or the last reset.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    pub requests_started: u64,
-    pub requests_done: u64,
-    pub requests_blocked: u64,
-    pub requests_nonblocked: u64,
-    pub persists_started: u64,
-    pub persists_done: u64,
-    pub persists_failed: u64,
-    /// Failed persists that `persist_timeout` ended (a subset of `persists_failed`).
-    pub persists_timed_out: u64,
-}
-
-impl Counts {
-    pub fn requests_in_flight(&self) -> u64 {
-        self.requests_started - self.requests_done
-    }
-
-    pub fn persists_in_flight(&self) -> u64 {
-        self.persists_started - self.persists_done
-    }
-
-    /// The lines of the seed's count.d output, in its words, for the shutdown report.
-    pub fn seed_labels(&self) -> [(&'static str, u64); 7] {
-        [
-            ("requests started", self.requests_started),
-            ("requests done", self.requests_done),
-            ("blocked requests", self.requests_blocked),
-            ("non blocked requests", self.requests_nonblocked),
-            ("persistent writes started", self.persists_started),
-            ("persistent writes done", self.persists_done),
-            ("persistent writes failed", self.persists_failed),
-        ]
-    }
-}
+use simulator_api::Counts;
 
 /// The live counters.
 #[derive(Debug, Default)]

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::metrics as m;
-use crate::probes::isim;
-use crate::stats::Stats;
+use super::metrics as m;
+use super::probes::isim;
+use super::stats::Stats;
 
 /// The event sink shared by request handlers and persistence tasks.
 #[derive(Debug, Clone, Default)]
@@ -86,6 +86,6 @@ impl Events {
 }
 
 /// A duration in whole nanoseconds, saturating (probes and `/stats` carry u64).
-pub(crate) fn nanos(d: Duration) -> u64 {
+pub fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

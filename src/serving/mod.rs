@@ -1,4 +1,10 @@
-//! Running the server: bind, serve, and shut down without losing count.
+//! Serving: HTTP over our own accept loop, the admin routes, and shutdown.
+//!
+//! `http.rs` holds the routes and `admin.rs` the admin ones, `body.rs` reads request
+//! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop
+//! and its limits, `shutdown.rs` the signals and the final report, `error.rs` the
+//! one place an error becomes a status. This file runs them: bind, serve, and
+//! shut down without losing count.
 //!
 //! [`run`] takes the listener and the shutdown trigger from its caller (the binary
 //! passes a bound socket and the signal future; tests pass `127.0.0.1:0` and a
@@ -13,17 +19,28 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ConfigError, ServerConfig};
-use crate::connections::{self, ConnectionStats, Limits};
-use crate::http::{app, AppState};
-use crate::metrics;
-use crate::processor::{DataProcessor, DrainReport};
+use simulator_api::Settings;
+
+use crate::observe::metrics;
+use crate::request_path::{DataProcessor, DrainReport, StartError};
+use crate::scenario::Scenario;
+use connections::Limits;
+use http::app;
+use state::AppState;
+
+pub mod admin;
+pub mod body;
+pub mod connections;
+pub mod error;
+pub mod http;
+pub mod shutdown;
+pub mod state;
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Start(#[from] StartError),
     #[error("metrics recorder: {0}")]
     Metrics(String),
     #[error("HTTP server: {0}")]
@@ -54,13 +71,15 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// requests that were cut short before they are dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// Serves until `shutdown` completes, then drains within `config.drain_timeout`.
+/// Serves `scenario` with `settings` (the scenario's, with a file and flags laid
+/// over them) until `shutdown` completes, then drains within `drain_timeout`.
 pub async fn run(
     listener: TcpListener,
-    config: ServerConfig,
+    settings: Settings,
+    scenario: Scenario,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<DrainReport, ServeError> {
-    let processor = DataProcessor::new(&config)?;
+    let processor = DataProcessor::new(&settings)?;
     let handle = metrics::handle().map_err(|e| ServeError::Metrics(e.to_owned()))?;
     let upkeep = tokio::spawn(async move {
         let mut every = tokio::time::interval(metrics::UPKEEP_INTERVAL);
@@ -70,17 +89,14 @@ pub async fn run(
         }
     });
 
-    let drain_timeout = config.drain_timeout;
+    let drain_timeout = settings.drain_timeout;
     let limits = Limits {
-        max_connections: config.max_connections,
-        header_read_timeout: config.header_read_timeout,
+        max_connections: settings.max_connections,
+        header_read_timeout: settings.header_read_timeout,
     };
-    let stats = Arc::new(ConnectionStats::default());
-    let router = app(AppState {
-        processor: processor.clone(),
-        config,
-        connections: Arc::clone(&stats),
-    });
+    let state = AppState::new(processor.clone(), scenario);
+    let stats = Arc::clone(&state.connections);
+    let router = app(state);
     let stop_accepting = CancellationToken::new();
     let connections = tokio::spawn(connections::serve(
         listener,

@@ -7,7 +7,7 @@
 /// where the platform refuses to say.
 pub fn cpu_ns() -> Option<u64> {
     let used = cpu_time::ProcessTime::try_now().ok()?.as_duration();
-    Some(crate::events::nanos(used))
+    Some(super::events::nanos(used))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use metrics::{describe_counter, describe_gauge, describe_histogram, gauge, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::stats::Counts;
+use simulator_api::Stats;
 
 pub const REQUESTS_STARTED: &str = "isim_requests_started_total";
 pub const REQUESTS_DONE: &str = "isim_requests_done_total";
@@ -30,6 +30,7 @@ const PERMITS_AVAILABLE: &str = "isim_permits_available";
 const PERMITS_CAPACITY: &str = "isim_permits_capacity";
 const PERSISTS_IN_FLIGHT: &str = "isim_persists_in_flight";
 const REQUESTS_IN_FLIGHT: &str = "isim_requests_in_flight";
+const PERSISTS_QUEUED: &str = "isim_persists_queued";
 
 /// Histogram buckets in seconds: 100 us to 60 s, dense around the default 1-100 ms
 /// so the 60 ms persist and the ~3.5 ms request lifetime both resolve.
@@ -119,18 +120,18 @@ fn describe() {
     describe_gauge!(PERMITS_CAPACITY, "The gate's configured capacity.");
     describe_gauge!(PERSISTS_IN_FLIGHT, "Persists started and not yet done.");
     describe_gauge!(REQUESTS_IN_FLIGHT, "Requests started and not yet done.");
+    describe_gauge!(
+        PERSISTS_QUEUED,
+        "Elements waiting in the persistence queue (persistence = pool)."
+    );
 }
 
-/// The text exposition, gauges set from one snapshot first.
-pub fn render(
-    handle: &PrometheusHandle,
-    counts: &Counts,
-    available: usize,
-    total: usize,
-) -> String {
-    gauge!(PERMITS_AVAILABLE).set(available as f64);
-    gauge!(PERMITS_CAPACITY).set(total as f64);
-    gauge!(PERSISTS_IN_FLIGHT).set(counts.persists_in_flight() as f64);
-    gauge!(REQUESTS_IN_FLIGHT).set(counts.requests_in_flight() as f64);
+/// The text exposition, gauges set first from the same snapshot `/stats` shows.
+pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
+    gauge!(PERMITS_AVAILABLE).set(now.permits_available as f64);
+    gauge!(PERMITS_CAPACITY).set(now.permits_total as f64);
+    gauge!(PERSISTS_IN_FLIGHT).set(now.persists_in_flight as f64);
+    gauge!(REQUESTS_IN_FLIGHT).set(now.requests_in_flight as f64);
+    gauge!(PERSISTS_QUEUED).set(now.persists_queued as f64);
     handle.render()
 }

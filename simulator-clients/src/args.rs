@@ -85,8 +85,8 @@ pub struct Args {
 pub enum Command {
     /// The seed's investigation in one command: the same closed-loop load at each
     /// client count, repeated, the server's counters reset before every run, then
-    /// (with --fix) again with permits = K x clients; a table per minute beside
-    /// what Little's law predicts.
+    /// (with --fix) again after the scenario's fix; a table per minute beside what
+    /// the server's model predicts.
     Sweep(SweepArgs),
 }
 
@@ -117,9 +117,11 @@ pub struct SweepArgs {
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub think_time: Duration,
 
-    /// Then sweep again with the seed's fix, permits = K x clients (K = 8 if omitted).
-    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "8")]
-    pub fix: Option<usize>,
+    /// Then sweep again after a fix of the server's scenario, applied live at each
+    /// client count (`/stats.model.fix` if no NAME: for the default scenario the
+    /// seed's permits = 8 x clients).
+    #[arg(long, value_name = "NAME", num_args = 0..=1)]
+    pub fix: Option<Option<String>>,
 
     /// Also write every figure as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
@@ -226,7 +228,7 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
         duration: args.duration,
         repeat: args.repeat,
         think_time: args.think_time,
-        fix_per_client: args.fix,
+        fix: args.fix.clone(),
     };
     plan.validate()?;
     let cancel = cancel_on_ctrl_c();

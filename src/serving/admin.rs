@@ -16,9 +16,11 @@ use axum::response::Response;
 use axum::routing::{post, put};
 use axum::{Json, Router};
 
-use crate::config::ConfigUpdate;
-use crate::error::{bad_json, ApiError};
-use crate::http::{stats_body, AppState, EffectiveConfig, TimedBody};
+use simulator_api::{Settings, SettingsUpdate, Stats};
+
+use super::body::TimedBody;
+use super::error::{bad_json, ApiError};
+use super::state::AppState;
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -33,7 +35,7 @@ async fn guard(
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    match state.config.admin_token.as_deref() {
+    match state.processor.settings().admin_token() {
         Some(token) => {
             let presented = request
                 .headers()
@@ -71,23 +73,22 @@ async fn update_config(
     State(state): State<AppState>,
     headers: HeaderMap,
     TimedBody(body): TimedBody,
-) -> Result<Json<EffectiveConfig>, ApiError> {
+) -> Result<Json<Settings>, ApiError> {
     require_json(&headers)?;
-    let update: ConfigUpdate = serde_json::from_slice(&body).map_err(bad_json)?;
-    state
+    let update: SettingsUpdate = serde_json::from_slice(&body).map_err(bad_json)?;
+    let now = state
         .processor
         .update(&update)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let config = stats_body(&state).config;
-    tracing::info!(
-        permits = config.permits,
-        persist_latency = %config.tunables.persist_latency,
-        network_delay = %config.tunables.network_delay,
-        persist_error_rate = config.tunables.persist_error_rate,
-        persist_stall_rate = config.tunables.persist_stall_rate,
-        "configuration changed"
-    );
-    Ok(Json(config))
+    // The values in force, never the request body as sent.
+    let changed: Vec<String> = now
+        .texts()
+        .into_iter()
+        .filter(|(key, _)| update.keys().contains(key))
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    tracing::info!(changed = %changed.join(" "), "configuration changed");
+    Ok(Json((*now).clone()))
 }
 
 /// A config body is JSON; a missing content type is taken as JSON too, so a bare
@@ -110,8 +111,8 @@ fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-async fn reset(State(state): State<AppState>) -> Json<crate::http::StatsBody> {
+async fn reset(State(state): State<AppState>) -> Json<Stats> {
     state.processor.events().stats().reset();
     tracing::info!("counters reset");
-    Json(stats_body(&state))
+    Json(state.stats())
 }

@@ -1,0 +1,295 @@
+//! The JSON bodies of the HTTP API, typed once for the server that writes them and
+//! the clients that read them: `POST /requests`, `GET /stats`, `GET /scenarios`,
+//! and the error body. Every field is required when read, so a server and a
+//! client that disagree fail loudly instead of reading a missing count as 0.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::settings::{Settings, SettingsUpdate};
+
+/// `POST /requests`: what a request gets back. Fields a newer server adds are
+/// ignored by older clients; a missing one is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply {
+    pub id: u64,
+    /// True when admission could not let the request through at once and it waited.
+    pub blocked: bool,
+    /// How long it waited (0 when it did not block).
+    pub permit_wait_ns: u64,
+}
+
+/// Every error answer: `{"error": "<kind>", "message": "<what to fix>"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+    pub message: String,
+}
+
+/// Cumulative counts since start or the last reset; each moves exactly when its
+/// probe fires.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub requests_started: u64,
+    pub requests_done: u64,
+    pub requests_blocked: u64,
+    pub requests_nonblocked: u64,
+    pub persists_started: u64,
+    pub persists_done: u64,
+    pub persists_failed: u64,
+    /// Failed persists that `persist_timeout` ended (a subset of `persists_failed`).
+    pub persists_timed_out: u64,
+}
+
+impl Counts {
+    pub fn requests_in_flight(&self) -> u64 {
+        self.requests_started.saturating_sub(self.requests_done)
+    }
+
+    pub fn persists_in_flight(&self) -> u64 {
+        self.persists_started.saturating_sub(self.persists_done)
+    }
+
+    /// What happened between `earlier` and these counts.
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        Counts {
+            requests_started: self
+                .requests_started
+                .saturating_sub(earlier.requests_started),
+            requests_done: self.requests_done.saturating_sub(earlier.requests_done),
+            requests_blocked: self
+                .requests_blocked
+                .saturating_sub(earlier.requests_blocked),
+            requests_nonblocked: self
+                .requests_nonblocked
+                .saturating_sub(earlier.requests_nonblocked),
+            persists_started: self
+                .persists_started
+                .saturating_sub(earlier.persists_started),
+            persists_done: self.persists_done.saturating_sub(earlier.persists_done),
+            persists_failed: self.persists_failed.saturating_sub(earlier.persists_failed),
+            persists_timed_out: self
+                .persists_timed_out
+                .saturating_sub(earlier.persists_timed_out),
+        }
+    }
+
+    /// Share of admitted requests that had to wait, 0 to 1.
+    pub fn blocked_share(&self) -> f64 {
+        let admitted = self.requests_blocked + self.requests_nonblocked;
+        if admitted == 0 {
+            0.0
+        } else {
+            self.requests_blocked as f64 / admitted as f64
+        }
+    }
+}
+
+/// One line of the seed's count.d output: its label, the `/stats` field that
+/// equals it, and that field.
+#[derive(Debug, Clone, Copy)]
+pub struct SeedCount {
+    pub label: &'static str,
+    pub field: &'static str,
+    pub get: fn(&Counts) -> u64,
+}
+
+/// The seed's count.d labels in its order; the demo, the shutdown report, the
+/// sweep and the script tests all use this list.
+pub const SEED_COUNTS: [SeedCount; 6] = [
+    SeedCount {
+        label: "requests started",
+        field: "requests_started",
+        get: |c| c.requests_started,
+    },
+    SeedCount {
+        label: "requests done",
+        field: "requests_done",
+        get: |c| c.requests_done,
+    },
+    SeedCount {
+        label: "blocked requests",
+        field: "requests_blocked",
+        get: |c| c.requests_blocked,
+    },
+    SeedCount {
+        label: "non blocked requests",
+        field: "requests_nonblocked",
+        get: |c| c.requests_nonblocked,
+    },
+    SeedCount {
+        label: "persistent writes started",
+        field: "persists_started",
+        get: |c| c.persists_started,
+    },
+    SeedCount {
+        label: "persistent writes done",
+        field: "persists_done",
+        get: |c| c.persists_done,
+    },
+];
+
+/// TCP connections: open now, served since start, refused at `max_connections`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionCounts {
+    pub open: u64,
+    pub accepted: u64,
+    pub refused: u64,
+}
+
+/// `GET /stats`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    #[serde(flatten)]
+    pub counts: Counts,
+    pub requests_in_flight: u64,
+    pub persists_in_flight: u64,
+    /// Elements waiting in the persistence queue, not yet started (pool only).
+    pub persists_queued: u64,
+    pub permits_available: usize,
+    pub permits_total: usize,
+    pub connections: ConnectionCounts,
+    /// CPU the server process has used since it started (null where the OS will not say).
+    pub process_cpu_ns: Option<u64>,
+    /// The scenario the server started in.
+    pub scenario: String,
+    /// The store in force: `simulated`, or `files` with `persist_dir`.
+    pub store: String,
+    /// What the configuration in force predicts.
+    pub model: Model,
+    /// The configuration in force, live changes included.
+    pub config: Settings,
+}
+
+/// What queueing theory predicts from the configuration in force.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// The most requests a second the request path can pass (Little's law), or
+    /// null when nothing in it bounds concurrency.
+    pub capacity_per_s: Option<f64>,
+    /// Which part sets that capacity, in words.
+    pub limited_by: String,
+    /// The mean simulated persist time.
+    pub persist_mean_ns: u64,
+    /// The mean request lifetime when nothing waits: both network traverses.
+    pub lifetime_unblocked_ns: u64,
+    /// The think time of the scenario's load, which `saturation_clients` assumes.
+    pub think_time_ns: u64,
+    /// The closed-loop client count whose offered load equals the capacity: beyond
+    /// it nearly every request waits (null when the capacity is unbounded).
+    pub saturation_clients: Option<f64>,
+    /// The scenario's first fix, as the `PUT /admin/config` body that applies it.
+    pub fix: Option<Fix>,
+}
+
+impl Model {
+    /// Closed-loop clients thinking `think_s` seconds offer this many requests a second.
+    pub fn offered_per_s(&self, clients: usize, think_s: f64) -> f64 {
+        clients as f64 / (think_s + self.lifetime_unblocked_ns as f64 / 1e9)
+    }
+
+    /// What `clients` closed-loop clients should get: min(offered, capacity).
+    pub fn predicted_per_s(&self, clients: usize, think_s: f64) -> f64 {
+        let offered = self.offered_per_s(clients, think_s);
+        self.capacity_per_s.map_or(offered, |c| offered.min(c))
+    }
+
+    /// The client count at which the offered load reaches the capacity.
+    pub fn saturation_at(&self, think_s: f64) -> Option<f64> {
+        self.capacity_per_s
+            .map(|c| c * (think_s + self.lifetime_unblocked_ns as f64 / 1e9))
+    }
+}
+
+/// A fix a scenario offers: a live configuration change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fix {
+    pub name: String,
+    pub summary: String,
+    /// The exact `PUT /admin/config` body, for the scenario's own load.
+    pub config: SettingsUpdate,
+    /// Settings that scale with the clients: the fix at N clients sets each key to
+    /// its value here times N (the seed's permits = 8 x clients).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_client: BTreeMap<String, u64>,
+}
+
+impl Fix {
+    /// The `PUT /admin/config` body for `clients` clients: `config` with every
+    /// `per_client` key scaled.
+    pub fn config_for(&self, clients: usize) -> Result<SettingsUpdate, String> {
+        let mut body = serde_json::to_value(&self.config).map_err(|e| e.to_string())?;
+        let object = body
+            .as_object_mut()
+            .ok_or("a fix's config is a JSON object")?;
+        for (key, per) in &self.per_client {
+            let value = per
+                .checked_mul(clients as u64)
+                .ok_or_else(|| format!("{key} = {per} x {clients} clients overflows"))?;
+            object.insert(key.clone(), value.into());
+        }
+        serde_json::from_value(body).map_err(|e| format!("fix {}: {e}", self.name))
+    }
+}
+
+/// One entry of `GET /scenarios`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioInfo {
+    pub name: String,
+    /// The seed document it comes from, e.g. `003`.
+    pub seed: String,
+    pub summary: String,
+    /// What to measure and the signature to expect.
+    pub symptom: String,
+    /// The sim-clients arguments that show the symptom.
+    pub load: Vec<String>,
+    pub fixes: Vec<Fix>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fix_scales_with_the_clients() {
+        let fix = Fix {
+            name: "permits-per-client".into(),
+            summary: String::new(),
+            config: SettingsUpdate {
+                permits: Some(1080),
+                ..SettingsUpdate::default()
+            },
+            per_client: BTreeMap::from([("permits".into(), 8)]),
+        };
+        assert_eq!(fix.config_for(1000).unwrap().permits, Some(8000));
+        assert!(fix.config_for(usize::MAX).is_err());
+        let unknown = Fix {
+            per_client: BTreeMap::from([("permitz".into(), 8)]),
+            ..fix
+        };
+        assert!(unknown.config_for(1).is_err());
+    }
+
+    #[test]
+    fn the_model_predicts_the_seed_plateau_and_its_tipping_point() {
+        let model = Model {
+            capacity_per_s: Some(8.0 / 0.060),
+            limited_by: String::new(),
+            persist_mean_ns: 60_000_000,
+            lifetime_unblocked_ns: 3_000_000,
+            think_time_ns: 1_000_000_000,
+            saturation_clients: None,
+            fix: None,
+        };
+        let capacity = model.capacity_per_s.unwrap();
+        assert!((capacity - 133.3).abs() < 0.1);
+        assert!(
+            model.offered_per_s(135, 1.0) > capacity && model.offered_per_s(125, 1.0) < capacity
+        );
+        assert_eq!(model.predicted_per_s(1000, 1.0), capacity);
+        assert!((model.saturation_at(1.0).unwrap() - 133.7).abs() < 0.1);
+    }
+}

@@ -1,0 +1,18 @@
+//! simulator-api: what system-simulator and sim-clients agree on.
+//!
+//! The settings (`settings.rs`: every one declared once, with the kinds of value in
+//! `value.rs` and the latency distributions in `delay.rs`) and the HTTP bodies
+//! (`bodies.rs`). The clients depend on this crate and never on the server, so
+//! the two cannot drift apart silently: a field one writes and the other does not
+//! know fails to parse.
+
+pub mod bodies;
+pub mod delay;
+pub mod settings;
+pub mod value;
+
+pub use bodies::{
+    ConnectionCounts, Counts, ErrorBody, Fix, Model, Reply, ScenarioInfo, Stats, SEED_COUNTS,
+};
+pub use delay::Delay;
+pub use settings::{Settings, SettingsError, SettingsUpdate, SETTINGS};

@@ -1,0 +1,511 @@
+//! Every setting of the server, declared once.
+//!
+//! [`with_settings!`] holds the one list: name, type, default, bounds, whether it can
+//! change while the server runs, which part of the server it belongs to, and its
+//! help text. Everything else is derived from that list by a macro that receives it:
+//! here, the [`Settings`] struct (the configuration in force, as `/stats.config`
+//! shows it), [`SettingsUpdate`] (a TOML file, a scenario, the flags or a
+//! `PUT /admin/config` body: every key optional, unknown keys refused), the
+//! validation, the live-change rule and the [`SETTINGS`] table that `--help` and
+//! `docs/limits.md` are made from; in the server crate, the `serve` flags. Adding a
+//! setting is one entry in the list.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::delay::Delay;
+use crate::value::{Bounds, SettingValue};
+
+/// The original simulator's `PERSIST_N`.
+pub const DEFAULT_PERMITS: usize = 8;
+/// Where the server listens unless told otherwise: loopback only.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 7878);
+/// The most permits tokio's semaphore can hold (`Semaphore::MAX_PERMITS`).
+pub const MAX_PERMITS: u64 = usize::MAX as u64 >> 3;
+/// The longest any timeout or cost may be: longer is almost certainly a typo.
+pub const MAX_SPAN: Duration = Duration::from_secs(3600);
+
+/// The original's persistence latency: 50 ms + Normal(10 ms, 5 ms).
+pub fn default_persist_latency() -> Delay {
+    Delay::base_plus_normal(
+        Duration::from_millis(50),
+        Duration::from_millis(10),
+        Duration::from_millis(5),
+    )
+}
+
+/// The original's network traverse, each way: 500 us + Normal(1 ms, 100 us).
+pub fn default_network_delay() -> Delay {
+    Delay::base_plus_normal(
+        Duration::from_micros(500),
+        Duration::from_millis(1),
+        Duration::from_micros(100),
+    )
+}
+
+crate::choice! {
+    /// What a request must obtain before its element is handed to persistence.
+    AdmissionKind {
+        /// A semaphore of `permits`; the permit is held until the persist ends,
+        /// and a request that finds none free waits for one (the original).
+        Semaphore = "semaphore",
+    }
+}
+
+crate::choice! {
+    /// How elements reach the store and how many persist at once.
+    PersistenceKind {
+        /// A task spawned per element, as many at once as admission lets through
+        /// (the original).
+        TaskPerElement = "task-per-element",
+        /// `persist_workers` workers drain a queue of `persist_queue` elements;
+        /// one worker is a sequential drain.
+        Pool = "pool",
+    }
+}
+
+crate::choice! {
+    /// What the processor does with an element before persisting it.
+    WorkKind {
+        /// Nothing (the original).
+        None = "none",
+    }
+}
+
+/// The one list of settings; `$callback!` receives every entry as
+/// `/// help  name: Type = default; bounds; live|restart; "section";`.
+#[macro_export]
+macro_rules! with_settings {
+    ($callback:ident) => {
+        $callback! {
+            /// Address to listen on; port 0 picks a free port.
+            listen: std::net::SocketAddr = $crate::settings::DEFAULT_LISTEN;
+                $crate::value::Bounds::Any; restart; "serving";
+            /// Connections open at once; beyond it a new connection gets a JSON 503 and is closed.
+            max_connections: usize = 10_000;
+                $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; restart; "serving";
+            /// Close a connection that has not sent a whole request head within this of opening or going idle.
+            header_read_timeout: std::time::Duration = std::time::Duration::from_secs(10);
+                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; restart; "serving";
+            /// Answer 408 when a request body has not fully arrived within this.
+            body_read_timeout: std::time::Duration = std::time::Duration::from_secs(30);
+                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; restart; "serving";
+            /// Largest raw request body accepted (413 beyond), e.g. `64k`, `16MiB`.
+            max_body_bytes: u64 = 16 << 20;
+                $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; "serving";
+            /// Largest synthetic element (`{"size": N}`) accepted (413 beyond).
+            max_element_bytes: u64 = 1 << 30;
+                $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; "serving";
+            /// How long shutdown waits for requests and persists in flight.
+            drain_timeout: std::time::Duration = std::time::Duration::from_secs(10);
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; restart; "serving";
+            /// Require `Authorization: Bearer TOKEN` on admin routes, from any address (also ISIM_ADMIN_TOKEN); without it admin routes answer loopback clients only.
+            admin_token: $crate::value::Secret = $crate::value::Secret::default();
+                $crate::value::Bounds::Any; restart; "serving";
+            /// Simulated network delay, applied on the way in and again on the way out, inside the request lifetime.
+            network_delay: $crate::delay::Delay = $crate::settings::default_network_delay();
+                $crate::value::Bounds::Any; live; "request path";
+            /// What the processor does with each element before persisting it.
+            work: $crate::settings::WorkKind = $crate::settings::WorkKind::None;
+                $crate::value::Bounds::Any; live; "request path";
+            /// What a request must obtain before its element is handed on: `semaphore`.
+            admission: $crate::settings::AdmissionKind = $crate::settings::AdmissionKind::Semaphore;
+                $crate::value::Bounds::Any; restart; "request path";
+            /// Persistence permits: how many persists may run at once (the original's PERSIST_N).
+            permits: usize = $crate::settings::DEFAULT_PERMITS;
+                $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; "request path";
+            /// How elements reach the store: `task-per-element` or `pool`.
+            persistence: $crate::settings::PersistenceKind = $crate::settings::PersistenceKind::TaskPerElement;
+                $crate::value::Bounds::Any; live; "request path";
+            /// With `persistence = pool`: workers persisting at once (1 drains sequentially).
+            persist_workers: usize = 32;
+                $crate::value::Bounds::Count { min: 1, max: 65_536 }; live; "request path";
+            /// With `persistence = pool`: elements the queue holds before a request waits for room.
+            persist_queue: usize = 1024;
+                $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; live; "request path";
+            /// Simulated store latency per element, e.g. `60ms`, `exp(60ms)`, `uniform(50ms, 70ms)`.
+            persist_latency: $crate::delay::Delay = $crate::settings::default_persist_latency();
+                $crate::value::Bounds::Any; live; "store and faults";
+            /// Extra simulated store time per MiB of element.
+            persist_cost_per_mib: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; "store and faults";
+            /// Share of persists that fail on purpose.
+            persist_error_rate: f64 = 0.0;
+                $crate::value::Bounds::Share; live; "store and faults";
+            /// Share of persists that hang until `persist_timeout` ends them (a stuck store).
+            persist_stall_rate: f64 = 0.0;
+                $crate::value::Bounds::Share; live; "store and faults";
+            /// A persist still running after this fails and gives its permit back.
+            persist_timeout: std::time::Duration = std::time::Duration::from_secs(30);
+                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; live; "store and faults";
+            /// Write every element to DIR/<id>.bin instead of simulating the store (real I/O; files are kept).
+            persist_dir: Option<std::path::PathBuf> = None;
+                $crate::value::Bounds::Any; restart; "durability";
+            /// With `persist_dir`: fsync each file before the persist counts as done.
+            persist_fsync: bool = false;
+                $crate::value::Bounds::Any; restart; "durability";
+            /// With `persist_dir`: reply only once the element is fsync'd, so a crash loses no acknowledged element.
+            durable: bool = false;
+                $crate::value::Bounds::Any; restart; "durability";
+        }
+    };
+}
+
+/// One setting, as the table and the flags describe it.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingInfo {
+    /// The TOML and JSON key; the flag is the same with `-` for `_`.
+    pub key: &'static str,
+    pub help: &'static str,
+    pub value_name: &'static str,
+    pub bounds: Bounds,
+    /// Changeable through `PUT /admin/config` while the server runs.
+    pub live: bool,
+    pub section: &'static str,
+    /// A flag that takes no value.
+    pub switch: bool,
+    /// The default, as the flag would take it.
+    pub default_text: fn() -> String,
+    /// The values allowed, in words.
+    pub allowed: fn() -> String,
+}
+
+impl SettingInfo {
+    pub fn flag(&self) -> String {
+        self.key.replace('_', "-")
+    }
+
+    /// `ISIM_ADMIN_TOKEN` for `admin_token`: where secrets may also come from.
+    pub fn env_var(&self) -> String {
+        format!("ISIM_{}", self.key.to_ascii_uppercase())
+    }
+}
+
+/// Why a configuration cannot be used; the message names the key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{key} must be {allowed}, got {value}")]
+    OutOfRange {
+        key: &'static str,
+        allowed: String,
+        value: String,
+    },
+    #[error("{} cannot change while the server runs: restart it with the new value (`serve --{}`)", .0.join(", "), .0[0].replace('_', "-"))]
+    NeedsRestart(Vec<&'static str>),
+    #[error("durable needs persist_dir: only files can be on disk before the reply")]
+    DurableWithoutDir,
+    #[error("{0}")]
+    Other(String),
+}
+
+macro_rules! is_live {
+    (live) => {
+        true
+    };
+    (restart) => {
+        false
+    };
+}
+
+macro_rules! define_settings {
+    ($( $(#[doc = $doc:literal])+ $name:ident : $ty:ty = $default:expr ; $bounds:expr ; $live:ident ; $section:literal ; )*) => {
+        /// The whole configuration in force. Every field is always present: a file,
+        /// a scenario or the flags are [`SettingsUpdate`]s laid over the defaults.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct Settings {
+            $( $(#[doc = $doc])+ #[serde(with = "crate::value::field")] pub $name: $ty, )*
+        }
+
+        impl Default for Settings {
+            /// The original simulator.
+            fn default() -> Self {
+                Self { $( $name: $default, )* }
+            }
+        }
+
+        /// Some settings: a TOML file, a scenario's `config`, the flags given, or a
+        /// `PUT /admin/config` body. Unknown keys are refused; absent keys keep
+        /// their value.
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct SettingsUpdate {
+            $(
+                #[serde(with = "crate::value::optional_field", skip_serializing_if = "Option::is_none")]
+                pub $name: Option<$ty>,
+            )*
+        }
+
+        /// Every setting, in declaration order.
+        pub static SETTINGS: &[SettingInfo] = &[
+            $(
+                SettingInfo {
+                    key: stringify!($name),
+                    help: concat!($($doc),+),
+                    value_name: <$ty as SettingValue>::VALUE_NAME,
+                    bounds: $bounds,
+                    live: is_live!($live),
+                    section: $section,
+                    switch: <$ty as SettingValue>::IS_SWITCH,
+                    allowed: {
+                        fn allowed() -> String {
+                            <$ty as SettingValue>::allowed(&$bounds)
+                        }
+                        allowed
+                    },
+                    default_text: {
+                        fn default_text() -> String {
+                            SettingValue::to_text(&Settings::default().$name)
+                        }
+                        default_text
+                    },
+                },
+            )*
+        ];
+
+        impl Settings {
+            /// Checks every value against its bounds, then the rules between settings.
+            pub fn validate(&self) -> Result<(), SettingsError> {
+                $(
+                    SettingValue::check(&self.$name, &$bounds).map_err(|allowed| {
+                        SettingsError::OutOfRange {
+                            key: stringify!($name),
+                            allowed,
+                            value: SettingValue::to_text(&self.$name),
+                        }
+                    })?;
+                )*
+                self.validate_together()
+            }
+
+            /// These settings with `update` laid over them (nothing checked here).
+            pub fn with(mut self, update: &SettingsUpdate) -> Self {
+                $( if let Some(v) = &update.$name { self.$name = v.clone(); } )*
+                self
+            }
+
+            /// Each setting's value as the flag would take it, in declaration order.
+            pub fn texts(&self) -> Vec<(&'static str, String)> {
+                vec![ $( (stringify!($name), SettingValue::to_text(&self.$name)), )* ]
+            }
+        }
+
+        impl SettingsUpdate {
+            /// The keys this update names.
+            pub fn keys(&self) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                $( if self.$name.is_some() { keys.push(stringify!($name)); } )*
+                keys
+            }
+
+            /// The keys that would change a setting that cannot change while running.
+            fn restart_keys(&self, current: &Settings) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                $(
+                    if !is_live!($live) && self.$name.as_ref().is_some_and(|v| *v != current.$name) {
+                        keys.push(stringify!($name));
+                    }
+                )*
+                keys
+            }
+
+            /// `other`'s keys laid over this update's.
+            pub fn and(mut self, other: &SettingsUpdate) -> Self {
+                $( if other.$name.is_some() { self.$name = other.$name.clone(); } )*
+                self
+            }
+        }
+    };
+}
+
+with_settings!(define_settings);
+
+impl Settings {
+    fn validate_together(&self) -> Result<(), SettingsError> {
+        if self.durable && self.persist_dir.is_none() {
+            return Err(SettingsError::DurableWithoutDir);
+        }
+        Ok(())
+    }
+
+    /// The settings a live change would install: all of `update` or, on any
+    /// invalid value or any setting that needs a restart, an error and nothing.
+    pub fn changed_live(&self, update: &SettingsUpdate) -> Result<Settings, SettingsError> {
+        let restart = update.restart_keys(self);
+        if !restart.is_empty() {
+            return Err(SettingsError::NeedsRestart(restart));
+        }
+        let next = self.clone().with(update);
+        next.validate()?;
+        Ok(next)
+    }
+
+    /// The admin token, when one is set.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.admin_token.expose()
+    }
+
+    /// The store the settings select: `files` with `persist_dir`, else `simulated`.
+    pub fn store_name(&self) -> &'static str {
+        if self.persist_dir.is_some() {
+            "files"
+        } else {
+            "simulated"
+        }
+    }
+}
+
+impl SettingsUpdate {
+    pub fn is_empty(&self) -> bool {
+        self.keys().is_empty()
+    }
+}
+
+/// Looks a setting up by key.
+pub fn info(key: &str) -> Option<&'static SettingInfo> {
+    SETTINGS.iter().find(|s| s.key == key)
+}
+
+/// The settings tables of `docs/limits.md`: one per part of the server, a row per
+/// setting. `system-simulator settings --markdown` prints them.
+pub fn markdown_table() -> String {
+    let mut sections: Vec<&str> = Vec::new();
+    for s in SETTINGS {
+        if !sections.contains(&s.section) {
+            sections.push(s.section);
+        }
+    }
+    let mut out = String::new();
+    for section in sections {
+        out.push_str(&format!(
+            "\n### {section}\n\n\
+             | setting (TOML / JSON key) | flag | default | allowed | live | what it does |\n\
+             | --- | --- | --- | --- | --- | --- |\n"
+        ));
+        for s in SETTINGS.iter().filter(|s| s.section == section) {
+            let default = (s.default_text)();
+            let default = if default.is_empty() {
+                "unset".to_owned()
+            } else {
+                format!("`{default}`")
+            };
+            let flag = if s.switch {
+                format!("`--{}`", s.flag())
+            } else {
+                format!("`--{} {}`", s.flag(), s.value_name)
+            };
+            out.push_str(&format!(
+                "| `{}` | {flag} | {default} | {} | {} | {} |\n",
+                s.key,
+                (s.allowed)(),
+                if s.live { "yes" } else { "restart" },
+                s.help.trim().replace('|', "\\|"),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_original_simulator_and_valid() {
+        let s = Settings::default();
+        s.validate().unwrap();
+        assert_eq!(s.permits, 8);
+        assert_eq!(s.persist_latency.to_string(), "50ms + normal(10ms, 5ms)");
+        assert_eq!(s.network_delay.to_string(), "500us + normal(1ms, 100us)");
+        assert!(s.listen.ip().is_loopback());
+    }
+
+    #[test]
+    fn every_setting_is_in_the_table_once() {
+        let table = markdown_table();
+        for s in SETTINGS {
+            assert_eq!(
+                table.matches(&format!("| `{}` |", s.key)).count(),
+                1,
+                "{}",
+                s.key
+            );
+        }
+        assert_eq!(SETTINGS.len(), Settings::default().texts().len());
+    }
+
+    #[test]
+    fn toml_overrides_only_what_it_names_and_refuses_unknown_keys() {
+        let update: SettingsUpdate = toml::from_str(
+            "permits = 64\nnetwork_delay = \"0\"\ndrain_timeout = \"3s\"\nmax_body_bytes = \"64k\"",
+        )
+        .unwrap();
+        let s = Settings::default().with(&update);
+        assert_eq!(s.permits, 64);
+        assert_eq!(s.network_delay, Delay::fixed(Duration::ZERO));
+        assert_eq!(s.drain_timeout, Duration::from_secs(3));
+        assert_eq!(s.max_body_bytes, 64 << 10);
+        assert_eq!(s.persist_latency, default_persist_latency());
+        assert!(toml::from_str::<SettingsUpdate>("permitz = 3").is_err());
+        assert!(toml::from_str::<SettingsUpdate>("persist_latency = \"soon\"").is_err());
+        assert!(toml::from_str::<SettingsUpdate>("persistence = \"magic\"").is_err());
+    }
+
+    #[test]
+    fn a_bad_or_restart_only_live_change_changes_nothing() {
+        let current = Settings::default();
+        let bad = SettingsUpdate {
+            network_delay: Some(Delay::fixed(Duration::ZERO)),
+            persist_error_rate: Some(f64::NAN),
+            ..SettingsUpdate::default()
+        };
+        let err = current.changed_live(&bad).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("persist_error_rate must be between 0 and 1"),
+            "{err}"
+        );
+        let zero = SettingsUpdate {
+            permits: Some(0),
+            ..SettingsUpdate::default()
+        };
+        assert!(current
+            .changed_live(&zero)
+            .unwrap_err()
+            .to_string()
+            .contains("permits must be between 1"));
+        let listen = SettingsUpdate {
+            listen: Some("127.0.0.1:1".parse().unwrap()),
+            permits: Some(9),
+            ..SettingsUpdate::default()
+        };
+        assert_eq!(
+            current.changed_live(&listen),
+            Err(SettingsError::NeedsRestart(vec!["listen"]))
+        );
+        let same_listen = SettingsUpdate {
+            listen: Some(current.listen),
+            permits: Some(9),
+            ..SettingsUpdate::default()
+        };
+        assert_eq!(current.changed_live(&same_listen).unwrap().permits, 9);
+    }
+
+    #[test]
+    fn settings_round_trip_through_json_but_the_token_never_shows() {
+        let s = Settings {
+            admin_token: crate::value::Secret::new(Some("hunter2".into())),
+            ..Settings::default()
+        };
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        let back: Settings = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.permits, s.permits);
+        // A field missing from /stats is an error, not a silent default.
+        let mut value: serde_json::Value = serde_json::to_value(&s).unwrap();
+        value.as_object_mut().unwrap().remove("permits");
+        assert!(serde_json::from_value::<Settings>(value).is_err());
+    }
+}

@@ -1,0 +1,330 @@
+//! The request path: what happens to one request, part by part.
+//!
+//! ```text
+//! request-start ─ network in ─ work ─ admission ─┬─ persistence hand-off ─ network out ─ request-done
+//!                 (network.rs) (work.rs)          │  (persistence/)
+//!                              (admission/) ──────┘        └─ store (store/) ─ persist-done ─ permit back
+//! ```
+//!
+//! Each part is a module that owns one decision and documents its contract:
+//! `network` (the simulated traverse, in and out), `work` (what is done to the
+//! element), `admission` (what a request must obtain before its element is handed
+//! on, and what happens when it cannot: the workshop's gate), `persistence` (how
+//! elements reach the store and how many at once) and `store` (simulated or files,
+//! faults around it). This file only strings them together and keeps the books:
+//! every request-start gets its request-done, whatever happens in between.
+//!
+//! In the original configuration the handler does not wait for persistence: it
+//! hands the element *and the permit* to a spawned task and replies. That is why a
+//! handful of permits throttles the whole server: each is held for a full persist
+//! (~60 ms) although the request that took it is done in ~3.5 ms.
+//!
+//! Requests run in tasks of their own ([`DataProcessor::submit`]), not in the HTTP
+//! handler's future, so a client that hangs up mid-request cannot cancel a request
+//! between its request-start and its request-done.
+//!
+//! **Durable mode** makes the request wait for its persist, so the reply means "on
+//! disk". **Shutdown** ([`DataProcessor::drain`]) waits until its deadline, then
+//! cuts short every request still waiting (for admission, the network, room in a
+//! queue or a durable persist): each gets request-done and a 503, so started = done
+//! holds, and the persists still running are reported as abandoned.
+
+pub mod admission;
+mod element;
+pub mod network;
+pub mod persistence;
+pub mod store;
+pub mod work;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use simulator_api::{Counts, Reply, Settings, SettingsError, SettingsUpdate};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::observe::{nanos, Events};
+use admission::Admission;
+use persistence::{Backend, Job, Persistence};
+use store::Store;
+use work::Work;
+
+pub use element::Element;
+
+/// Why a request ended without its reply. Either way request-done has fired.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("the server is shutting down and cut this request short; it was not stored")]
+    ShuttingDown,
+    #[error("the element was not stored: {0}")]
+    NotStored(String),
+}
+
+impl From<network::CutShort> for RequestError {
+    fn from(_: network::CutShort) -> Self {
+        RequestError::ShuttingDown
+    }
+}
+
+/// Why the processor cannot start with a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("persist_dir {path}: {reason}")]
+    PersistDir { path: String, reason: String },
+}
+
+/// Cloneable handle to the processor; all clones share one set of parts and counters.
+#[derive(Debug, Clone)]
+pub struct DataProcessor {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    admission: Admission,
+    backend: Arc<Backend>,
+    /// Replaced whole by a live change of strategy or pool size.
+    persistence: RwLock<Persistence>,
+    events: Events,
+    settings: RwLock<Arc<Settings>>,
+    next_id: AtomicU64,
+    requests: TaskTracker,
+    /// Cancelled at the drain deadline: every wait in the request path ends.
+    abandon: CancellationToken,
+    requests_cut_short: AtomicU64,
+}
+
+/// How shutdown went: what it had to cut short or leave unfinished at its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DrainReport {
+    /// Requests ended at the deadline with a 503 (request-done fired for each).
+    pub requests_cut_short: u64,
+    /// Requests that had still not ended after that (0 unless a request was stuck
+    /// in CPU work; `counts` then shows started > done).
+    pub requests_abandoned: u64,
+    /// Persists still running at the deadline: persist-start without persist-done.
+    pub persists_abandoned: u64,
+    /// Elements still queued for persistence at the deadline, never started.
+    pub queued_abandoned: u64,
+    pub counts: Counts,
+}
+
+/// After the deadline, how long cut-short requests get to send their 503. Every
+/// wait they can be in ends at once, so this is only ever a bound, never a delay.
+const CUT_SHORT_GRACE: Duration = Duration::from_secs(1);
+
+/// How far a request got, for its request-done and its reply.
+#[derive(Debug, Default)]
+struct Progress {
+    blocked: bool,
+    waited: Duration,
+}
+
+impl DataProcessor {
+    /// Builds every part from `settings` (validated first).
+    pub fn new(settings: &Settings) -> Result<Self, StartError> {
+        settings.validate()?;
+        let admission =
+            Admission::new(settings).map_err(|e| SettingsError::Other(e.to_string()))?;
+        let (store, first_id) = Store::open(settings).map_err(|e| StartError::PersistDir {
+            path: settings
+                .persist_dir
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            reason: e.to_string(),
+        })?;
+        let events = Events::default();
+        let backend = Arc::new(Backend {
+            store,
+            events: events.clone(),
+            admission: admission.clone(),
+            tasks: TaskTracker::new(),
+        });
+        Ok(Self {
+            inner: Arc::new(Inner {
+                persistence: RwLock::new(Persistence::start(settings, Arc::clone(&backend))),
+                admission,
+                backend,
+                events,
+                settings: RwLock::new(Arc::new(settings.clone())),
+                next_id: AtomicU64::new(first_id),
+                requests: TaskTracker::new(),
+                abandon: CancellationToken::new(),
+                requests_cut_short: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Runs one request to completion in its own task and waits for the reply.
+    /// Dropping the returned future (a client hanging up) does not stop the request.
+    pub async fn submit(&self, element: Element) -> Result<Reply, RequestError> {
+        let this = self.clone();
+        self.inner
+            .requests
+            .spawn(async move { this.handle(element).await })
+            .await
+            .unwrap_or(Err(RequestError::ShuttingDown))
+    }
+
+    /// The request path. Call through [`Self::submit`] unless the caller itself
+    /// cannot be cancelled (the unit tests).
+    pub async fn handle(&self, element: Element) -> Result<Reply, RequestError> {
+        let s = &*self.inner;
+        let started = Instant::now();
+        let id = s.next_id.fetch_add(1, Ordering::Relaxed);
+        let settings = self.settings();
+        s.events.request_start(id, element.len());
+        let mut progress = Progress::default();
+        let outcome = self.process(id, element, settings, &mut progress).await;
+        // Every request-start gets its request-done, whatever happened in between.
+        s.events
+            .request_done(id, started.elapsed(), progress.blocked);
+        if outcome == Err(RequestError::ShuttingDown) {
+            s.requests_cut_short.fetch_add(1, Ordering::Relaxed);
+        }
+        outcome.map(|()| Reply {
+            id,
+            blocked: progress.blocked,
+            permit_wait_ns: nanos(progress.waited),
+        })
+    }
+
+    async fn process(
+        &self,
+        id: u64,
+        element: Element,
+        settings: Arc<Settings>,
+        progress: &mut Progress,
+    ) -> Result<(), RequestError> {
+        let s = &*self.inner;
+        network::traverse(&settings.network_delay, &s.abandon).await?;
+        Work::from_kind(settings.work).run(&element).await;
+
+        let admitted = s.admission.admit(id, &s.events).await;
+        progress.blocked = admitted.blocked;
+        progress.waited = admitted.waited;
+        let permit = admitted.permit.ok_or(RequestError::ShuttingDown)?;
+
+        let (notify, stored) = match settings.durable {
+            true => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
+        let job = Job {
+            id,
+            element,
+            permit,
+            settings: Arc::clone(&settings),
+            notify,
+        };
+        self.persistence().hand_off(job, &s.abandon).await?;
+        if let Some(stored) = stored {
+            tokio::select! {
+                outcome = stored => match outcome {
+                    Ok(Ok(())) => {}
+                    Ok(Err(reason)) => return Err(RequestError::NotStored(reason)),
+                    Err(_) => return Err(RequestError::ShuttingDown),
+                },
+                () = s.abandon.cancelled() => return Err(RequestError::ShuttingDown),
+            }
+        }
+        network::traverse(&settings.network_delay, &s.abandon).await?;
+        Ok(())
+    }
+
+    fn persistence(&self) -> Persistence {
+        self.inner
+            .persistence
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn admission(&self) -> &Admission {
+        &self.inner.admission
+    }
+
+    pub fn events(&self) -> &Events {
+        &self.inner.events
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.inner.events.stats().snapshot()
+    }
+
+    /// Elements queued for persistence, not yet started.
+    pub fn queued(&self) -> u64 {
+        self.persistence().queued() as u64
+    }
+
+    /// The settings in force now.
+    pub fn settings(&self) -> Arc<Settings> {
+        Arc::clone(
+            &self
+                .inner
+                .settings
+                .read()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
+    }
+
+    /// Applies a live change: all of it, or (on any invalid value, or a setting
+    /// that needs a restart) none of it. Requests already in the path finish with
+    /// the settings they started with.
+    pub fn update(&self, update: &SettingsUpdate) -> Result<Arc<Settings>, SettingsError> {
+        let s = &*self.inner;
+        let mut current = s.settings.write().unwrap_or_else(|p| p.into_inner());
+        let next = current.changed_live(update)?;
+        s.admission
+            .follow(&next)
+            .map_err(|e| SettingsError::Other(e.to_string()))?;
+        let mut persistence = s.persistence.write().unwrap_or_else(|p| p.into_inner());
+        if !persistence.matches(&next) {
+            // The old strategy finishes what it holds; new elements go to the new one.
+            *persistence = Persistence::start(&next, Arc::clone(&s.backend));
+        }
+        *current = Arc::new(next);
+        Ok(Arc::clone(&current))
+    }
+
+    /// Waits until every request and persist in flight has finished, or until
+    /// `deadline`; then cuts short the requests still waiting and reports the
+    /// persists left running.
+    pub async fn drain(&self, deadline: Instant) -> DrainReport {
+        let s = &*self.inner;
+        s.requests.close();
+        s.backend.tasks.close();
+        let finished = tokio::time::timeout_at(deadline, async {
+            s.requests.wait().await;
+            // No request can hand anything off now: let the queue run dry.
+            self.persistence().close();
+            s.backend.tasks.wait().await;
+        })
+        .await
+        .is_ok();
+        let queued_abandoned = self.queued();
+        if !finished {
+            s.abandon.cancel();
+            s.admission.close();
+            self.persistence().close();
+            let _ = tokio::time::timeout(CUT_SHORT_GRACE, s.requests.wait()).await;
+        }
+        let counts = self.counts();
+        DrainReport {
+            requests_cut_short: s.requests_cut_short.load(Ordering::Relaxed),
+            requests_abandoned: counts.requests_in_flight(),
+            persists_abandoned: counts.persists_in_flight(),
+            queued_abandoned,
+            counts,
+        }
+    }
+}

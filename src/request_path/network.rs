@@ -1,0 +1,26 @@
+//! The network: the simulated traverse a request makes on its way in and again on
+//! its way out, inside its lifetime (request-start to request-done), as the
+//! original simulator's clients saw it.
+//!
+//! **Contract.** Sleeps one draw of `network_delay`; fires no probe; holds nothing.
+//! Shutdown's cancellation ends the sleep at once, so no request waits past the
+//! drain deadline here.
+
+use simulator_api::Delay;
+use tokio_util::sync::CancellationToken;
+
+/// The traverse was cut short: the server is shutting down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutShort;
+
+/// One traverse, one way.
+pub async fn traverse(delay: &Delay, abandon: &CancellationToken) -> Result<(), CutShort> {
+    let delay = delay.sample(&mut rand::rng());
+    if delay.is_zero() {
+        return Ok(());
+    }
+    tokio::select! {
+        () = tokio::time::sleep(delay) => Ok(()),
+        () = abandon.cancelled() => Err(CutShort),
+    }
+}

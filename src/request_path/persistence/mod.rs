@@ -1,0 +1,167 @@
+//! Persistence: how elements reach the store, and how many persist at once.
+//!
+//! **Contract.** [`Persistence::hand_off`] takes a [`Job`] (the element, its
+//! admission permit, the settings of its request) and returns once the element is
+//! in persistence's hands; the request does not wait for the store unless it is
+//! durable. Every element handed off gets exactly one `persist-start` and one
+//! `persist-done` (ok or not; a persist still running after `persist_timeout`
+//! fails), and its permit is dropped right after its persist-done, never before.
+//!
+//! Strategies, one file each: `task_per_element.rs` (the original: a task spawned
+//! per element, persist-start at the hand-off) and `pool.rs` (`persist_workers`
+//! workers behind a queue of `persist_queue` elements, persist-start when a worker
+//! takes the element). An enum, like admission: few strategies, static dispatch,
+//! every one named in each `match`. A live change of strategy or pool size starts
+//! a new one for new elements; the old one finishes what it holds.
+
+mod pool;
+mod task_per_element;
+
+use std::sync::Arc;
+
+use simulator_api::settings::PersistenceKind;
+use simulator_api::Settings;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::admission::{Admission, Permit};
+use super::network::CutShort;
+use super::store::{PersistError, Store};
+use super::Element;
+use crate::observe::Events;
+
+pub use pool::Pool;
+pub use task_per_element::TaskPerElement;
+
+/// One element on its way to the store.
+#[derive(Debug)]
+pub struct Job {
+    pub id: u64,
+    pub element: Element,
+    /// Held until the persist has ended.
+    pub permit: Permit,
+    /// The settings in force when the request entered the path.
+    pub settings: Arc<Settings>,
+    /// Durable mode: told how the persist went.
+    pub notify: Option<oneshot::Sender<Result<(), String>>>,
+}
+
+/// What every strategy persists through.
+#[derive(Debug)]
+pub struct Backend {
+    pub store: Store,
+    pub events: Events,
+    /// For the permits-free figure of persist-start.
+    pub admission: Admission,
+    /// Every persist task runs on this tracker, so shutdown can wait for them.
+    pub tasks: TaskTracker,
+}
+
+/// The persistence strategy in force.
+#[derive(Debug, Clone)]
+pub enum Persistence {
+    TaskPerElement(TaskPerElement),
+    Pool(Pool),
+}
+
+impl Persistence {
+    /// Starts the strategy `settings` ask for.
+    pub fn start(settings: &Settings, backend: Arc<Backend>) -> Self {
+        match settings.persistence {
+            PersistenceKind::TaskPerElement => {
+                Persistence::TaskPerElement(TaskPerElement::new(backend))
+            }
+            PersistenceKind::Pool => Persistence::Pool(Pool::start(
+                settings.persist_workers,
+                settings.persist_queue,
+                backend,
+            )),
+        }
+    }
+
+    /// Whether this strategy is the one `settings` ask for, sized as they say.
+    pub fn matches(&self, settings: &Settings) -> bool {
+        match self {
+            Persistence::TaskPerElement(_) => {
+                settings.persistence == PersistenceKind::TaskPerElement
+            }
+            Persistence::Pool(pool) => {
+                settings.persistence == PersistenceKind::Pool
+                    && pool.workers() == settings.persist_workers
+                    && pool.capacity() == settings.persist_queue
+            }
+        }
+    }
+
+    /// Takes the element; waits only for room in a full queue (or shutdown).
+    pub async fn hand_off(&self, job: Job, abandon: &CancellationToken) -> Result<(), CutShort> {
+        match self {
+            Persistence::TaskPerElement(t) => {
+                t.hand_off(job);
+                Ok(())
+            }
+            Persistence::Pool(pool) => pool.hand_off(job, abandon).await,
+        }
+    }
+
+    /// Elements handed off and not yet started.
+    pub fn queued(&self) -> usize {
+        match self {
+            Persistence::TaskPerElement(_) => 0,
+            Persistence::Pool(pool) => pool.queued(),
+        }
+    }
+
+    /// Shutdown: take nothing more; what is queued still persists.
+    pub fn close(&self) {
+        match self {
+            Persistence::TaskPerElement(_) => {}
+            Persistence::Pool(pool) => pool.close(),
+        }
+    }
+}
+
+impl Backend {
+    /// persist-start, with the figures the probe carries.
+    fn started(&self, job: &Job) {
+        self.events
+            .persist_start(job.id, job.element.len(), self.admission.available());
+    }
+
+    /// Runs one persist to its end: the store within `persist_timeout`, then
+    /// persist-done, then the permit back, then (durable mode) the request told.
+    async fn persist(&self, job: Job) {
+        let Job {
+            id,
+            element,
+            permit,
+            settings,
+            notify,
+        } = job;
+        let started = Instant::now();
+        let timeout = settings.persist_timeout;
+        let outcome = match tokio::time::timeout(
+            timeout,
+            self.store.persist(id, &element, &settings),
+        )
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => Err(PersistError::TimedOut(timeout)),
+        };
+        if let Err(err) = &outcome {
+            tracing::debug!(id, %err, "persist failed");
+        }
+        let timed_out = matches!(outcome, Err(PersistError::TimedOut(_)));
+        self.events
+            .persist_done(id, outcome.is_ok(), timed_out, started.elapsed());
+        // persist-done fires before the permit goes back, as in the original.
+        drop(permit);
+        if let Some(notify) = notify {
+            // The request may have been cut short and gone; nothing to tell then.
+            let _ = notify.send(outcome.map_err(|e| e.to_string()));
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Scenarios: named bundles of settings, one TOML file each under `scenarios/`.
+//!
+//! A scenario is data: its `config` is a settings update laid over the defaults
+//! (the same keys as a `--config` file), its `fixes` are `PUT /admin/config`
+//! bodies, its `load` the sim-clients arguments that show its symptom. The
+//! bundled files are compiled in, so `serve --scenario NAME` works from any
+//! directory; `serve --scenario FILE` reads a copy a user edited. Adding a
+//! scenario is adding a file to `scenarios/` and a line to [`BUNDLED`] (a test
+//! checks the two agree).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use simulator_api::value::parse_duration;
+use simulator_api::{Fix, ScenarioInfo, Settings, SettingsUpdate};
+
+/// The scenario `serve` starts in unless told otherwise: the original simulator.
+pub const DEFAULT: &str = "semaphore-starvation";
+
+/// Every bundled scenario, by name, in workshop order.
+pub const BUNDLED: &[(&str, &str)] = &[(
+    "semaphore-starvation",
+    include_str!("../scenarios/semaphore-starvation.toml"),
+)];
+
+/// A scenario, as its file says.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: String,
+    pub summary: String,
+    pub symptom: String,
+    pub load: Vec<String>,
+    #[serde(default)]
+    pub config: SettingsUpdate,
+    #[serde(default)]
+    pub fixes: Vec<Fix>,
+}
+
+/// Why a scenario cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("no bundled scenario is called `{0}`; bundled: {list}", list = names().join(", "))]
+    Unknown(String),
+    #[error("cannot read scenario file {0}: {1}")]
+    Read(String, String),
+    #[error("scenario {0}: {1}")]
+    Invalid(String, String),
+}
+
+/// The names of the bundled scenarios.
+pub fn names() -> Vec<&'static str> {
+    BUNDLED.iter().map(|(name, _)| *name).collect()
+}
+
+impl Scenario {
+    /// A bundled scenario by name, or a file when `name_or_path` looks like a path.
+    pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {
+        if let Some((_, text)) = BUNDLED.iter().find(|(name, _)| *name == name_or_path) {
+            return Self::parse(name_or_path, text);
+        }
+        let path = Path::new(name_or_path);
+        if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ScenarioError::Read(name_or_path.into(), e.to_string()))?;
+            return Self::parse(name_or_path, &text);
+        }
+        Err(ScenarioError::Unknown(name_or_path.into()))
+    }
+
+    /// The default scenario, the original simulator.
+    pub fn original() -> Self {
+        Self::load(DEFAULT)
+            .unwrap_or_else(|e| panic!("the bundled default scenario is broken: {e}"))
+    }
+
+    /// Parses and checks a scenario: its settings must be valid, and every fix must
+    /// be a valid live change from them.
+    pub fn parse(origin: &str, text: &str) -> Result<Self, ScenarioError> {
+        let invalid = |reason: String| ScenarioError::Invalid(origin.into(), reason);
+        let scenario: Scenario = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let settings = scenario.settings();
+        settings.validate().map_err(|e| invalid(e.to_string()))?;
+        for fix in &scenario.fixes {
+            for clients in [1, 1000] {
+                let body = fix
+                    .config_for(clients)
+                    .map_err(|e| invalid(format!("fix {}: {e}", fix.name)))?;
+                settings
+                    .changed_live(&body)
+                    .map_err(|e| invalid(format!("fix {}: {e}", fix.name)))?;
+            }
+        }
+        Ok(scenario)
+    }
+
+    /// The defaults with this scenario's settings laid over them.
+    pub fn settings(&self) -> Settings {
+        Settings::default().with(&self.config)
+    }
+
+    /// The think time of the scenario's load (sim-clients' 1 s when it names none).
+    pub fn think_time(&self) -> Duration {
+        self.load
+            .windows(2)
+            .find(|w| w[0] == "--think-time")
+            .and_then(|w| parse_duration(&w[1]).ok())
+            .unwrap_or(Duration::from_secs(1))
+    }
+
+    /// The entry of `GET /scenarios`.
+    pub fn info(&self) -> ScenarioInfo {
+        ScenarioInfo {
+            name: self.name.clone(),
+            seed: self.seed.clone(),
+            summary: self.summary.clone(),
+            symptom: self.symptom.clone(),
+            load: self.load.clone(),
+            fixes: self.fixes.clone(),
+        }
+    }
+}
+
+/// Every bundled scenario, parsed.
+pub fn bundled() -> Result<Vec<Scenario>, ScenarioError> {
+    BUNDLED
+        .iter()
+        .map(|(name, _)| Scenario::load(name))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_in_the_folder_is_bundled_under_its_own_name() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".toml"))
+            .map(|n| n.trim_end_matches(".toml").to_owned())
+            .collect();
+        files.sort();
+        let mut bundled = names();
+        bundled.sort();
+        assert_eq!(files, bundled);
+        for scenario in bundled_or_panic() {
+            let on_disk =
+                std::fs::read_to_string(dir.join(format!("{}.toml", scenario.name))).unwrap();
+            assert_eq!(Scenario::parse("disk", &on_disk).unwrap(), scenario);
+            assert!(
+                !scenario.fixes.is_empty(),
+                "{} offers no fix",
+                scenario.name
+            );
+        }
+    }
+
+    fn bundled_or_panic() -> Vec<Scenario> {
+        bundled().unwrap()
+    }
+
+    #[test]
+    fn the_default_scenario_is_the_original_simulator() {
+        let original = Scenario::original();
+        assert_eq!(original.settings(), Settings::default());
+        assert_eq!(original.think_time(), Duration::from_secs(1));
+        let fix = &original.fixes[0];
+        assert_eq!(fix.config.permits, Some(8 * 135));
+    }
+
+    #[test]
+    fn bad_scenarios_are_refused_with_the_reason() {
+        assert!(matches!(
+            Scenario::load("no-such"),
+            Err(ScenarioError::Unknown(_))
+        ));
+        let base = "name = \"x\"\nseed = \"0\"\nsummary = \"\"\nsymptom = \"\"\nload = []\n";
+        for (extra, needle) in [
+            ("[config]\npermits = 0\n", "permits must be between 1"),
+            ("[config]\npermitz = 1\n", "permitz"),
+            ("[[fixes]]\nname = \"f\"\nsummary = \"\"\nconfig = { listen = \"127.0.0.1:1\" }\n", "restart"),
+            ("[[fixes]]\nname = \"f\"\nsummary = \"\"\nconfig = {}\nper_client = { permitz = 8 }\n", "permitz"),
+        ] {
+            let err = Scenario::parse("test", &format!("{base}{extra}")).unwrap_err().to_string();
+            assert!(err.contains(needle), "{extra}: {err}");
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The HTTP API: routes, the request endpoint and the read-only views.
+//!
+//! `app(state)` returns the whole router so tests can drive it without a socket.
+//! Limits (see docs/limits.md): bodies are read by `body.rs` within
+//! `max_body_bytes` and `body_read_timeout`; synthetic elements up to
+//! `max_element_bytes`. The admin routes are in `admin.rs`.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, Method, Uri};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use simulator_api::{Reply, ScenarioInfo, Stats};
+
+use super::admin;
+use super::body::{parse_element, TimedBody};
+use super::error::ApiError;
+use super::state::AppState;
+use crate::observe::metrics;
+use crate::request_path::RequestError;
+use crate::scenario;
+
+/// The router of the whole API.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/requests", post(create_request))
+        .route("/stats", get(stats))
+        .route("/metrics", get(prometheus))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/scenarios", get(scenarios))
+        .merge(admin::routes(state.clone()))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+async fn create_request(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    TimedBody(body): TimedBody,
+) -> Result<Json<Reply>, ApiError> {
+    let max_element_bytes = state.processor.settings().max_element_bytes;
+    let element = parse_element(&headers, body, max_element_bytes)?;
+    let reply = state
+        .processor
+        .submit(element)
+        .await
+        .map_err(|e: RequestError| ApiError::Unavailable(e.to_string()))?;
+    Ok(Json(reply))
+}
+
+async fn stats(State(state): State<AppState>) -> Json<Stats> {
+    Json(state.stats())
+}
+
+async fn scenarios() -> Result<Json<Vec<ScenarioInfo>>, ApiError> {
+    let all = scenario::bundled().map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Json(all.iter().map(scenario::Scenario::info).collect()))
+}
+
+async fn prometheus(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    let handle = metrics::handle()
+        .map_err(|e| ApiError::Internal(format!("metrics recorder unavailable: {e}")))?;
+    let text = metrics::render(handle, &state.stats());
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(uri.path().to_owned())
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed(format!("{method} {}", uri.path()))
+}

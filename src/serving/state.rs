@@ -1,0 +1,54 @@
+//! What every handler shares, and the `/stats` snapshot made from it (which
+//! `/metrics` also sets its gauges from, so the two never disagree).
+
+use std::sync::Arc;
+
+use simulator_api::Stats;
+
+use super::connections::ConnectionStats;
+use crate::model;
+use crate::observe::process;
+use crate::request_path::DataProcessor;
+use crate::scenario::Scenario;
+
+/// Everything the handlers share. The settings in force live in the processor,
+/// so every view shows live changes.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub processor: DataProcessor,
+    /// The scenario the server started in.
+    pub scenario: Arc<Scenario>,
+    pub connections: Arc<ConnectionStats>,
+}
+
+impl AppState {
+    pub fn new(processor: DataProcessor, scenario: Scenario) -> Self {
+        Self {
+            processor,
+            scenario: Arc::new(scenario),
+            connections: Arc::default(),
+        }
+    }
+
+    /// `GET /stats`: one consistent snapshot of the counters, plus the parts' state,
+    /// the model and the settings in force.
+    pub fn stats(&self) -> Stats {
+        let p = &self.processor;
+        let counts = p.counts();
+        let settings = p.settings();
+        Stats {
+            counts,
+            requests_in_flight: counts.requests_in_flight(),
+            persists_in_flight: counts.persists_in_flight(),
+            persists_queued: p.queued(),
+            permits_available: p.admission().available(),
+            permits_total: p.admission().total(),
+            connections: self.connections.snapshot(),
+            process_cpu_ns: process::cpu_ns(),
+            scenario: self.scenario.name.clone(),
+            store: settings.store_name().to_owned(),
+            model: model::predict(&settings, &self.scenario),
+            config: (*settings).clone(),
+        }
+    }
+}
