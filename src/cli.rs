@@ -227,4 +227,60 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("quick"));
     }
+
+    fn serve_args(words: &[&str]) -> ServeArgs {
+        let cli = Cli::try_parse_from(["system-simulator", "serve"].iter().chain(words)).unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("parsed as serve")
+        };
+        *args
+    }
+
+    #[test]
+    fn a_scenario_file_sits_under_the_config_file_and_the_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = dir.path().join("mine.toml");
+        let original = crate::scenario::BUNDLED[0].1;
+        let edited = original.replace("permits = 8\n", "permits = 3\npersist_workers = 4\n");
+        assert_ne!(edited, original, "the bundled file sets permits = 8");
+        std::fs::write(&scenario, edited).unwrap();
+        let file = dir.path().join("sim.toml");
+        std::fs::write(&file, "persist_workers = 5\n").unwrap();
+        let path = scenario.to_str().unwrap();
+        let (c, s) = serve_args(&["--scenario", path]).resolve().unwrap();
+        assert_eq!(
+            (c.permits, c.persist_workers, s.name.as_str()),
+            (3, 4, "semaphore-starvation")
+        );
+        let (c, _) = serve_args(&["--scenario", path, "--config", file.to_str().unwrap()])
+            .resolve()
+            .unwrap();
+        assert_eq!((c.permits, c.persist_workers), (3, 5));
+        let (c, _) = serve_args(&["--scenario", path, "--permits", "9"])
+            .resolve()
+            .unwrap();
+        assert_eq!(c.permits, 9);
+        let err = serve_args(&["--scenario", "no-such"])
+            .resolve()
+            .unwrap_err();
+        assert!(err.to_string().contains("semaphore-starvation"), "{err}");
+    }
+
+    #[test]
+    fn switches_take_no_value_and_choices_name_their_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
+        let (c, _) = serve_args(&["--persist-dir", d, "--durable"])
+            .resolve()
+            .unwrap();
+        assert!(c.durable && !c.persist_fsync);
+        let (c, _) = serve_args(&["--persist-dir", d, "--persist-fsync", "false"])
+            .resolve()
+            .unwrap();
+        assert!(!c.persist_fsync);
+        let err = Cli::try_parse_from(["system-simulator", "serve", "--persistence", "magic"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("task-per-element, pool"), "{err}");
+    }
 }
