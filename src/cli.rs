@@ -125,9 +125,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = serving::bind(config.listen)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
+    let operator = match config.admin_listen.address(addr) {
+        Some(at) => Some(serving::bind(at).with_context(|| {
+            format!("cannot listen on {at} for the operator's routes (--admin-listen; `off` serves them on the data port only)")
+        })?),
+        None => None,
+    };
     let pid = std::process::id();
-    // The first line is a contract: tests and scripts read the address from it.
+    // The first two lines are a contract: tests and scripts read the addresses.
     println!("system-simulator listening on http://{addr} (pid {pid})");
+    match &operator {
+        Some(l) => println!(
+            "  operator routes (/stats, /metrics, /admin/...) also on http://{}",
+            l.local_addr()?
+        ),
+        None => println!("  operator routes on the data port only (--admin-listen off)"),
+    }
     println!(
         "  scenario {}: {} permits, persistence {}, persist latency {}, network delay {} each way",
         scenario.name,
@@ -142,7 +155,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     println!("  stop with Ctrl-C; final counts are printed on exit");
     tracing::info!(%addr, pid, ?config.permits, "serving");
-    let report = serving::run(listener, config, scenario, shutdown::signal()).await?;
+    let report = serving::run(listener, operator, config, scenario, shutdown::signal()).await?;
     print!("{}", shutdown::final_report(&report));
     Ok(())
 }

@@ -57,7 +57,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let listener = serving::bind(config.listen)?;
     let url = format!("http://{}", listener.local_addr()?);
     let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serving::run(listener, config, scenario, async {
+    let server = tokio::spawn(serving::run(listener, None, config, scenario, async {
         let _ = stopped.await;
     }));
     let pid = std::process::id();

@@ -527,3 +527,61 @@ async fn request_content_never_reaches_the_default_log() {
     );
     assert!(!log.contains("panicked"), "{log}");
 }
+
+/// The operator's own listener answers while the data port is full: a flood of
+/// the data port cannot blind the person who has to look at it.
+#[tokio::test]
+async fn the_operator_listener_answers_while_the_data_port_is_full() {
+    let server = Server::start(&["--max-connections", "40"]);
+    let operator = server
+        .operator_url
+        .clone()
+        .expect("an operator listener by default");
+    let addr = server.addr();
+    let held: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    // The data port is full: the next connection is refused...
+    let (answer, _) = exchange_off_thread(
+        addr.clone(),
+        b"GET /stats HTTP/1.1\r\nHost: x\r\n\r\n",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    // ...and the operator's routes answer at once on their own listener.
+    let client = client();
+    for path in ["/stats", "/metrics"] {
+        let started = Instant::now();
+        let response = get(&client, &format!("{operator}{path}")).await;
+        let took = started.elapsed();
+        assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.body);
+        assert!(took < Duration::from_millis(100), "{path} took {took:?}");
+    }
+    let stats = get(&client, &format!("{operator}/stats")).await.json();
+    assert_eq!(
+        stats["connections"]["open"], 40,
+        "the data port's connections"
+    );
+    // It serves no requests: those belong to the data port.
+    let refused = send(
+        &client,
+        Method::POST,
+        &format!("{operator}/requests"),
+        &[],
+        bytes::Bytes::from_static(b"element"),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::NOT_FOUND, "{}", refused.body);
+    drop(held);
+}
+
+/// `--admin-listen off` keeps the single port: every route on the data port.
+#[tokio::test]
+async fn with_the_operator_listener_off_one_port_serves_everything() {
+    let server = Server::start(&["--admin-listen", "off"]);
+    assert_eq!(server.operator_url, None);
+    let client = client();
+    post_element(&client, &server.url).await;
+    assert_eq!(stats(&client, &server.url).await["requests_started"], 1);
+}

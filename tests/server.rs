@@ -38,6 +38,48 @@ async fn stats_count_every_request_and_balance() {
     assert_eq!(s["config"]["persist_latency"], "20ms");
 }
 
+/// One sample of a metric without labels in a Prometheus exposition.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+}
+
+#[tokio::test]
+async fn process_metrics_move_under_load() {
+    let server = Server::start(&[
+        "--persist-latency",
+        "1ms",
+        "--network-delay",
+        "0",
+        "--permits",
+        "1000",
+    ]);
+    let client = client();
+    let metrics = format!("{}/metrics", server.url);
+    let before = get(&client, &metrics).await.body;
+    burst(&client, &server.url, 3000).await;
+    let after = get(&client, &metrics).await.body;
+    let cpu = |t: &str| sample(t, "process_cpu_seconds_total");
+    assert!(
+        cpu(&after) > cpu(&before),
+        "CPU {} -> {}",
+        cpu(&before),
+        cpu(&after)
+    );
+    assert!(sample(&after, "process_resident_memory_bytes") > 1e6);
+    assert!(sample(&after, "process_open_fds") >= 3.0);
+    let started = sample(&after, "process_start_time_seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        (now - started).abs() < 120.0,
+        "started {started}, now {now}"
+    );
+}
+
 #[tokio::test]
 async fn metrics_agree_with_stats_and_pass_promtool() {
     let server = Server::start(&["--persist-latency", "5ms"]);
@@ -46,11 +88,7 @@ async fn metrics_agree_with_stats_and_pass_promtool() {
     let s = settled_stats(&client, &server.url).await;
     let text = get(&client, &format!("{}/metrics", server.url)).await.body;
 
-    let value = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
-            .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}")) as u64
-    };
+    let value = |name: &str| sample(&text, name) as u64;
     assert_eq!(value("isim_requests_started_total"), 30);
     assert_eq!(value("isim_requests_done_total"), 30);
     assert_eq!(

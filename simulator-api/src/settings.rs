@@ -74,6 +74,64 @@ crate::choice! {
     }
 }
 
+/// Where the operator's routes (`/stats`, `/metrics`, `/healthz`, `/scenarios`,
+/// `/admin/*`) listen besides the data port, so a flood of the data port cannot
+/// lock the operator out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminListen {
+    /// Loopback, on the data port + 1 (an ephemeral port when the data port is 0).
+    Auto,
+    /// Nowhere but the data port.
+    Off,
+    At(SocketAddr),
+}
+
+impl AdminListen {
+    /// The address to bind, given where the data port is.
+    pub fn address(&self, data: SocketAddr) -> Option<SocketAddr> {
+        match self {
+            AdminListen::Off => None,
+            AdminListen::At(addr) => Some(*addr),
+            AdminListen::Auto => {
+                let port = match data.port() {
+                    0 => 0,
+                    p => p.checked_add(1).unwrap_or(0),
+                };
+                Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
+            }
+        }
+    }
+}
+
+impl SettingValue for AdminListen {
+    const VALUE_NAME: &'static str = "ADDR|auto|off";
+    fn parse_text(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "auto" => Ok(AdminListen::Auto),
+            "off" => Ok(AdminListen::Off),
+            other => other.parse().map(AdminListen::At).map_err(|_| {
+                format!("`{other}` is neither auto, off nor an address like 127.0.0.1:7879")
+            }),
+        }
+    }
+    fn to_text(&self) -> String {
+        match self {
+            AdminListen::Auto => "auto".into(),
+            AdminListen::Off => "off".into(),
+            AdminListen::At(addr) => addr.to_string(),
+        }
+    }
+    fn allowed(_: &Bounds) -> String {
+        "auto (127.0.0.1, the data port + 1; ephemeral when the data port is 0), off (the data port only), IP:PORT".into()
+    }
+    fn write<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_text())
+    }
+    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Self::parse_text(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
 /// The one list of settings; `$callback!` receives every entry as
 /// `/// help  name: Type = default; bounds; live|restart; "section";`.
 #[macro_export]
@@ -83,7 +141,10 @@ macro_rules! with_settings {
             /// Address to listen on; port 0 picks a free port.
             listen: std::net::SocketAddr = $crate::settings::DEFAULT_LISTEN;
                 $crate::value::Bounds::Any; restart; "serving";
-            /// Connections open at once; beyond it a new connection gets a JSON 503 and is closed.
+            /// Where the operator's routes (/stats, /metrics, /healthz, /scenarios, /admin/*) also listen, with a connection limit of their own; they stay on the data port too.
+            admin_listen: $crate::settings::AdminListen = $crate::settings::AdminListen::Auto;
+                $crate::value::Bounds::Any; restart; "serving";
+            /// Connections open at once on the data port; beyond it a new connection gets a JSON 503 and is closed.
             max_connections: usize = 10_000;
                 $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; restart; "serving";
             /// Close a connection that has not sent a whole request head within this of opening or going idle.
@@ -420,6 +481,20 @@ mod tests {
         assert_eq!(s.persist_latency.to_string(), "50ms + normal(10ms, 5ms)");
         assert_eq!(s.network_delay.to_string(), "500us + normal(1ms, 100us)");
         assert!(s.listen.ip().is_loopback());
+    }
+
+    #[test]
+    fn the_admin_listener_follows_the_data_port_on_loopback() {
+        let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let auto = AdminListen::Auto;
+        assert_eq!(auto.address(at("0.0.0.0:7878")), Some(at("127.0.0.1:7879")));
+        assert_eq!(auto.address(at("127.0.0.1:0")), Some(at("127.0.0.1:0")));
+        assert_eq!(auto.address(at("127.0.0.1:65535")), Some(at("127.0.0.1:0")));
+        assert_eq!(AdminListen::Off.address(at("127.0.0.1:1")), None);
+        for text in ["auto", "off", "127.0.0.2:9000"] {
+            assert_eq!(AdminListen::parse_text(text).unwrap().to_text(), text);
+        }
+        assert!(AdminListen::parse_text("sometimes").is_err());
     }
 
     #[test]

@@ -1,5 +1,10 @@
 //! Prometheus metrics: names, buckets, the process-wide recorder and `/metrics`.
 //!
+//! Beside the server's own `isim_*` metrics, `/metrics` carries the standard
+//! process metrics (`process.rs`), read afresh at every scrape, so a dashboard can
+//! put the server's CPU and memory beside its request rates as the seed's
+//! cpu-usage script did.
+//!
 //! Counters here are Prometheus counters: they only grow, and `POST /admin/reset`
 //! does not touch them (rate() over them stays correct); `/stats` is the resettable
 //! window. Gauges are not updated on every event but set from a consistent snapshot
@@ -133,5 +138,7 @@ pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
     gauge!(PERSISTS_IN_FLIGHT).set(now.persists_in_flight as f64);
     gauge!(REQUESTS_IN_FLIGHT).set(now.requests_in_flight as f64);
     gauge!(PERSISTS_QUEUED).set(now.persists_queued as f64);
-    handle.render()
+    let mut text = handle.render();
+    text.push_str(&super::process::exposition());
+    text
 }

@@ -40,7 +40,15 @@ use crate::observe::metrics as m;
 pub struct Limits {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
+    /// Which setting sets `max_connections`, for the refusal's message.
+    pub limit_name: &'static str,
+    /// Count connections in `isim_connections_*` (the data port only).
+    pub metered: bool,
 }
+
+/// Connections the operator's listener holds at once: a few dashboards, scrapers
+/// and curl sessions, never a load.
+pub const OPERATOR_MAX_CONNECTIONS: usize = 64;
 
 /// Live connection counts for `/stats`.
 #[derive(Debug, Default)]
@@ -97,13 +105,17 @@ pub async fn serve(
         };
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             stats.refused.fetch_add(1, Ordering::Relaxed);
-            metrics::counter!(m::CONNECTIONS_REFUSED).increment(1);
-            tokio::spawn(refuse(stream, limits.max_connections));
+            if limits.metered {
+                metrics::counter!(m::CONNECTIONS_REFUSED).increment(1);
+            }
+            tokio::spawn(refuse(stream, limits));
             continue;
         };
         stats.accepted.fetch_add(1, Ordering::Relaxed);
         stats.open.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!(m::CONNECTIONS_ACCEPTED).increment(1);
+        if limits.metered {
+            metrics::counter!(m::CONNECTIONS_ACCEPTED).increment(1);
+        }
         // Replies are small and the clients wait for each: do not let Nagle hold them.
         let _ = stream.set_nodelay(true);
 
@@ -131,12 +143,13 @@ pub async fn serve(
 }
 
 /// Answers a connection over the limit with a JSON 503 and closes it.
-async fn refuse(mut stream: TcpStream, max_connections: usize) {
+async fn refuse(mut stream: TcpStream, limits: Limits) {
+    let (max, name) = (limits.max_connections, limits.limit_name);
     let body = serde_json::json!({
         "error": "unavailable",
         "message": format!(
-            "the server already has {max_connections} connections open (max_connections); \
-             retry later or raise --max-connections"
+            "this listener already has {max} connections open ({name}); retry later{}",
+            if limits.metered { " or raise --max-connections" } else { "" }
         ),
     })
     .to_string();

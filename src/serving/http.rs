@@ -3,7 +3,9 @@
 //! `app(state)` returns the whole router so tests can drive it without a socket.
 //! Limits (see docs/limits.md): bodies are read by `body.rs` within
 //! `max_body_bytes` and `body_read_timeout`; synthetic elements up to
-//! `max_element_bytes`. The admin routes are in `admin.rs`.
+//! `max_element_bytes`. The admin routes are in `admin.rs`. The data port serves
+//! [`app`]; the operator's own listener serves [`operator_app`], the same routes
+//! without `POST /requests`.
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, Uri};
@@ -20,18 +22,33 @@ use crate::observe::metrics;
 use crate::request_path::RequestError;
 use crate::scenario;
 
-/// The router of the whole API.
+/// The router of the whole API, as the data port serves it: the requests and
+/// every operator route, so a single port is enough.
 pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/requests", post(create_request))
+        .merge(operator_routes(state.clone()))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+/// The operator's listener: everything but the requests, so a flood of the data
+/// port cannot lock the operator out (`admin_listen`).
+pub fn operator_app(state: AppState) -> Router {
+    operator_routes(state.clone())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+fn operator_routes(state: AppState) -> Router<AppState> {
+    Router::new()
         .route("/stats", get(stats))
         .route("/metrics", get(prometheus))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/scenarios", get(scenarios))
-        .merge(admin::routes(state.clone()))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
+        .merge(admin::routes(state))
 }
 
 async fn create_request(

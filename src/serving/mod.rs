@@ -24,8 +24,8 @@ use simulator_api::Settings;
 use crate::observe::metrics;
 use crate::request_path::{DataProcessor, DrainReport, StartError};
 use crate::scenario::Scenario;
-use connections::Limits;
-use http::app;
+use connections::{Limits, OPERATOR_MAX_CONNECTIONS};
+use http::{app, operator_app};
 use state::AppState;
 
 pub mod admin;
@@ -73,8 +73,10 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// Serves `scenario` with `settings` (the scenario's, with a file and flags laid
 /// over them) until `shutdown` completes, then drains within `drain_timeout`.
+/// `operator` is the operator's own listener (`admin_listen`), when there is one.
 pub async fn run(
     listener: TcpListener,
+    operator: Option<TcpListener>,
     settings: Settings,
     scenario: Scenario,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -93,11 +95,29 @@ pub async fn run(
     let limits = Limits {
         max_connections: settings.max_connections,
         header_read_timeout: settings.header_read_timeout,
+        limit_name: "max_connections",
+        metered: true,
     };
     let state = AppState::new(processor.clone(), scenario);
     let stats = Arc::clone(&state.connections);
-    let router = app(state);
     let stop_accepting = CancellationToken::new();
+    if let Some(operator) = operator {
+        let limits = Limits {
+            max_connections: OPERATOR_MAX_CONNECTIONS,
+            limit_name: "the operator listener's limit",
+            metered: false,
+            ..limits
+        };
+        // Not awaited at shutdown: nothing on it holds a request of the data path.
+        tokio::spawn(connections::serve(
+            operator,
+            operator_app(state.clone()),
+            limits,
+            Arc::default(),
+            stop_accepting.clone(),
+        ));
+    }
+    let router = app(state);
     let connections = tokio::spawn(connections::serve(
         listener,
         router,

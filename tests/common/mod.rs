@@ -32,6 +32,8 @@ pub const FAST_SERVER: [&str; 6] = [
 pub struct Server {
     child: Child,
     pub url: String,
+    /// The operator's own listener (`--admin-listen`), unless it is off.
+    pub operator_url: Option<String>,
     pub pid: u32,
     stdout: mpsc::Receiver<String>,
     /// What the server logged, when started with [`Server::start_logging`].
@@ -82,10 +84,18 @@ impl Server {
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| panic!("no address in {first:?}"))
             .to_owned();
+        let second = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("server printed where its operator routes are");
+        let operator_url = second
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .map(str::to_owned);
         let pid = child.id();
         Server {
             child,
             url,
+            operator_url,
             pid,
             stdout: rx,
             stderr,
