@@ -108,6 +108,7 @@ fn outputs_are_well_formed(markdown: &std::path::Path, svg: &std::path::Path) {
         "{text}"
     );
 
+    let svg_path = svg;
     let svg = std::fs::read_to_string(svg).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
     assert_eq!(doc.root_element().tag_name().name(), "svg");
@@ -116,6 +117,8 @@ fn outputs_are_well_formed(markdown: &std::path::Path, svg: &std::path::Path) {
         .filter(|n| n.has_tag_name("polyline"))
         .count();
     assert!(polylines >= 10, "{polylines} lines drawn");
+    let png = std::fs::read(svg_path.with_extension("png")).expect("a PNG beside the SVG");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
 }
 
 #[test]

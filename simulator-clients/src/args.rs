@@ -70,6 +70,12 @@ pub struct Args {
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
 
+    /// After --duration, wait at most this long for replies still in flight (queued
+    /// at a saturated server); the rest are reported as unanswered. The rates count
+    /// only replies within --duration.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub max_drain: Duration,
+
     /// Also write every figure as JSON to FILE (`-` for stdout); the schema is
     /// simulator-clients/report.schema.json.
     #[arg(long, value_name = "FILE")]
@@ -131,7 +137,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
-    /// Also draw throughput, blocked share and latency against clients as SVG to FILE.
+    /// Also draw throughput, blocked share and latency against clients as SVG to
+    /// FILE, and the same as PNG beside it (FILE with `.png`).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
@@ -168,6 +175,7 @@ impl Args {
             timeout: self.timeout,
             late_after: self.late_after,
             seed: self.seed,
+            max_drain: self.max_drain,
         }
     }
 }
@@ -215,8 +223,11 @@ async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.svg {
-        std::fs::write(path, crate::sweep_chart::render(&report)?)
-            .with_context(|| format!("writing {}", path.display()))?;
+        let svg = crate::sweep_chart::render(&report)?;
+        std::fs::write(path, &svg).with_context(|| format!("writing {}", path.display()))?;
+        let png = path.with_extension("png");
+        std::fs::write(&png, crate::sweep_chart::png(&svg)?)
+            .with_context(|| format!("writing {}", png.display()))?;
     }
     Ok(())
 }

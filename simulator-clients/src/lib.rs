@@ -16,10 +16,12 @@ pub mod record;
 pub mod render;
 pub mod report;
 pub mod schedule;
+pub mod seed;
 pub mod series;
 pub mod sweep;
 pub mod sweep_chart;
 pub mod sweep_table;
+pub mod units;
 pub mod worker;
 
 use std::sync::Arc;

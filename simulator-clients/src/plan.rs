@@ -28,7 +28,14 @@ pub struct LoadPlan {
     pub late_after: Duration,
     /// Seeds the Poisson arrivals and payload sizes; `None` draws a fresh seed.
     pub seed: Option<u64>,
+    /// After the planned duration, how long to wait for replies still in flight
+    /// (queued at a saturated server) before giving up on them.
+    pub max_drain: Duration,
 }
+
+/// How long a run waits for replies in flight after its planned duration, unless
+/// told otherwise (`--max-drain`).
+pub const DEFAULT_MAX_DRAIN: Duration = Duration::from_secs(30);
 
 /// How sends are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,6 +176,7 @@ impl Default for LoadPlan {
             timeout: Duration::from_secs(30),
             late_after: DEFAULT_LATE_AFTER,
             seed: None,
+            max_drain: DEFAULT_MAX_DRAIN,
         }
     }
 }

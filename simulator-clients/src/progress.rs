@@ -36,10 +36,19 @@ impl Progress {
                     } else {
                         blocked as f64 * 100.0 / completed as f64
                     };
-                    bar.set_message(format!(
+                    let mut message = format!(
                         "sent {sent}  completed {completed} ({:.1}/s)  blocked {share:.1} %  errors {errors}  late {late}",
                         completed as f64 / secs
-                    ));
+                    );
+                    if let Some((drained, limit)) = shared.draining() {
+                        message = format!(
+                            "draining: {} replies still queued at the server, {:.0} s of at most {} (--max-drain); {message}",
+                            shared.in_flight(),
+                            drained.as_secs_f64(),
+                            humantime::format_duration(limit)
+                        );
+                    }
+                    bar.set_message(message);
                     bar.tick();
                 }
             }

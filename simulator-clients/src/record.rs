@@ -42,6 +42,8 @@ pub struct Timing {
     /// same instant that lag measures the start-up burst, which the report gives
     /// as `start_spread`, not the clients' ability to keep their pace.
     pub lag: Option<Duration>,
+    /// The reply came after the planned duration, while the run drained.
+    pub after_window: bool,
 }
 
 impl Timing {
@@ -51,6 +53,7 @@ impl Timing {
             from_due: latency,
             from_send: None,
             lag,
+            after_window: false,
         }
     }
 }
@@ -70,6 +73,10 @@ fn record_ns(h: &mut Histogram<u64>, d: Duration) -> u64 {
 pub struct Tally {
     pub sent: u64,
     pub completed: u64,
+    /// Of `completed`, the replies that came after the planned duration.
+    pub completed_after_window: u64,
+    /// Requests given up on when the drain reached `max_drain`: sent, never answered.
+    pub unanswered: u64,
     pub blocked: u64,
     pub errors: Errors,
     /// Sends that left more than the plan's `late_after` behind schedule.
@@ -92,6 +99,8 @@ impl Default for Tally {
         Self {
             sent: 0,
             completed: 0,
+            completed_after_window: 0,
+            unanswered: 0,
             blocked: 0,
             errors: Errors::default(),
             late: 0,
@@ -114,6 +123,7 @@ impl Tally {
         match outcome {
             Ok(reply) => {
                 self.completed += 1;
+                self.completed_after_window += u64::from(timing.after_window);
                 self.blocked += u64::from(reply.blocked);
                 let ns = record_ns(&mut self.latency, timing.from_due);
                 self.pow2[63 - ns.leading_zeros() as usize] += 1;
@@ -205,6 +215,13 @@ impl Recorder {
         }
     }
 
+    /// A request sent but given up on at the drain limit.
+    pub fn unanswered(&self) {
+        let total = &mut self.lock().total;
+        total.sent += 1;
+        total.unanswered += 1;
+    }
+
     /// A closed-loop client's first send left `lag` after its due time.
     pub fn first_send(&self, lag: Duration) {
         let total = &mut self.lock().total;
@@ -272,6 +289,7 @@ mod tests {
             from_due: ms(2_010),
             from_send: Some(ms(10)),
             lag: Some(ms(2_000)),
+            after_window: false,
         };
         r.record(&ok, late);
         r.record(&ok, Timing::on_time(ms(10), Some(ms(5))));

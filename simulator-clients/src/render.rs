@@ -8,14 +8,11 @@ use std::time::Duration;
 use simulator_api::{Counts, SEED_COUNTS};
 
 use crate::report::{Bucket, Latency, Report};
+use crate::units::duration;
 
+/// A configured duration, exactly as it was given (`1s`, `5ms`).
 fn human(ns: u64) -> humantime::FormattedDuration {
     humantime::format_duration(Duration::from_nanos(ns))
-}
-
-/// Microsecond precision is all a lag needs; humantime would print nanoseconds.
-fn millis(ns: u64) -> String {
-    format!("{:.3} ms", ns as f64 / 1e6)
 }
 
 fn header(r: &Report) -> String {
@@ -34,18 +31,45 @@ fn header(r: &Report) -> String {
             human(think.unwrap_or(0))
         ),
     };
-    format!(
-        "sim-clients: {pacing}, ran {:.1}s against {}\n",
-        r.elapsed_ns as f64 / 1e9,
+    let mut out = format!(
+        "sim-clients: {pacing}, ran {} against {}\n",
+        duration(r.window_ns),
         r.target
-    )
+    );
+    if r.drain_ns > 0 {
+        let _ = writeln!(
+            out,
+            "  then drained {} waiting for replies still queued at the server (at most {}, --max-drain): \
+             {} came, {} unanswered; the rates count the {} window only, the latencies every reply",
+            duration(r.drain_ns),
+            human(r.max_drain_ns),
+            r.completed_after_window,
+            r.unanswered,
+            duration(r.window_ns),
+        );
+    }
+    out
 }
 
-fn latency_line(out: &mut String, what: &str, l: &Latency) {
+/// The latency table's column heads, aligned with [`latency_row`].
+fn latency_head(out: &mut String) {
     let _ = writeln!(
         out,
-        "  {what:<34} p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  mean {}",
-        l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, l.mean_ns
+        "  {:<30} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "", "p50", "p90", "p99", "p99.9", "max", "mean"
+    );
+}
+
+fn latency_row(out: &mut String, what: &str, l: &Latency) {
+    let _ = writeln!(
+        out,
+        "  {what:<30} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        duration(l.p50_ns),
+        duration(l.p90_ns),
+        duration(l.p99_ns),
+        duration(l.p999_ns),
+        duration(l.max_ns),
+        duration(l.mean_ns)
     );
 }
 
@@ -91,30 +115,29 @@ impl Report {
             e.http_status,
             e.io
         );
+        out.push('\n');
+        latency_head(&mut out);
         match &self.latency_from_send {
             Some(uncorrected) => {
-                latency_line(&mut out, "latency from scheduled send (ns):", &self.latency);
-                latency_line(&mut out, "latency from actual send (ns):", uncorrected);
+                latency_row(&mut out, "latency from scheduled send", &self.latency);
+                latency_row(&mut out, "latency from actual send", uncorrected);
             }
-            None => latency_line(&mut out, "latency (ns):", &self.latency),
+            None => latency_row(&mut out, "latency", &self.latency),
         }
-        let lag = &self.schedule_lag;
+        latency_row(&mut out, "lag of sends behind schedule", &self.schedule_lag);
         let _ = writeln!(
             out,
-            "  sends late by over {}: {} of {}; lag behind schedule p50 {}  p99 {}  max {}",
+            "\n  sends late by over {}: {} of {}",
             human(self.late_after_ns),
             self.sends_late,
             self.requests_sent,
-            millis(lag.p50_ns),
-            millis(lag.p99_ns),
-            millis(lag.max_ns)
         );
         if self.mode == "closed" {
             let _ = writeln!(
                 out,
                 "  the last of the {} clients sent its first request {} after its due time",
                 self.clients,
-                millis(self.start_spread_ns)
+                duration(self.start_spread_ns)
             );
         }
         out.push('\n');
@@ -126,7 +149,7 @@ impl Report {
 /// Rows in the layout of DTrace's quantize(): 40 `@` for the whole population.
 pub fn quantize(buckets: &[Bucket]) -> String {
     let total: u64 = buckets.iter().map(|b| b.count).sum();
-    let mut out = String::from("  request lifetimes visualisation\n           value  ------------- Distribution ------------- count\n");
+    let mut out = String::from("  request lifetimes in ns, as DTrace's quantize() prints them\n           value  ------------- Distribution ------------- count\n");
     for b in buckets {
         let width = (b.count * 40 + total / 2).checked_div(total).unwrap_or(0) as usize;
         let _ = writeln!(

@@ -64,9 +64,22 @@ pub struct Report {
     pub payload: PayloadSize,
     /// Reproduces the run's Poisson arrivals and payload sizes with `--seed`.
     pub seed: u64,
+    /// The whole run: the planned window and the drain after it.
     pub elapsed_ns: u64,
+    /// The planned duration, as far as the run got (less when stopped early); the
+    /// rates count the replies within it.
+    pub window_ns: u64,
+    /// After the window, how long the run waited for replies still in flight
+    /// (queued at a saturated server); at most `max_drain_ns`.
+    pub drain_ns: u64,
+    pub max_drain_ns: u64,
     pub requests_sent: u64,
     pub requests_completed: u64,
+    /// Of `requests_completed`, the replies that came during the drain: in the
+    /// latency figures, not in the rates.
+    pub completed_after_window: u64,
+    /// Requests given up on when the drain reached `max_drain_ns`.
+    pub unanswered: u64,
     pub requests_blocked: u64,
     pub requests_nonblocked: u64,
     pub errors: u64,
@@ -115,7 +128,9 @@ impl Report {
             } => (Some(ns(think_time)), Some(ns(ramp_up)), None, None),
             Pacing::Open { rate, arrivals } => (None, None, Some(rate), Some(arrivals)),
         };
-        let secs = elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+        let window = plan.stop.duration.map_or(elapsed, |d| d.min(elapsed));
+        let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
+        let in_window = tally.completed - tally.completed_after_window;
         let first = tally.pow2.iter().position(|&c| c > 0);
         let last = tally.pow2.iter().rposition(|&c| c > 0);
         let latency_quantize = match (first, last) {
@@ -139,14 +154,19 @@ impl Report {
             payload: plan.payload,
             seed,
             elapsed_ns: ns(elapsed),
+            window_ns: ns(window),
+            drain_ns: ns(elapsed.saturating_sub(window)),
+            max_drain_ns: ns(plan.max_drain),
             requests_sent: tally.sent,
             requests_completed: tally.completed,
+            completed_after_window: tally.completed_after_window,
+            unanswered: tally.unanswered,
             requests_blocked: tally.blocked,
             requests_nonblocked: tally.completed - tally.blocked,
             errors: tally.errors.total(),
             errors_by_kind: tally.errors,
-            throughput_per_s: tally.completed as f64 / secs,
-            throughput_per_min: tally.completed as f64 * 60.0 / secs,
+            throughput_per_s: in_window as f64 / secs,
+            throughput_per_min: in_window as f64 * 60.0 / secs,
             blocked_share: if tally.completed == 0 {
                 0.0
             } else {
@@ -196,6 +216,7 @@ pub(crate) mod tests {
                 from_due: ms(40),
                 from_send: Some(ms(3)),
                 lag: Some(ms(37)),
+                after_window: true,
             },
         );
         r.record(&Err(Failure::Status(503)), Timing::on_time(ms(1), None));
@@ -249,6 +270,39 @@ pub(crate) mod tests {
             assert_eq!(
                 schema_errors("report.schema.json", &value),
                 Vec::<String>::new()
+            );
+        }
+    }
+
+    #[test]
+    fn the_human_report_has_no_bare_nanoseconds_outside_the_quantize() {
+        let r = Recorder::new(Duration::from_millis(5), false);
+        let ok = Ok(Reply {
+            id: 1,
+            blocked: false,
+            permit_wait_ns: 0,
+        });
+        for ns in [6_631_194_623, 6_656_360_447, 850, 12_345, 1_380_000] {
+            let d = Duration::from_nanos(ns);
+            r.record(&ok, Timing::on_time(d, Some(d)));
+        }
+        for plan in [LoadPlan::default(), open_plan()] {
+            let text = Report::new(&plan, 9, &r.tally(), Duration::from_secs(12), None).render();
+            let (head, quantize) = text
+                .split_once("request lifetimes in ns")
+                .expect("the quantize says its unit");
+            let big: Vec<&str> = head
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|n| n.len() >= 5)
+                .collect();
+            assert!(big.is_empty(), "bare figures {big:?} in\n{head}");
+            assert!(
+                head.contains("6.66 s") && head.contains("1.38 ms"),
+                "{head}"
+            );
+            assert!(
+                quantize.contains("4294967296"),
+                "the quantize keeps ns:\n{quantize}"
             );
         }
     }

@@ -292,9 +292,14 @@ mod tests {
             .map(str::trim)
             .collect();
         for caption in [
-            "requests done per minute",
-            "blocked share",
-            "client latency",
+            "Requests done per minute",
+            "Blocked share",
+            "Client latency",
+            // Every axis says its unit.
+            "clients (log scale)",
+            "requests per minute (log scale)",
+            "blocked requests (%)",
+            "latency (ms, log scale)",
         ] {
             assert!(
                 texts.iter().any(|t| t.starts_with(caption)),
@@ -302,17 +307,77 @@ mod tests {
             );
         }
         for legend in [
-            "before",
+            "before the fix",
             "after the fix",
-            "p99, before",
+            "p99, before the fix",
+            "measured, after the fix",
             "predicted, after the fix",
+            "the seed's figures, before the fix",
+            "the seed's figures, after the fix",
         ] {
             assert!(texts.contains(&legend), "legend {legend}: {texts:?}");
         }
+        // Counts are labelled as whole numbers: 1, 10, 100, 1,000; never 1.0.
+        for tick in ["1", "10", "100", "1,000", "10,000"] {
+            assert!(texts.contains(&tick), "tick {tick}: {texts:?}");
+        }
+        assert!(
+            !texts.iter().any(|t| t.ends_with(".0")),
+            "a count labelled as a fraction: {texts:?}"
+        );
         let lines = doc
             .descendants()
             .filter(|n| n.has_tag_name("polyline"))
             .count();
         assert!(lines >= 10, "10 data lines, got {lines}");
+        // The predictions are dashed and drawn after (over) the measurements.
+        let order: Vec<&str> = doc
+            .descendants()
+            .filter_map(|n| {
+                n.attribute("stroke")
+                    .filter(|_| n.has_tag_name("polyline") || n.has_tag_name("line"))
+            })
+            .collect();
+        let first = |colour: &str| order.iter().position(|&c| c == colour).unwrap();
+        // In the throughput panel, the first one drawn: both measured lines, then
+        // the dashed predictions over them.
+        assert!(
+            first("#3C3C3C") > first("#C83C28").max(first("#285AC8")),
+            "predicted lines must come after the measured ones: {order:?}"
+        );
+    }
+
+    #[test]
+    fn the_seeds_figures_are_drawn_only_beside_the_seeds_experiment() {
+        let legend = |report: &SweepReport| {
+            crate::sweep_chart::render(report)
+                .unwrap()
+                .contains("the seed&apos;s figures")
+                || crate::sweep_chart::render(report)
+                    .unwrap()
+                    .contains("the seed's figures")
+        };
+        assert!(legend(&seed_like()));
+        let other = SweepReport {
+            scenario: Some("sequential-persist".into()),
+            ..seed_like()
+        };
+        assert!(!legend(&other));
+        let faster = SweepReport {
+            think_time_s: 0.1,
+            ..seed_like()
+        };
+        assert!(!legend(&faster));
+    }
+
+    #[test]
+    fn the_png_is_the_chart_as_an_image() {
+        let png =
+            crate::sweep_chart::png(&crate::sweep_chart::render(&seed_like()).unwrap()).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        // IHDR: width and height, big-endian, right after the signature and chunk head.
+        let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+        assert_eq!((width, height), (900, 1150));
     }
 }

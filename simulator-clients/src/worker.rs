@@ -9,6 +9,7 @@
 //! an open loop) shows up in the report instead of quietly sending less.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +55,7 @@ pub struct RunState {
     /// The open loop's timetable; `None` in a closed loop.
     schedule: Option<Schedule>,
     seed: u64,
+    in_flight: AtomicU64,
 }
 
 impl RunState {
@@ -76,7 +78,55 @@ impl RunState {
             cancel,
             schedule,
             seed,
+            in_flight: AtomicU64::new(0),
         }
+    }
+
+    /// Completes when the drain after the planned duration has lasted
+    /// `max_drain`: replies still outstanding then are given up on. Never, in a
+    /// run without a duration.
+    async fn drain_over(&self) {
+        match self.deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline + self.plan.max_drain).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Sends one element, unless the drain limit passes first (then `None`, and
+    /// the request is counted as unanswered).
+    async fn send<E: Exchange>(
+        &self,
+        exchange: &mut E,
+        size: u64,
+    ) -> Option<Result<Reply, Failure>> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let outcome = tokio::select! {
+            outcome = exchange.send_element(size, self.plan.timeout) => Some(outcome),
+            () = self.drain_over() => {
+                self.recorder.unanswered();
+                None
+            }
+        };
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        outcome
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// After the planned duration, while replies are still awaited: how long the
+    /// drain has lasted and how long it may last.
+    pub fn draining(&self) -> Option<(Duration, Duration)> {
+        let deadline = self.deadline?;
+        let now = Instant::now();
+        (now > deadline).then(|| (now - deadline, self.plan.max_drain))
+    }
+
+    /// Whether `at` is after the planned duration (in the drain).
+    fn after_window(&self, at: Instant) -> bool {
+        self.deadline.is_some_and(|d| at > d)
     }
 
     /// Waits until `due` and returns how late the wake-up was, or `None` when the
@@ -143,15 +193,19 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         };
         let size = plan.payload.sample(&mut rng);
         let began = Instant::now();
-        let outcome = exchange.send_element(size, plan.timeout).await;
-        let replied = Instant::now();
         if sent == 0 {
             shared.recorder.first_send(lag);
         }
+        let Some(outcome) = shared.send(&mut exchange, size).await else {
+            break;
+        };
+        let replied = Instant::now();
         let lag = (sent > 0).then_some(lag);
-        shared
-            .recorder
-            .record(&outcome, Timing::on_time(replied - began, lag));
+        let timing = Timing {
+            after_window: shared.after_window(replied),
+            ..Timing::on_time(replied - began, lag)
+        };
+        shared.recorder.record(&outcome, timing);
         sent += 1;
         due = replied + think_time;
     }
@@ -169,12 +223,15 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
         };
         let size = shared.plan.payload.sample(&mut rng);
         let sent = Instant::now();
-        let outcome = exchange.send_element(size, shared.plan.timeout).await;
+        let Some(outcome) = shared.send(&mut exchange, size).await else {
+            return;
+        };
         let replied = Instant::now();
         let timing = Timing {
             from_due: replied - due,
             from_send: Some(replied - sent),
             lag: Some(lag),
+            after_window: shared.after_window(replied),
         };
         shared.recorder.record(&outcome, timing);
     }

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::plan::{Arrivals, Stop};
+use crate::report::Report;
 
 /// A server that answers after `service`, and holds every reply due inside
 /// `stall` until the stall ends.
@@ -225,4 +226,54 @@ async fn a_closed_loop_hides_the_same_stall_in_its_percentiles() {
         "p99 {}",
         t.latency.value_at_quantile(0.99)
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn replies_after_the_window_are_drained_and_kept_out_of_the_rates() {
+    // 4 clients, no think time, a server that takes 3 s a reply: at the 10 s mark
+    // every client has a request out that returns at 12 s, inside the 5 s drain.
+    let plan = LoadPlan {
+        max_drain: ms(5000),
+        ..closed_plan(4, Duration::ZERO, Duration::ZERO, for_duration(ms(10_000)))
+    };
+    let r = run(plan.clone(), ms(3000), None).await;
+    let t = r.shared.recorder.tally();
+    assert_eq!(
+        r.elapsed,
+        ms(12_000),
+        "the run waits for the replies in flight"
+    );
+    assert_eq!(
+        (t.completed, t.completed_after_window, t.unanswered),
+        (16, 4, 0)
+    );
+    let report = Report::new(&plan, 0, &t, r.elapsed, None);
+    assert_eq!(
+        (report.window_ns, report.drain_ns),
+        (10_000_000_000, 2_000_000_000)
+    );
+    // 12 replies within the 10 s window: the rate, whatever the drain took.
+    assert_eq!(report.throughput_per_s, 1.2);
+    assert_eq!(t.latency.len(), 16, "drained replies are in the latency");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_drain_gives_up_at_max_drain_and_says_how_many_it_left() {
+    let plan = LoadPlan {
+        max_drain: ms(500),
+        ..closed_plan(4, Duration::ZERO, Duration::ZERO, for_duration(ms(10_000)))
+    };
+    let r = run(plan.clone(), ms(3000), None).await;
+    let t = r.shared.recorder.tally();
+    assert_eq!(r.elapsed, ms(10_500), "bounded by --max-drain");
+    assert_eq!(
+        (t.completed, t.completed_after_window, t.unanswered),
+        (12, 0, 4)
+    );
+    assert_eq!(t.sent, 16, "unanswered requests were sent");
+    let report = Report::new(&plan, 0, &t, r.elapsed, None);
+    assert_eq!(report.drain_ns, 500_000_000);
+    let text = report.render();
+    assert!(text.contains("then drained 500 ms"), "{text}");
+    assert!(text.contains("4 unanswered"), "{text}");
 }
