@@ -2,7 +2,8 @@
 //!
 //! Prints the address, pid and ready-to-paste trace commands, serves until Ctrl-C or
 //! SIGTERM, then prints the final counts in the seed's count.d layout. Logs go to
-//! stderr, filtered by RUST_LOG (default `info`).
+//! stderr, filtered by RUST_LOG (default `info` for `serve`, `warn` for the
+//! commands that print tables).
 
 use std::io::IsTerminal;
 
@@ -11,12 +12,20 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let cli = system_simulator::cli::Cli::parse();
+    // `serve` logs what an operator wants to see; the commands that print tables
+    // (the demo, the clients) log only warnings unless RUST_LOG asks for more, so
+    // no log line lands in the middle of a table on a terminal.
+    let default = match cli.command {
+        system_simulator::cli::Command::Serve(_) => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    system_simulator::cli::run(system_simulator::cli::Cli::parse()).await
+    system_simulator::cli::run(cli).await
 }

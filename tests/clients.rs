@@ -220,10 +220,16 @@ fn the_demo_shows_the_bottleneck_and_the_fix() {
             "--think-time",
             "100ms",
         ])
-        .env("RUST_LOG", "warn")
+        // RUST_LOG unset: the demo's own default keeps the log out of its tables.
+        .env_remove("RUST_LOG")
         .output()
         .unwrap();
     let text = stdout_of_success(&out);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !log.contains("INFO") && !text.contains("INFO"),
+        "the demo logged below warn without RUST_LOG asking:\n{log}"
+    );
     let share: Vec<f64> = text
         .lines()
         .find(|l| l.trim_start().starts_with("blocked share"))
