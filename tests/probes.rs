@@ -200,11 +200,19 @@ async fn bpftrace_started_with_c_counts_every_request() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     // The server's banner comes through bpftrace's stdout once it runs.
     let banner = tokio::task::block_in_place(|| {
-        lines
+        let mut seen = Vec::new();
+        let banner = lines
             .by_ref()
             .map_while(Result::ok)
-            .find(|l| l.contains("listening on http://"))
-            .expect("the server's banner")
+            .inspect(|l| seen.push(l.clone()))
+            .find(|l| l.contains("listening on http://"));
+        banner.unwrap_or_else(|| {
+            let _ = child.kill();
+            let stderr = child.stderr.take().map(read_all).unwrap_or_default();
+            panic!(
+                "no banner from the server under bpftrace -c; stdout {seen:?}, stderr:\n{stderr}"
+            )
+        })
     });
     let url = banner
         .split_whitespace()

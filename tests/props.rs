@@ -104,6 +104,18 @@ fn config_body() -> impl Strategy<Value = String> {
     )
 }
 
+/// One runtime for the property tests that need a context to spawn in; nothing
+/// drives it, as nothing there awaits.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
 fn config_is_within_limits(t: &Settings) -> bool {
     t.validate().is_ok()
 }
@@ -147,6 +159,8 @@ proptest! {
 
     #[test]
     fn a_config_update_is_applied_whole_or_not_at_all(body in config_body()) {
+        // A pool's workers are spawned on the runtime the update runs in.
+        let _runtime = runtime().enter();
         let processor = DataProcessor::new(&Settings::default()).unwrap();
         let before = (processor.settings(), processor.admission().total());
         let applied = serde_json::from_str::<SettingsUpdate>(&body)

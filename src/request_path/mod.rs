@@ -127,7 +127,9 @@ struct Progress {
 }
 
 impl DataProcessor {
-    /// Builds every part from `settings` (validated first).
+    /// Builds every part from `settings` (validated first). Call it, and
+    /// [`Self::update`], within a Tokio runtime: a persistence pool's workers are
+    /// spawned on it.
     pub fn new(settings: &Settings) -> Result<Self, StartError> {
         settings.validate()?;
         let admission =
