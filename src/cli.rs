@@ -125,7 +125,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = serving::bind(config.listen)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
-    let operator = match config.admin_listen.address(addr) {
+    // From the configured address, not the bound one: a data port of 0 gives the
+    // operator an ephemeral port too, never a guess at the port after a random one.
+    let operator = match config.admin_listen.address(config.listen) {
         Some(at) => Some(serving::bind(at).with_context(|| {
             format!("cannot listen on {at} for the operator's routes (--admin-listen; `off` serves them on the data port only)")
         })?),
