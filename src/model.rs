@@ -36,8 +36,13 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
         PersistenceKind::Pool => bounds.push((
             settings.persist_workers as f64,
             format!(
-                "persistence: {} workers, each busy for a whole persist ({persist_ms:.1} ms)",
-                settings.persist_workers
+                "persistence: {} worker{}, each busy for a whole persist ({persist_ms:.1} ms)",
+                settings.persist_workers,
+                if settings.persist_workers == 1 {
+                    ""
+                } else {
+                    "s"
+                }
             ),
         )),
     }
@@ -92,6 +97,10 @@ mod tests {
         };
         let model = predict(&settings, &scenario);
         assert!((model.capacity_per_s.unwrap() - 16.67).abs() < 0.01);
-        assert!(model.limited_by.contains("1 workers"));
+        assert!(
+            model.limited_by.contains("1 worker,"),
+            "{}",
+            model.limited_by
+        );
     }
 }

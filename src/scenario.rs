@@ -19,10 +19,16 @@ use simulator_api::{Fix, ScenarioInfo, Settings, SettingsUpdate};
 pub const DEFAULT: &str = "semaphore-starvation";
 
 /// Every bundled scenario, by name, in workshop order.
-pub const BUNDLED: &[(&str, &str)] = &[(
-    "semaphore-starvation",
-    include_str!("../scenarios/semaphore-starvation.toml"),
-)];
+pub const BUNDLED: &[(&str, &str)] = &[
+    (
+        "semaphore-starvation",
+        include_str!("../scenarios/semaphore-starvation.toml"),
+    ),
+    (
+        "sequential-persist",
+        include_str!("../scenarios/sequential-persist.toml"),
+    ),
+];
 
 /// A scenario, as its file says.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::PROBE_NAMES;
 
-const BUNDLED: [&str; 6] = [
+const BUNDLED: [&str; 7] = [
     "count",
     "request-lifetime",
     "persist-time",
     "permit-wait",
     "in-flight",
     "cpu-usage",
+    "queue",
 ];
 
 fn script(name: &str) -> PathBuf {

@@ -69,10 +69,15 @@ async fn truth(server: &Server) -> Truth {
 
 /// Starts a server and the script, drives the load, stops the script with SIGINT.
 async fn traced_run(tool: Tool, script: &str) -> Option<(String, Truth)> {
+    traced_run_of(tool, script, &[]).await
+}
+
+/// [`traced_run`] against a server started with `server_args`.
+async fn traced_run_of(tool: Tool, script: &str, server_args: &[&str]) -> Option<(String, Truth)> {
     if !tool.available() {
         return None;
     }
-    let server = Server::start(&[]);
+    let server = Server::start(server_args);
     let pid = server.pid;
     let script = script.to_owned();
     let traced =
@@ -184,6 +189,20 @@ both_tools! {
         assert!(rows.iter().any(|r| r[1] == 8 && r[3] > 0), "a saturated second");
         let blocked_per_second: u64 = rows.iter().map(|r| r[3]).sum();
         assert!(blocked_per_second <= truth.count("requests_blocked"));
+    };
+    queue_agrees_with_the_server: |tool| async move {
+        // One worker at 2 ms a persist (500/s) against 40 clients at ~390/s in
+        // bursts: a backlog forms, and drains within a second or two at the end.
+        let server_args = ["--scenario", "sequential-persist", "--persist-latency", "2ms"];
+        let Some((output, truth)) = traced_run_of(tool, "queue", &server_args).await else { return };
+        let got = figures(&output);
+        let queued = truth.count("queue_enqueued");
+        assert!(queued > 0, "nothing was queued");
+        assert_eq!(got["elements queued"], queued, "{output}");
+        assert_eq!(got["elements dequeued"], truth.count("queue_dequeued"), "{output}");
+        assert!(got["max queue depth"] > 1, "a backlog formed\n{output}");
+        let mean = truth.mean_ns("isim_queue_wait_seconds");
+        assert_within(got["average queue wait"] as f64, mean, 0.10, "average queue wait");
     };
     cpu_usage_agrees_with_proc: |tool| async move {
         let Some((sampled_ms, proc_ms, pid)) = cpu_run(tool).await else { return };

@@ -40,6 +40,10 @@ pub struct Counts {
     pub persists_failed: u64,
     /// Failed persists that `persist_timeout` ended (a subset of `persists_failed`).
     pub persists_timed_out: u64,
+    /// Elements put in the persistence queue (`persistence = pool`; probe queue-enqueue).
+    pub queue_enqueued: u64,
+    /// Elements a worker took from the queue (probe queue-dequeue).
+    pub queue_dequeued: u64,
 }
 
 impl Counts {
@@ -49,6 +53,11 @@ impl Counts {
 
     pub fn persists_in_flight(&self) -> u64 {
         self.persists_started.saturating_sub(self.persists_done)
+    }
+
+    /// Elements in the persistence queue, not yet taken by a worker.
+    pub fn queued(&self) -> u64 {
+        self.queue_enqueued.saturating_sub(self.queue_dequeued)
     }
 
     /// What happened between `earlier` and these counts.
@@ -72,6 +81,8 @@ impl Counts {
             persists_timed_out: self
                 .persists_timed_out
                 .saturating_sub(earlier.persists_timed_out),
+            queue_enqueued: self.queue_enqueued.saturating_sub(earlier.queue_enqueued),
+            queue_dequeued: self.queue_dequeued.saturating_sub(earlier.queue_dequeued),
         }
     }
 

@@ -85,6 +85,24 @@ impl Events {
     }
 }
 
+impl Events {
+    /// The element went into the persistence queue; returns nothing, the depth
+    /// travels in the probe.
+    pub fn queue_enqueue(&self, id: u64) {
+        let depth = self.stats.record(|c| c.queue_enqueued += 1).queued();
+        isim::queue__enqueue!(|| (id, depth));
+        metrics::counter!(m::QUEUE_ENQUEUED).increment(1);
+    }
+
+    /// A worker took the element after it waited `waited` in the queue.
+    pub fn queue_dequeue(&self, id: u64, waited: Duration) {
+        let depth = self.stats.record(|c| c.queue_dequeued += 1).queued();
+        isim::queue__dequeue!(|| (id, nanos(waited), depth));
+        metrics::counter!(m::QUEUE_DEQUEUED).increment(1);
+        metrics::histogram!(m::QUEUE_WAIT).record(waited.as_secs_f64());
+    }
+}
+
 /// A duration in whole nanoseconds, saturating (probes and `/stats` carry u64).
 pub fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)

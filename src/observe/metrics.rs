@@ -26,6 +26,9 @@ pub const PERSISTS_STARTED: &str = "isim_persists_started_total";
 pub const PERSISTS_DONE: &str = "isim_persists_done_total";
 pub const PERSISTS_FAILED: &str = "isim_persists_failed_total";
 pub const PERSISTS_TIMED_OUT: &str = "isim_persists_timed_out_total";
+pub const QUEUE_ENQUEUED: &str = "isim_queue_enqueued_total";
+pub const QUEUE_DEQUEUED: &str = "isim_queue_dequeued_total";
+pub const QUEUE_WAIT: &str = "isim_queue_wait_seconds";
 pub const CONNECTIONS_ACCEPTED: &str = "isim_connections_accepted_total";
 pub const CONNECTIONS_REFUSED: &str = "isim_connections_refused_total";
 pub const REQUEST_LIFETIME: &str = "isim_request_lifetime_seconds";
@@ -95,6 +98,14 @@ fn describe() {
             "Failed persists that persist_timeout ended (a stalled store).",
         ),
         (
+            QUEUE_ENQUEUED,
+            "Elements put in the persistence queue (probe queue-enqueue).",
+        ),
+        (
+            QUEUE_DEQUEUED,
+            "Elements a worker took from the persistence queue (probe queue-dequeue).",
+        ),
+        (
             CONNECTIONS_ACCEPTED,
             "TCP connections served (within max_connections).",
         ),
@@ -120,6 +131,11 @@ fn describe() {
         PERSIST_LATENCY,
         Unit::Seconds,
         "From persist-start to persist-done."
+    );
+    describe_histogram!(
+        QUEUE_WAIT,
+        Unit::Seconds,
+        "How long elements waited in the persistence queue for a worker."
     );
     describe_gauge!(PERMITS_AVAILABLE, "Permits free right now.");
     describe_gauge!(PERMITS_CAPACITY, "The gate's configured capacity.");

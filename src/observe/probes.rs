@@ -15,7 +15,8 @@
 //! counter and metric that must agree with it.
 
 /// The six probes of the original plus `request-unblock`, which marks the moment a
-/// blocked request finally gets its permit (so the permit wait can be measured).
+/// blocked request finally gets its permit (so the permit wait can be measured),
+/// and the persistence queue's `queue-enqueue` and `queue-dequeue`.
 #[usdt::provider]
 pub mod isim {
     /// A request entered the data processor path. (id, element bytes)
@@ -34,10 +35,16 @@ pub mod isim {
     /// Persistence ended, successfully or not. (id, 1 if ok, latency in ns, persists
     /// still in flight after this one)
     fn persist__done(id: u64, ok: u64, latency_ns: u64, in_flight: u64) {}
+    /// The element went into the persistence queue (`persistence = pool`). (id,
+    /// elements queued counting this one)
+    fn queue__enqueue(id: u64, depth: u64) {}
+    /// A worker took the element from the queue; its persist-start follows. (id,
+    /// nanoseconds it waited in the queue, elements still queued)
+    fn queue__dequeue(id: u64, wait_ns: u64, depth: u64) {}
 }
 
 /// Every probe name, as tracers see it. Tests check the binary against this list.
-pub const PROBE_NAMES: [&str; 7] = [
+pub const PROBE_NAMES: [&str; 9] = [
     "request-start",
     "request-nonblock",
     "request-block",
@@ -45,6 +52,8 @@ pub const PROBE_NAMES: [&str; 7] = [
     "request-done",
     "persist-start",
     "persist-done",
+    "queue-enqueue",
+    "queue-dequeue",
 ];
 
 /// Makes the probes visible to DTrace. On Linux the stapsdt notes need no

@@ -3,8 +3,9 @@
 //!
 //! Every counter moves exactly when its probe fires (see `events.rs`), so a count
 //! script and `/stats` agree. The counters live under one lock so a snapshot is
-//! consistent: `requests_started = requests_done + requests_in_flight` and
-//! `persists_started = persists_done + persists_in_flight` hold in every snapshot,
+//! consistent: `requests_started = requests_done + requests_in_flight`,
+//! `persists_started = persists_done + persists_in_flight` and
+//! `queue_enqueued = queue_dequeued + queued` hold in every snapshot,
 //! not just on average. At a few hundred thousand events a second the lock is not a
 //! bottleneck worth a lock-free design that would lose that guarantee.
 
@@ -39,6 +40,7 @@ impl Stats {
         *counts = Counts {
             requests_started: counts.requests_in_flight(),
             persists_started: counts.persists_in_flight(),
+            queue_enqueued: counts.queued(),
             ..Counts::default()
         };
     }

@@ -263,9 +263,9 @@ impl DataProcessor {
         self.inner.events.stats().snapshot()
     }
 
-    /// Elements queued for persistence, not yet started.
+    /// Elements queued for persistence, not yet taken by a worker.
     pub fn queued(&self) -> u64 {
-        self.persistence().queued() as u64
+        self.counts().queued()
     }
 
     /// The settings in force now.

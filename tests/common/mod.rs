@@ -281,7 +281,8 @@ pub async fn settled_stats(client: &HttpClient, base: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let s = stats(client, base).await;
-        if s["requests_in_flight"] == 0 && s["persists_in_flight"] == 0 {
+        if s["requests_in_flight"] == 0 && s["persists_in_flight"] == 0 && s["persists_queued"] == 0
+        {
             return s;
         }
         assert!(Instant::now() < deadline, "still in flight after 30 s: {s}");

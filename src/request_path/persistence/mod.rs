@@ -106,14 +106,6 @@ impl Persistence {
         }
     }
 
-    /// Elements handed off and not yet started.
-    pub fn queued(&self) -> usize {
-        match self {
-            Persistence::TaskPerElement(_) => 0,
-            Persistence::Pool(pool) => pool.queued(),
-        }
-    }
-
     /// Shutdown: take nothing more; what is queued still persists.
     pub fn close(&self) {
         match self {

@@ -8,21 +8,27 @@
 //! The workers are one task running `futures`' `for_each_concurrent` over the
 //! queue, at most `persist_workers` persists at once, each started the moment a
 //! slot frees: persist-start fires when a worker takes an element, so persists in
-//! flight never exceed the workers, and the queue depth is `/stats.persists_queued`.
+//! flight never exceed the workers. **Probes.** `queue-enqueue` (id, depth) when an
+//! element is queued, `queue-dequeue` (id, ns waited, depth) when a worker takes
+//! it; the depth is `/stats.persists_queued`.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Job};
+use crate::observe::Events;
 use crate::request_path::network::CutShort;
 
 #[derive(Debug, Clone)]
 pub struct Pool {
-    queue: mpsc::Sender<Job>,
+    /// Each element with the moment it was queued.
+    queue: mpsc::Sender<(Job, Instant)>,
     workers: usize,
+    events: Events,
     /// Shutdown: the queue takes nothing more and the workers end once it is empty.
     closing: CancellationToken,
 }
@@ -31,7 +37,7 @@ impl Pool {
     /// Starts the workers. They run until every handle to this pool is gone (a live
     /// change replaced it) or [`Pool::close`], and the queue is empty.
     pub fn start(workers: usize, capacity: usize, backend: Arc<Backend>) -> Self {
-        let (queue, receiver) = mpsc::channel::<Job>(capacity);
+        let (queue, receiver) = mpsc::channel::<(Job, Instant)>(capacity);
         let closing = CancellationToken::new();
         let jobs = futures::stream::unfold(
             (receiver, closing.clone()),
@@ -48,10 +54,12 @@ impl Pool {
             },
         );
         let tasks = backend.tasks.clone();
+        let events = backend.events.clone();
         tasks.spawn(async move {
-            jobs.for_each_concurrent(workers, |job| {
+            jobs.for_each_concurrent(workers, |(job, queued_at)| {
                 let backend = Arc::clone(&backend);
                 async move {
+                    backend.events.queue_dequeue(job.id, queued_at.elapsed());
                     backend.started(&job);
                     backend.persist(job).await;
                 }
@@ -61,20 +69,22 @@ impl Pool {
         Self {
             queue,
             workers,
+            events,
             closing,
         }
     }
 
-    /// Queues the element, waiting for room while the queue is full.
+    /// Queues the element, waiting for room while the queue is full. The slot is
+    /// reserved first, so queue-enqueue fires before any worker can take the
+    /// element and the depth never reads below zero.
     pub async fn hand_off(&self, job: Job, abandon: &CancellationToken) -> Result<(), CutShort> {
-        tokio::select! {
-            sent = self.queue.send(job) => sent.map_err(|_| CutShort),
-            () = abandon.cancelled() => Err(CutShort),
-        }
-    }
-
-    pub fn queued(&self) -> usize {
-        self.queue.max_capacity() - self.queue.capacity()
+        let slot = tokio::select! {
+            slot = self.queue.reserve() => slot.map_err(|_| CutShort)?,
+            () = abandon.cancelled() => return Err(CutShort),
+        };
+        self.events.queue_enqueue(job.id);
+        slot.send((job, Instant::now()));
+        Ok(())
     }
 
     pub fn workers(&self) -> usize {

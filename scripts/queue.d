@@ -1,0 +1,71 @@
+/*
+ * queue.d: the persistence queue (persistence = pool): elements queued and taken
+ * by a worker, the deepest the queue got, and how long elements waited in it.
+ * The sequential-persist scenario's symptom: a full queue in front of one worker.
+ *
+ * USAGE:  sudo dtrace -s scripts/queue.d [SECONDS]      macOS, illumos, FreeBSD
+ *         scripts/trace queue [PID] [SECONDS]           any platform
+ *
+ * queue-enqueue carries the depth after the element went in (arg1); queue-dequeue
+ * the nanoseconds the element waited (arg1), measured by the server, so nothing
+ * needs pairing. Runs for SECONDS (default 60) or until Ctrl-C, then prints the
+ * summary in nanoseconds.
+ *
+ * EXAMPLE (serve --scenario sequential-persist, 20 clients, --seconds 10):
+ *   Summary of the persistence queue in 10 seconds represented in nanoseconds:
+ *     elements queued                                                 270
+ *     elements dequeued                                               167
+ *     max queue depth                                                 100
+ *     average queue wait                                       5012345678
+ *     max queue wait                                           6034567890
+ *     queue waits visualisation
+ *              value  ------------- Distribution ------------- count
+ *         1073741824 |                                         0
+ *         2147483648 |@@@@@@                                   25
+ *         4294967296 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@       142
+ *         8589934592 |                                         0
+ */
+#pragma D option quiet
+#pragma D option defaultargs
+
+BEGIN
+{
+	seconds = $1 > 0 ? $1 : 60;
+	began = timestamp;
+	deadline = began + seconds * 1000000000;
+	printf("Watching the persistence queue for %d s (Ctrl-C prints the summary so far).\n", seconds);
+}
+
+isim*:::queue-enqueue
+{
+	@queued["elements queued"] = count();
+	@deepest["max queue depth"] = max(arg1);
+}
+
+isim*:::queue-dequeue
+{
+	@taken["elements dequeued"] = count();
+	@average["average queue wait"] = avg(arg1);
+	@longest["max queue wait"] = max(arg1);
+	@spread["queue waits visualisation"] = quantize(arg1);
+}
+
+/* Probes stop recording at exit(); END may run a second or two later. */
+tick-1s
+/timestamp >= deadline/
+{
+	ended = timestamp;
+	exit(0);
+}
+
+END
+{
+	printf("\nSummary of the persistence queue in %d seconds represented in nanoseconds:\n",
+	    ((ended ? ended : timestamp) - began) / 1000000000);
+	printa("  %-50s %@16d\n", @queued);
+	printa("  %-50s %@16d\n", @taken);
+	printa("  %-50s %@16d\n", @deepest);
+	printa("  %-50s %@16d\n", @average);
+	printa("  %-50s %@16d\n", @longest);
+	printa("  %-50s\n%@d\n", @spread);
+}

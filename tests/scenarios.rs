@@ -1,0 +1,236 @@
+//! Every bundled scenario shows its symptom under the load it documents, and every
+//! fix it lists, applied live through `PUT /admin/config`, cures it.
+//!
+//! Virtual time (the symptoms here are about time, not about the runtime): the
+//! clients are tasks running the scenario's closed loop against the processor, the
+//! fixes go through the real router, and every figure is read from the counters
+//! over a window after the load has settled. The bounds are stated beside each
+//! assertion and in docs/scenarios.md; none holds when a fix does nothing.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::connect_info::MockConnectInfo;
+use axum::http::{Request, StatusCode};
+use simulator_api::value::parse_duration;
+use simulator_api::{Counts, Stats};
+use system_simulator::request_path::{DataProcessor, Element};
+use system_simulator::scenario::Scenario;
+use system_simulator::serving::http::app;
+use system_simulator::serving::state::AppState;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// A scenario running under its own load, with the router that serves it.
+struct Running {
+    processor: DataProcessor,
+    router: axum::Router,
+    stop: CancellationToken,
+    /// The most persists in flight and elements queued seen, sampled every 1 ms.
+    most: Arc<std::sync::Mutex<(u64, u64)>>,
+}
+
+/// What a window of the load did.
+#[derive(Debug)]
+struct Window {
+    counts: Counts,
+    seconds: f64,
+    most_in_flight: u64,
+    most_queued: u64,
+}
+
+impl Window {
+    fn persists_per_s(&self) -> f64 {
+        self.counts.persists_done as f64 / self.seconds
+    }
+}
+
+/// `--n` and `--think-time` of the scenario's documented load.
+fn load_of(scenario: &Scenario) -> (usize, Duration) {
+    let value = |flag: &str| {
+        scenario
+            .load
+            .windows(2)
+            .find(|w| w[0] == flag)
+            .map(|w| w[1].clone())
+            .unwrap_or_else(|| panic!("{}: its load has no {flag}", scenario.name))
+    };
+    let clients = value("--n").parse().unwrap();
+    (clients, parse_duration(&value("--think-time")).unwrap())
+}
+
+fn start(name: &str) -> Running {
+    let scenario = Scenario::load(name).unwrap();
+    let (clients, think) = load_of(&scenario);
+    let processor = DataProcessor::new(&scenario.settings()).unwrap();
+    let router = app(AppState::new(processor.clone(), scenario))
+        .layer(MockConnectInfo(SocketAddr::from(([127, 0, 0, 1], 9))));
+    let stop = CancellationToken::new();
+    for _ in 0..clients {
+        let (p, stop) = (processor.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let _ = p.handle(Element::Synthetic(1024)).await;
+                tokio::time::sleep(think).await;
+            }
+        });
+    }
+    let most = Arc::new(std::sync::Mutex::new((0, 0)));
+    tokio::spawn({
+        let (p, stop, most) = (processor.clone(), stop.clone(), Arc::clone(&most));
+        async move {
+            while !stop.is_cancelled() {
+                let c = p.counts();
+                {
+                    let mut m = most.lock().unwrap();
+                    *m = (m.0.max(c.persists_in_flight()), m.1.max(c.queued()));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    });
+    Running {
+        processor,
+        router,
+        stop,
+        most,
+    }
+}
+
+impl Running {
+    /// Lets the load settle for `settle`, then measures it for `measure`.
+    async fn window(&self, settle: Duration, measure: Duration) -> Window {
+        tokio::time::sleep(settle).await;
+        *self.most.lock().unwrap() = (0, 0);
+        let before = self.processor.counts();
+        let t0 = Instant::now();
+        tokio::time::sleep(measure).await;
+        let (most_in_flight, most_queued) = *self.most.lock().unwrap();
+        Window {
+            counts: self.processor.counts().since(&before),
+            seconds: t0.elapsed().as_secs_f64(),
+            most_in_flight,
+            most_queued,
+        }
+    }
+
+    async fn call(&self, request: Request<Body>) -> (StatusCode, serde_json::Value) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    async fn stats(&self) -> Stats {
+        let (status, body) = self
+            .call(Request::get("/stats").body(Body::empty()).unwrap())
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        serde_json::from_value(body).unwrap()
+    }
+
+    /// Applies the scenario's fix `name` as its listing gives it, through the router.
+    async fn apply_fix(&self, scenario: &Scenario, name: &str) {
+        let fix = scenario.fixes.iter().find(|f| f.name == name).unwrap();
+        let body = fix.config_for(load_of(scenario).0).unwrap();
+        let request = Request::put("/admin/config")
+            .header("content-type", "application/json")
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap();
+        let (status, answer) = self.call(request).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn semaphore_starvation_plateaus_at_the_gate_and_its_fix_ends_the_blocking() {
+    let scenario = Scenario::load("semaphore-starvation").unwrap();
+    let run = start("semaphore-starvation");
+    let capacity = run.stats().await.model.capacity_per_s.unwrap();
+    let before = run
+        .window(Duration::from_secs(5), Duration::from_secs(30))
+        .await;
+    // 135 clients a second against 8 / 60 ms = 133/s: the gate is the limit.
+    assert!(
+        before.persists_per_s() <= capacity * 1.03,
+        "{:.1}/s through a gate of {capacity:.1}/s",
+        before.persists_per_s()
+    );
+    assert_eq!(before.most_in_flight, 8, "every permit held");
+    assert!(
+        before.counts.blocked_share() > 0.9,
+        "blocked share {:.3}",
+        before.counts.blocked_share()
+    );
+
+    run.apply_fix(&scenario, "permits-per-client").await;
+    let after = run
+        .window(Duration::from_secs(5), Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        after.counts.requests_blocked, 0,
+        "nothing waits for a permit"
+    );
+    assert!(
+        after.most_in_flight > 8,
+        "more persists at once than the old gate allowed"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn sequential_persist_drains_one_at_a_time_and_bounded_parallelism_cures_it() {
+    let scenario = Scenario::load("sequential-persist").unwrap();
+    let run = start("sequential-persist");
+    let stats = run.stats().await;
+    let capacity = stats.model.capacity_per_s.unwrap();
+    assert!(
+        (capacity - 1.0 / 0.060).abs() < 0.01,
+        "the model: 1 / 60 ms"
+    );
+    let before = run
+        .window(Duration::from_secs(10), Duration::from_secs(30))
+        .await;
+    // Symptom: 1 / persist time, one persist at a time, a full queue.
+    let rate = before.persists_per_s();
+    assert!(
+        (rate - capacity).abs() / capacity < 0.05,
+        "{rate:.2}/s against 1 / 60 ms = {capacity:.2}/s"
+    );
+    assert_eq!(
+        before.most_in_flight, 1,
+        "never more than one persist in flight"
+    );
+    assert_eq!(before.most_queued, 100, "the queue full: the backlog");
+    assert_eq!(
+        before.counts.requests_blocked, 0,
+        "the permits are not the limit"
+    );
+
+    run.apply_fix(&scenario, "bounded-parallel").await;
+    let after = run
+        .window(Duration::from_secs(10), Duration::from_secs(30))
+        .await;
+    // Cure: 20 clients every ~103 ms offer ~190/s, under 32 / 60 ms = 533/s.
+    assert!(
+        after.persists_per_s() > 10.0 * rate,
+        "{:.1}/s after the fix, {rate:.1}/s before",
+        after.persists_per_s()
+    );
+    assert!(after.most_in_flight > 1 && after.most_in_flight <= 32);
+    assert!(
+        after.most_queued < 32,
+        "the backlog is gone: {}",
+        after.most_queued
+    );
+}
