@@ -5,12 +5,13 @@
 //!
 //! Little's law: a part that lets at most C elements be in progress, each for a
 //! mean time W, passes at most C / W a second. Admission by semaphore holds each
-//! permit for a whole persist (C = permits, W = mean persist time); a persistence
-//! pool keeps each worker busy for a whole persist (C = workers). The path passes
+//! permit for a whole persist (C = permits, W = mean persist time) unless the permit
+//! is held only for the hand-off; a persistence pool keeps each worker busy for a
+//! whole persist (C = workers). The path passes
 //! at most the smallest of these; a task per element with nothing else bounding it
 //! has no such limit.
 
-use simulator_api::settings::{AdmissionKind, PersistenceKind};
+use simulator_api::settings::{AdmissionKind, PermitUntil, PersistenceKind, WhenFull};
 use simulator_api::{Model, Settings};
 
 use crate::observe::nanos;
@@ -22,14 +23,21 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
     let persist_s = persist.as_secs_f64();
     let persist_ms = persist_s * 1e3;
     let mut bounds: Vec<(f64, String)> = Vec::new();
-    match settings.admission {
-        AdmissionKind::Semaphore => bounds.push((
+    match (settings.admission, settings.permit_until) {
+        (AdmissionKind::Semaphore, PermitUntil::PersistDone) => bounds.push((
             settings.permits as f64,
             format!(
-                "admission: {} permits, each held for a whole persist ({persist_ms:.1} ms)",
-                settings.permits
+                "admission: {} permits, each held for a whole persist ({persist_ms:.1} ms){}",
+                settings.permits,
+                match settings.when_full {
+                    WhenFull::Wait => "",
+                    WhenFull::Shed => "; beyond it requests are shed with 503",
+                }
             ),
         )),
+        // A permit held only for the hand-off bounds hand-offs, which take no time
+        // worth modelling: it does not limit persists.
+        (AdmissionKind::Semaphore, PermitUntil::HandOff) => {}
     }
     match settings.persistence {
         PersistenceKind::TaskPerElement => {}
@@ -84,6 +92,25 @@ mod tests {
         assert!((model.saturation_clients.unwrap() - 133.73).abs() < 0.01);
         assert!(model.limited_by.contains("8 permits"));
         assert_eq!(model.fix.unwrap().name, "permits-per-client");
+    }
+
+    #[test]
+    fn a_permit_held_only_for_the_hand_off_no_longer_bounds_persists() {
+        let scenario = Scenario::original();
+        let settings = Settings {
+            permit_until: PermitUntil::HandOff,
+            persistence: PersistenceKind::Pool,
+            persist_workers: 16,
+            persist_latency: simulator_api::Delay::fixed(Duration::from_millis(60)),
+            ..scenario.settings()
+        };
+        let model = predict(&settings, &scenario);
+        assert!((model.capacity_per_s.unwrap() - 266.67).abs() < 0.01);
+        let unbounded = Settings {
+            persistence: PersistenceKind::TaskPerElement,
+            ..settings
+        };
+        assert_eq!(predict(&unbounded, &scenario).capacity_per_s, None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! assertion and in docs/scenarios.md; none holds when a fix does nothing.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,8 @@ struct Running {
     stop: CancellationToken,
     /// The most persists in flight and elements queued seen, sampled every 1 ms.
     most: Arc<std::sync::Mutex<(u64, u64)>>,
+    /// The longest request lifetime seen, in ns, answered or refused.
+    longest: Arc<AtomicU64>,
 }
 
 /// What a window of the load did.
@@ -40,6 +43,7 @@ struct Window {
     seconds: f64,
     most_in_flight: u64,
     most_queued: u64,
+    longest_request: Duration,
 }
 
 impl Window {
@@ -69,11 +73,15 @@ fn start(name: &str) -> Running {
     let router = app(AppState::new(processor.clone(), scenario))
         .layer(MockConnectInfo(SocketAddr::from(([127, 0, 0, 1], 9))));
     let stop = CancellationToken::new();
+    let longest = Arc::new(AtomicU64::new(0));
     for _ in 0..clients {
-        let (p, stop) = (processor.clone(), stop.clone());
+        let (p, stop, longest) = (processor.clone(), stop.clone(), Arc::clone(&longest));
         tokio::spawn(async move {
             while !stop.is_cancelled() {
+                let sent = Instant::now();
                 let _ = p.handle(Element::Synthetic(1024)).await;
+                let took = u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                longest.fetch_max(took, Ordering::Relaxed);
                 tokio::time::sleep(think).await;
             }
         });
@@ -97,6 +105,7 @@ fn start(name: &str) -> Running {
         router,
         stop,
         most,
+        longest,
     }
 }
 
@@ -105,6 +114,7 @@ impl Running {
     async fn window(&self, settle: Duration, measure: Duration) -> Window {
         tokio::time::sleep(settle).await;
         *self.most.lock().unwrap() = (0, 0);
+        self.longest.store(0, Ordering::Relaxed);
         let before = self.processor.counts();
         let t0 = Instant::now();
         tokio::time::sleep(measure).await;
@@ -114,6 +124,7 @@ impl Running {
             seconds: t0.elapsed().as_secs_f64(),
             most_in_flight,
             most_queued,
+            longest_request: Duration::from_nanos(self.longest.load(Ordering::Relaxed)),
         }
     }
 
@@ -153,10 +164,8 @@ impl Drop for Running {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn semaphore_starvation_plateaus_at_the_gate_and_its_fix_ends_the_blocking() {
-    let scenario = Scenario::load("semaphore-starvation").unwrap();
-    let run = start("semaphore-starvation");
+/// The original under its load, measured: (the window, the gate's capacity).
+async fn starving(run: &Running) -> (Window, f64) {
     let capacity = run.stats().await.model.capacity_per_s.unwrap();
     let before = run
         .window(Duration::from_secs(5), Duration::from_secs(30))
@@ -173,7 +182,19 @@ async fn semaphore_starvation_plateaus_at_the_gate_and_its_fix_ends_the_blocking
         "blocked share {:.3}",
         before.counts.blocked_share()
     );
+    assert!(
+        before.longest_request > Duration::from_millis(20),
+        "requests wait for permits: the longest took {:?}",
+        before.longest_request
+    );
+    (before, capacity)
+}
 
+#[tokio::test(start_paused = true)]
+async fn semaphore_starvation_cured_by_permits_per_client() {
+    let scenario = Scenario::load("semaphore-starvation").unwrap();
+    let run = start("semaphore-starvation");
+    starving(&run).await;
     run.apply_fix(&scenario, "permits-per-client").await;
     let after = run
         .window(Duration::from_secs(5), Duration::from_secs(30))
@@ -185,6 +206,66 @@ async fn semaphore_starvation_plateaus_at_the_gate_and_its_fix_ends_the_blocking
     assert!(
         after.most_in_flight > 8,
         "more persists at once than the old gate allowed"
+    );
+    assert!(
+        after.longest_request < Duration::from_millis(10),
+        "{:?}",
+        after.longest_request
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn semaphore_starvation_shedding_keeps_the_served_fast() {
+    let scenario = Scenario::load("semaphore-starvation").unwrap();
+    let run = start("semaphore-starvation");
+    let (_, capacity) = starving(&run).await;
+    run.apply_fix(&scenario, "shed").await;
+    let after = run
+        .window(Duration::from_secs(5), Duration::from_secs(30))
+        .await;
+    let c = &after.counts;
+    assert_eq!(
+        c.requests_blocked, c.requests_shed,
+        "every request without a permit was refused, none waited"
+    );
+    assert!(
+        c.requests_shed > 0,
+        "at the gate's edge some requests are shed"
+    );
+    // Nothing waits: every request, served or refused, takes about its two traverses.
+    assert!(
+        after.longest_request < Duration::from_millis(10),
+        "{:?}",
+        after.longest_request
+    );
+    assert!(
+        after.persists_per_s() <= capacity * 1.03,
+        "still the gate's capacity"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn semaphore_starvation_cured_by_a_permit_for_the_hand_off_only() {
+    let scenario = Scenario::load("semaphore-starvation").unwrap();
+    let run = start("semaphore-starvation");
+    starving(&run).await;
+    run.apply_fix(&scenario, "hand-off").await;
+    let after = run
+        .window(Duration::from_secs(5), Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        after.counts.requests_blocked, 0,
+        "permits come back at the hand-off"
+    );
+    assert!(
+        after.most_in_flight > 8 && after.most_in_flight <= 16,
+        "the 16 workers, not the 8 permits: {}",
+        after.most_in_flight
+    );
+    assert!(
+        after.longest_request < Duration::from_millis(10),
+        "{:?}",
+        after.longest_request
     );
 }
 

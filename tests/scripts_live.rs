@@ -152,6 +152,13 @@ both_tools! {
         let Some((output, truth)) = traced_run(tool, "count").await else { return };
         check_count(tool, &output, &truth);
     };
+    count_shows_shed_requests: |tool| async move {
+        let Some((output, truth)) = traced_run_of(tool, "count", &["--when-full", "shed"]).await else { return };
+        let shed = truth.count("requests_shed");
+        assert!(shed > 0, "8 permits against 40 clients: some requests are shed");
+        assert_eq!(figures(&output)["shed requests (503)"], shed, "{output}");
+        check_count(tool, &output, &truth);
+    };
     request_lifetime_agrees_with_the_server: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "request-lifetime").await else { return };
         let got = figures(&output);

@@ -35,6 +35,9 @@ pub struct Counts {
     pub requests_done: u64,
     pub requests_blocked: u64,
     pub requests_nonblocked: u64,
+    /// Of `requests_blocked`, those refused at once with 503 (`when_full = shed`;
+    /// probe request-shed).
+    pub requests_shed: u64,
     pub persists_started: u64,
     pub persists_done: u64,
     pub persists_failed: u64,
@@ -73,6 +76,7 @@ impl Counts {
             requests_nonblocked: self
                 .requests_nonblocked
                 .saturating_sub(earlier.requests_nonblocked),
+            requests_shed: self.requests_shed.saturating_sub(earlier.requests_shed),
             persists_started: self
                 .persists_started
                 .saturating_sub(earlier.persists_started),

@@ -55,6 +55,29 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// What the semaphore does with a request that finds no permit free.
+    WhenFull {
+        /// Wait for one, in arrival order (the original).
+        Wait = "wait",
+        /// Refuse at once with 503 ("performance over completeness", the seed's
+        /// second idea): request-block, then request-shed.
+        Shed = "shed",
+    }
+}
+
+crate::choice! {
+    /// How long a request's permit is held.
+    PermitUntil {
+        /// Until its element's persist ends (the original: the permit bounds
+        /// persists in flight).
+        PersistDone = "persist-done",
+        /// Only until the element is handed to persistence (a spawned task or a
+        /// place in the queue): the permit bounds hand-offs, not persists.
+        HandOff = "hand-off",
+    }
+}
+
+crate::choice! {
     /// How elements reach the store and how many persist at once.
     PersistenceKind {
         /// A task spawned per element, as many at once as admission lets through
@@ -177,6 +200,12 @@ macro_rules! with_settings {
             /// Persistence permits: how many persists may run at once (the original's PERSIST_N).
             permits: usize = $crate::settings::DEFAULT_PERMITS;
                 $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; "request path";
+            /// With `admission = semaphore`: what a request that finds no permit free does: `wait` or `shed` (503 at once).
+            when_full: $crate::settings::WhenFull = $crate::settings::WhenFull::Wait;
+                $crate::value::Bounds::Any; live; "request path";
+            /// How long a permit is held: `persist-done` (the original) or `hand-off` (only until the element is handed to persistence).
+            permit_until: $crate::settings::PermitUntil = $crate::settings::PermitUntil::PersistDone;
+                $crate::value::Bounds::Any; live; "request path";
             /// How elements reach the store: `task-per-element` or `pool`.
             persistence: $crate::settings::PersistenceKind = $crate::settings::PersistenceKind::TaskPerElement;
                 $crate::value::Bounds::Any; live; "request path";

@@ -36,7 +36,9 @@ fn header(r: &Report) -> String {
         duration(r.window_ns),
         r.target
     );
-    if r.drain_ns > 0 {
+    // A closed-loop client's last think time can end a hair after the window:
+    // worth a line only when replies really were still on their way.
+    if r.completed_after_window + r.unanswered > 0 {
         let _ = writeln!(
             out,
             "  then drained {} waiting for replies still queued at the server (at most {}, --max-drain): \

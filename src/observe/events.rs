@@ -42,6 +42,13 @@ impl Events {
         metrics::counter!(m::REQUESTS_BLOCKED).increment(1);
     }
 
+    /// A blocked request refused at once (after its request-block).
+    pub fn request_shed(&self, id: u64, permits: usize) {
+        isim::request__shed!(|| (id, permits as u64));
+        self.stats.record(|c| c.requests_shed += 1);
+        metrics::counter!(m::REQUESTS_SHED).increment(1);
+    }
+
     pub fn request_unblock(&self, id: u64, waited: Duration) {
         isim::request__unblock!(|| (id, nanos(waited)));
         metrics::histogram!(m::PERMIT_WAIT).record(waited.as_secs_f64());

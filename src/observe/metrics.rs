@@ -22,6 +22,7 @@ pub const REQUESTS_STARTED: &str = "isim_requests_started_total";
 pub const REQUESTS_DONE: &str = "isim_requests_done_total";
 pub const REQUESTS_BLOCKED: &str = "isim_requests_blocked_total";
 pub const REQUESTS_NONBLOCKED: &str = "isim_requests_nonblocked_total";
+pub const REQUESTS_SHED: &str = "isim_requests_shed_total";
 pub const PERSISTS_STARTED: &str = "isim_persists_started_total";
 pub const PERSISTS_DONE: &str = "isim_persists_done_total";
 pub const PERSISTS_FAILED: &str = "isim_persists_failed_total";
@@ -83,6 +84,10 @@ fn describe() {
         (
             REQUESTS_NONBLOCKED,
             "Requests that got a permit at once (probe request-nonblock).",
+        ),
+        (
+            REQUESTS_SHED,
+            "Blocked requests refused at once with 503 (probe request-shed).",
         ),
         (
             PERSISTS_STARTED,

@@ -16,7 +16,8 @@
 
 /// The six probes of the original plus `request-unblock`, which marks the moment a
 /// blocked request finally gets its permit (so the permit wait can be measured),
-/// and the persistence queue's `queue-enqueue` and `queue-dequeue`.
+/// `request-shed` for a request refused because no permit was free, and the
+/// persistence queue's `queue-enqueue` and `queue-dequeue`.
 #[usdt::provider]
 pub mod isim {
     /// A request entered the data processor path. (id, element bytes)
@@ -27,6 +28,9 @@ pub mod isim {
     fn request__block(id: u64, permits: u64) {}
     /// A blocked request got its permit. (id, nanoseconds it waited)
     fn request__unblock(id: u64, wait_ns: u64) {}
+    /// A blocked request was refused at once with 503 (`when_full = shed`); it
+    /// fired request-block first. (id, permits total)
+    fn request__shed(id: u64, permits: u64) {}
     /// The reply is ready. (id, lifetime in ns since request-start, 1 if it blocked)
     fn request__done(id: u64, lifetime_ns: u64, blocked: u64) {}
     /// Persistence of the request's element begins. (id, element bytes, persists in
@@ -44,11 +48,12 @@ pub mod isim {
 }
 
 /// Every probe name, as tracers see it. Tests check the binary against this list.
-pub const PROBE_NAMES: [&str; 9] = [
+pub const PROBE_NAMES: [&str; 10] = [
     "request-start",
     "request-nonblock",
     "request-block",
     "request-unblock",
+    "request-shed",
     "request-done",
     "persist-start",
     "persist-done",
@@ -70,7 +75,7 @@ pub fn register() {
 /// the form this platform needs (DTrace for Linux only matches `isim$target`).
 pub fn trace_commands(pid: u32) -> Vec<String> {
     let mut commands = vec![
-        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, cpu-usage)"),
+        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, cpu-usage)"),
     ];
     if cfg!(target_os = "linux") {
         commands.push(format!("sudo bpftrace -p {pid} scripts/count.bt"));

@@ -41,6 +41,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
+use simulator_api::settings::PermitUntil;
 use simulator_api::{Counts, Reply, Settings, SettingsError, SettingsUpdate};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -62,6 +63,8 @@ pub enum RequestError {
     ShuttingDown,
     #[error("the element was not stored: {0}")]
     NotStored(String),
+    #[error("no permit was free and the server sheds load (when_full = shed): try again")]
+    Shed,
 }
 
 impl From<network::CutShort> for RequestError {
@@ -209,10 +212,19 @@ impl DataProcessor {
         network::traverse(&settings.network_delay, &s.abandon).await?;
         Work::from_kind(settings.work).run(&element).await;
 
-        let admitted = s.admission.admit(id, &s.events).await;
+        let admitted = s.admission.admit(id, &s.events, &settings).await;
         progress.blocked = admitted.blocked;
         progress.waited = admitted.waited;
+        if admitted.shed {
+            return Err(RequestError::Shed);
+        }
         let permit = admitted.permit.ok_or(RequestError::ShuttingDown)?;
+        // Who holds the permit: the persist (the original) or this request, until
+        // its element has been handed on.
+        let (for_persist, for_hand_off) = match settings.permit_until {
+            PermitUntil::PersistDone => (Some(permit), None),
+            PermitUntil::HandOff => (None, Some(permit)),
+        };
 
         let (notify, stored) = match settings.durable {
             true => {
@@ -224,11 +236,12 @@ impl DataProcessor {
         let job = Job {
             id,
             element,
-            permit,
+            permit: for_persist,
             settings: Arc::clone(&settings),
             notify,
         };
         self.persistence().hand_off(job, &s.abandon).await?;
+        drop(for_hand_off);
         if let Some(stored) = stored {
             tokio::select! {
                 outcome = stored => match outcome {

@@ -2,11 +2,13 @@
 //! persistence, and what happens when it cannot have it at once.
 //!
 //! **Contract.** [`Admission::admit`] returns a [`Permit`] (or none, when shutdown
-//! ended the wait) and whether the request had to wait and for how long. The permit
-//! travels with the element into persistence and is given back when it is dropped,
-//! which persistence does once the persist has ended: so admission bounds persists
-//! in flight, and by Little's law the throughput is at most capacity / mean
-//! persist time. Each strategy fires its own probes; every strategy fires either
+//! ended the wait or the request was shed) and whether the request had to wait and
+//! for how long. The permit travels with the element into persistence and is given
+//! back when it is dropped, which persistence does once the persist has ended
+//! (`permit_until = persist-done`, the original): so admission bounds persists in
+//! flight, and by Little's law the throughput is at most capacity / mean persist
+//! time. With `permit_until = hand-off` the request drops it as soon as its element
+//! is handed to persistence, and admission bounds only the hand-offs. Each strategy fires its own probes; every strategy fires either
 //! `request-nonblock` or `request-block` for each request, so the seed's count
 //! script keeps balancing.
 //!
@@ -48,6 +50,8 @@ pub struct Admitted<P = Permit> {
     pub blocked: bool,
     /// How long it waited.
     pub waited: Duration,
+    /// Refused at once because nothing was free (`when_full = shed`).
+    pub shed: bool,
 }
 
 impl Admission {
@@ -59,15 +63,16 @@ impl Admission {
         }
     }
 
-    /// Admits one request, waiting if the strategy says so.
-    pub async fn admit(&self, id: u64, events: &Events) -> Admitted {
+    /// Admits one request, waiting or refusing as `settings` say.
+    pub async fn admit(&self, id: u64, events: &Events, settings: &Settings) -> Admitted {
         match self {
             Admission::Semaphore(gate) => {
-                let a = gate.admit_request(id, events).await;
+                let a = gate.admit_request(id, events, settings.when_full).await;
                 Admitted {
                     permit: a.permit.map(Permit::Semaphore),
                     blocked: a.blocked,
                     waited: a.waited,
+                    shed: a.shed,
                 }
             }
         }

@@ -8,10 +8,12 @@
 //! persists in flight, and by Little's law the throughput of the whole server is at
 //! most `permits / mean persist time` (8 / 60 ms ≈ 133 requests/s by default).
 //! **When it is exhausted.** [`PersistGate::try_admit`] fails; [`PersistGate::admit_request`]
-//! fires `request-block` and waits in [`PersistGate::admit`], in FIFO order (tokio's
-//! semaphore is fair), for as long as it takes: there is no timeout, as in the
-//! original. **Probes.** `request-nonblock` (a permit was free), `request-block`
-//! (none was), `request-unblock` (the wait ended with a permit).
+//! fires `request-block` and, with `when_full = wait` (the original), waits in
+//! [`PersistGate::admit`], in FIFO order (tokio's semaphore is fair), for as long as
+//! it takes: there is no timeout. With `when_full = shed` it refuses the request at
+//! once instead (a 503, the seed's "performance over completeness"). **Probes.**
+//! `request-nonblock` (a permit was free), `request-block` (none was),
+//! `request-unblock` (the wait ended with a permit), `request-shed` (refused).
 //!
 //! The capacity can change while requests wait (`PUT /admin/config`, the seed's fix).
 //! Growing adds permits at once and wakes waiters. Shrinking forgets the permits that
@@ -23,6 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
+
+use simulator_api::settings::WhenFull;
 
 use super::Admitted;
 use crate::observe::Events;
@@ -101,16 +105,31 @@ impl PersistGate {
 
     /// The original's request path: `try_acquire`, and `acquire` when that fails,
     /// with the probes that tell which happened.
-    pub async fn admit_request(&self, id: u64, events: &Events) -> Admitted<GatePermit> {
+    pub async fn admit_request(
+        &self,
+        id: u64,
+        events: &Events,
+        when_full: WhenFull,
+    ) -> Admitted<GatePermit> {
         if let Some(permit) = self.try_admit() {
             events.request_nonblock(id, self.available());
             return Admitted {
                 permit: Some(permit),
                 blocked: false,
                 waited: std::time::Duration::ZERO,
+                shed: false,
             };
         }
         events.request_block(id, self.total());
+        if when_full == WhenFull::Shed {
+            events.request_shed(id, self.total());
+            return Admitted {
+                permit: None,
+                blocked: true,
+                waited: std::time::Duration::ZERO,
+                shed: true,
+            };
+        }
         let wait_started = Instant::now();
         // Shutdown closes the gate, which ends this wait without a permit.
         let permit = self.admit().await.ok();
@@ -122,6 +141,7 @@ impl PersistGate {
             permit,
             blocked: true,
             waited,
+            shed: false,
         }
     }
 

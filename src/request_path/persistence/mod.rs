@@ -40,8 +40,9 @@ pub use task_per_element::TaskPerElement;
 pub struct Job {
     pub id: u64,
     pub element: Element,
-    /// Held until the persist has ended.
-    pub permit: Permit,
+    /// Held until the persist has ended; `None` when the request kept its permit
+    /// only for the hand-off (`permit_until = hand-off`).
+    pub permit: Option<Permit>,
     /// The settings in force when the request entered the path.
     pub settings: Arc<Settings>,
     /// Durable mode: told how the persist went.
