@@ -1,10 +1,12 @@
-//! `system-simulator demo`: the whole seed in one command.
+//! `system-simulator demo`: a scenario before and after one of its fixes, in one
+//! command.
 //!
-//! Starts the server in this process on a free loopback port, runs the seed's
-//! tipping-point load (135 clients, 1 s think time) for 30 s, applies the fix the
-//! server reports for its scenario (`/stats.model.fix`, the seed's permits = 8 x
-//! clients) through `PUT /admin/config`, runs the same load again, and prints both
-//! count tables side by side with what the server's model predicts.
+//! Starts the server in this process on a free loopback port in the scenario
+//! (`--scenario`, the original seed 003 by default), runs the scenario's own load
+//! (its clients and think time, overridable) for 30 s, applies the fix (`--fix`,
+//! the scenario's first by default: the seed's permits = 8 x clients) through
+//! `PUT /admin/config`, runs the same load again, and prints both count tables
+//! side by side with what the server's model predicts before and after.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -13,56 +15,127 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use simulator_api::{Delay, Model, Settings, SEED_COUNTS};
+use simulator_api::value::parse_duration;
+use simulator_api::{Counts, Delay, Fix, Model, Settings, SEED_COUNTS};
 use simulator_clients::{endpoints, LoadPlan, Pacing, Report, Stop};
 use tokio_util::sync::CancellationToken;
 
 use crate::observe::probes;
-use crate::scenario::Scenario;
+use crate::scenario::{self, Scenario};
 use crate::serving;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Number of clients (the seed's tipping point is 135; try 15 or 1000).
-    #[arg(long, default_value_t = 135)]
-    pub clients: usize,
+    /// The scenario to show (`system-simulator scenarios` lists them).
+    #[arg(long, default_value = scenario::DEFAULT)]
+    pub scenario: String,
+
+    /// The fix to apply between the two runs [default: the scenario's first].
+    #[arg(long, value_name = "NAME")]
+    pub fix: Option<String>,
+
+    /// Number of clients [default: the scenario's load; 135 for the original, the
+    /// seed's tipping point; try 15 or 1000].
+    #[arg(long)]
+    pub clients: Option<usize>,
 
     /// How long each of the two runs lasts.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
 
-    /// Client think time between a reply and the next request.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-    pub think_time: Duration,
+    /// Client think time between a reply and the next request [default: the
+    /// scenario's load].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub think_time: Option<Duration>,
 
-    /// Permits before the fix (the original's PERSIST_N); the fix multiplies them by the clients.
-    #[arg(long, default_value_t = simulator_api::settings::DEFAULT_PERMITS)]
-    pub permits: usize,
+    /// Permits before the fix [default: the scenario's].
+    #[arg(long)]
+    pub permits: Option<usize>,
 
-    /// Simulated store latency (the scenario's persistence), e.g. `exp(60ms)`.
-    #[arg(long, default_value_t = simulator_api::settings::default_persist_latency())]
-    pub persist_latency: Delay,
+    /// Simulated store latency, e.g. `exp(60ms)` [default: the scenario's].
+    #[arg(long)]
+    pub persist_latency: Option<Delay>,
+}
+
+/// The demo's load and settings, the scenario's where the flags say nothing.
+struct Plan {
+    scenario: Scenario,
+    fix: Fix,
+    clients: usize,
+    think_time: Duration,
+    settings: Settings,
+}
+
+impl DemoArgs {
+    fn plan(&self) -> anyhow::Result<Plan> {
+        let scenario = Scenario::load(&self.scenario)?;
+        let fix = match &self.fix {
+            None => scenario.fixes.first().cloned(),
+            Some(name) => scenario.fixes.iter().find(|f| &f.name == name).cloned(),
+        }
+        .with_context(|| {
+            let names: Vec<&str> = scenario.fixes.iter().map(|f| f.name.as_str()).collect();
+            format!(
+                "scenario {} has no fix {}; it offers: {}",
+                scenario.name,
+                self.fix.as_deref().unwrap_or("at all"),
+                names.join(", ")
+            )
+        })?;
+        let from_load = |flag: &str| {
+            scenario
+                .load
+                .windows(2)
+                .find(|w| w[0] == flag)
+                .map(|w| w[1].clone())
+        };
+        let clients = match self.clients {
+            Some(n) => n,
+            None => from_load("--n").and_then(|n| n.parse().ok()).unwrap_or(1),
+        };
+        let think_time = match self.think_time {
+            Some(t) => t,
+            None => from_load("--think-time")
+                .and_then(|t| parse_duration(&t).ok())
+                .unwrap_or(Duration::from_secs(1)),
+        };
+        let base = scenario.settings();
+        let settings = Settings {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            permits: self.permits.unwrap_or(base.permits),
+            persist_latency: self.persist_latency.unwrap_or(base.persist_latency),
+            ..base
+        };
+        settings.validate()?;
+        Ok(Plan {
+            scenario,
+            fix,
+            clients,
+            think_time,
+            settings,
+        })
+    }
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let scenario = Scenario::original();
-    let config = Settings {
-        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        permits: args.permits,
-        persist_latency: args.persist_latency,
-        ..scenario.settings()
-    };
-    config.validate()?;
+    let plan = args.plan()?;
     probes::register();
-    let listener = serving::bind(config.listen)?;
+    let listener = serving::bind(plan.settings.listen)?;
     let url = format!("http://{}", listener.local_addr()?);
     let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serving::run(listener, None, config, scenario, async {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(serving::run(
+        listener,
+        None,
+        plan.settings.clone(),
+        plan.scenario.clone(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
     let pid = std::process::id();
     println!(
-        "demo: the data processor listens on {url} (pid {pid}); attach a tracer now if you like:"
+        "demo: scenario {} (seed {}): {}\n  the data processor listens on {url} (pid {pid}); attach a tracer now if you like:",
+        plan.scenario.name, plan.scenario.seed, plan.scenario.summary
     );
     for command in probes::trace_commands(pid) {
         println!("  {command}");
@@ -78,11 +151,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             }
         }
     });
-    let plan = LoadPlan {
+    let load = LoadPlan {
         target: url.clone(),
-        clients: args.clients,
+        clients: plan.clients,
         pacing: Pacing::Closed {
-            think_time: args.think_time,
+            think_time: plan.think_time,
             ramp_up: Duration::ZERO,
         },
         stop: Stop {
@@ -92,68 +165,76 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..LoadPlan::default()
     };
     let show = std::io::stdout().is_terminal();
-    let model = endpoints::stats(&url).await?.model;
-    let fix = model
+    let fix_body = plan
         .fix
-        .clone()
-        .context("the server reports no fix for its scenario")?;
-    let fix_body = fix.config_for(args.clients).map_err(anyhow::Error::msg)?;
+        .config_for(plan.clients)
+        .map_err(anyhow::Error::msg)?;
 
     println!(
-        "1/2  {} clients for {}, {} permits (the original)",
-        args.clients,
-        humantime::format_duration(args.duration),
-        args.permits
+        "1/2  {} clients for {}, the scenario as it is",
+        plan.clients,
+        humantime::format_duration(args.duration)
     );
+    let before_model = endpoints::stats(&url).await?.model;
     endpoints::reset(&url).await?;
-    let before = simulator_clients::run(&plan, cancel.clone(), show).await?;
+    let before = simulator_clients::run(&load, cancel.clone(), show).await?;
 
     println!(
         "2/2  the same load after the fix {}: {}",
-        fix.name,
+        plan.fix.name,
         serde_json::to_string(&fix_body)?
     );
-    let fixed = endpoints::configure(&url, &fix_body).await?;
+    endpoints::configure(&url, &fix_body).await?;
+    let after_model = endpoints::stats(&url).await?.model;
     endpoints::reset(&url).await?;
-    let after = simulator_clients::run(&plan, cancel, show).await?;
+    let after = simulator_clients::run(&load, cancel, show).await?;
 
     let _ = stop_server.send(());
     server.await??;
-    print!(
-        "{}",
-        comparison(&args, fixed.permits, &model, &before, &after)
-    );
+    let runs = Runs {
+        clients: plan.clients,
+        think_time: plan.think_time,
+        fix: &plan.fix,
+        before: (&before_model, &before),
+        after: (&after_model, &after),
+    };
+    print!("{}", comparison(&runs));
     Ok(())
 }
 
+/// The two runs and what the server's model said of each.
+#[derive(Debug)]
+pub struct Runs<'a> {
+    pub clients: usize,
+    pub think_time: Duration,
+    pub fix: &'a Fix,
+    pub before: (&'a Model, &'a Report),
+    pub after: (&'a Model, &'a Report),
+}
+
 /// Both runs side by side, per minute, in the seed's words, and what they mean.
-pub fn comparison(
-    args: &DemoArgs,
-    fixed_permits: usize,
-    model: &Model,
-    before: &Report,
-    after: &Report,
-) -> String {
+pub fn comparison(runs: &Runs) -> String {
+    let (before_model, before) = runs.before;
+    let (after_model, after) = runs.after;
     let per_min = |r: &Report, v: u64| v as f64 * 60e9 / r.elapsed_ns.max(1) as f64;
-    let server =
-        |r: &Report, get: fn(&simulator_api::Counts) -> u64| r.server.as_ref().map_or(0, get);
+    let server = |r: &Report, get: fn(&Counts) -> u64| r.server.as_ref().map_or(0, get);
     let mut out = String::new();
     let _ = writeln!(
         out,
         "\ncounts per minute, {} clients, server-side (as count.d would show them):\n",
-        args.clients
+        runs.clients
     );
     let _ = writeln!(
         out,
-        "  {:<32} {:>18} {:>18}",
+        "  {:<32} {:>24} {:>24}",
         "",
-        format!("{} permits", args.permits),
-        format!("{fixed_permits} permits")
+        "before",
+        format!("after {}", runs.fix.name)
     );
     for seed in SEED_COUNTS {
         let _ = writeln!(
             out,
-            "  {:<32} {:>18.0} {:>18.0}",
+            "  {:<32} {:>24.0} {:>24.0}",
             seed.label,
             per_min(before, server(before, seed.get)),
             per_min(after, server(after, seed.get))
@@ -161,7 +242,14 @@ pub fn comparison(
     }
     let _ = writeln!(
         out,
-        "  {:<32} {:>17.1}% {:>17.1}%",
+        "  {:<32} {:>24.0} {:>24.0}",
+        "shed requests (503)",
+        per_min(before, server(before, |c| c.requests_shed)),
+        per_min(after, server(after, |c| c.requests_shed))
+    );
+    let _ = writeln!(
+        out,
+        "  {:<32} {:>23.1}% {:>23.1}%",
         "blocked share",
         before.blocked_share * 100.0,
         after.blocked_share * 100.0
@@ -176,44 +264,51 @@ pub fn comparison(
     ] {
         let _ = writeln!(
             out,
-            "  {label:<32} {:>16.1}ms {:>16.1}ms",
+            "  {label:<32} {:>22.1}ms {:>22.1}ms",
             ms(pick(before)),
             ms(pick(after))
         );
     }
     let _ = writeln!(
         out,
-        "  {:<32} {:>18} {:>18}",
+        "  {:<32} {:>24} {:>24}",
         "client errors", before.errors, after.errors
     );
 
-    let think_s = args.think_time.as_secs_f64();
-    let offered = model.offered_per_s(args.clients, think_s);
-    let Some(capacity) = model.capacity_per_s else {
-        let _ = writeln!(
-            out,
-            "\nWhat happened: the server's model says nothing bounds how many persist at once ({}); \
-             {} clients offer about {offered:.0}/s.",
-            model.limited_by, args.clients
-        );
-        return out;
-    };
+    let think_s = runs.think_time.as_secs_f64();
+    let offered = before_model.offered_per_s(runs.clients, think_s);
     let _ = writeln!(
         out,
-        "\nWhat happened: the server's model says the path is limited by {}, so by Little's law it \
-         passes at most {:.0} requests/s ({:.0}/min). {} clients thinking {} between requests \
-         offer about {offered:.0}/s. {} With {fixed_permits} permits the gate is no longer the limit: \
-         nothing blocks and throughput follows the clients.",
-        model.limited_by,
-        capacity,
-        capacity * 60.0,
-        args.clients,
-        humantime::format_duration(args.think_time),
-        if offered > capacity {
-            "That is more than the gate can pass, so requests queue for permits and throughput plateaus at the gate's capacity."
-        } else {
-            "That is within the gate's capacity, so blocking comes only from bursts (all clients start at once)."
-        }
+        "\nWhat happened: {} clients thinking {} between requests offer about {offered:.0} requests/s. {}\n\
+         The fix {}: {}\nAfter it: {}",
+        runs.clients,
+        humantime::format_duration(runs.think_time),
+        model_says(before_model, offered),
+        runs.fix.name,
+        runs.fix.summary,
+        model_says(after_model, offered),
     );
     out
+}
+
+/// What the server's model says of a load offering `offered` requests a second.
+fn model_says(model: &Model, offered: f64) -> String {
+    match model.capacity_per_s {
+        None => format!(
+            "The server's model finds nothing bounding how many persist at once ({}), so \
+             throughput can follow the clients.",
+            model.limited_by
+        ),
+        Some(capacity) => format!(
+            "The server's model says the path is limited by {}, so by Little's law it passes at \
+             most {capacity:.0} requests/s ({:.0}/min); {}",
+            model.limited_by,
+            capacity * 60.0,
+            if offered > capacity {
+                "the load offers more, so requests wait (or are refused) and throughput plateaus there."
+            } else {
+                "the load offers less, so waits come only from clients arriving together."
+            }
+        ),
+    }
 }

@@ -242,3 +242,36 @@ fn the_demo_shows_the_bottleneck_and_the_fix() {
     assert_eq!(share[1], 0.0, "after the fix nothing blocks:\n{text}");
     assert!(text.contains("Little's law"));
 }
+
+#[test]
+fn the_demo_shows_any_scenario_and_fix() {
+    let out = Command::new(BIN)
+        .args([
+            "demo",
+            "--scenario",
+            "sequential-persist",
+            "--duration",
+            "3s",
+        ])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let text = stdout_of_success(&out);
+    assert!(text.contains("after bounded-parallel"), "{text}");
+    let writes: Vec<f64> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("persistent writes done"))
+        .unwrap_or_else(|| panic!("no writes row:\n{text}"))
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // One worker: about 1,000 a minute; 32 workers: what the 20 clients offer.
+    assert!(writes[0] < 1300.0, "before: {writes:?}\n{text}");
+    assert!(writes[1] > 5.0 * writes[0], "after: {writes:?}\n{text}");
+    let wrong = Command::new(BIN)
+        .args(["demo", "--scenario", "sequential-persist", "--fix", "nope"])
+        .output()
+        .unwrap();
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("bounded-parallel"));
+}

@@ -448,3 +448,47 @@ fn invalid_settings_stop_the_server_at_start_with_the_reason() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+#[tokio::test]
+async fn a_scenario_switch_applies_live_all_or_nothing() {
+    let server = Server::start(&[]);
+    let client = client();
+    let url = format!("{}/admin/config", server.url);
+    let bad = put_json(&client, &url, r#"{"scenario": "no-such", "permits": 9}"#).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
+    assert!(
+        bad.body.contains("sequential-persist"),
+        "names the bundled ones: {}",
+        bad.body
+    );
+    let s = stats(&client, &server.url).await;
+    assert_eq!(
+        (s["scenario"].clone(), s["config"]["permits"].clone()),
+        ("semaphore-starvation".into(), 8.into())
+    );
+
+    let ok = put_json(
+        &client,
+        &url,
+        r#"{"scenario": "sequential-persist", "persist_workers": 4}"#,
+    )
+    .await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
+    let s = stats(&client, &server.url).await;
+    assert_eq!(s["scenario"], "sequential-persist");
+    assert_eq!(s["config"]["persistence"], "pool");
+    assert_eq!(s["config"]["permits"], 10000);
+    assert_eq!(
+        s["config"]["persist_workers"], 4,
+        "the rest of the body over the scenario"
+    );
+    assert_eq!(s["fixes"][0]["name"], "bounded-parallel");
+    let capacity = s["model"]["capacity_per_s"].as_f64().unwrap();
+    assert!((capacity - 4.0 / 0.060).abs() < 0.01, "{capacity}");
+    post_element(&client, &server.url).await;
+    let s = settled_stats(&client, &server.url).await;
+    assert_eq!(
+        (s["queue_enqueued"].clone(), s["persists_done"].clone()),
+        (1.into(), 1.into())
+    );
+}

@@ -149,3 +149,51 @@ fn a_sweep_without_client_counts_is_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--n"), "{stderr}");
 }
+
+/// `--scenario` switches the server live for the sweep and back after it; the fix
+/// is the scenario's, and the figures have its shape: persists at 1 / 60 ms
+/// before, many times that after.
+#[test]
+fn a_sweep_of_another_scenario_switches_the_server_and_back() {
+    let server = Server::start(&[]);
+    let out = std::process::Command::new(BIN)
+        .args(["clients", "sweep", "--target", &server.url])
+        .args([
+            "--scenario",
+            "sequential-persist",
+            "--fix",
+            "bounded-parallel",
+        ])
+        .args([
+            "--n",
+            "10",
+            "--think-time",
+            "100ms",
+            "--duration",
+            "3s",
+            "--repeat",
+            "1",
+        ])
+        .args(["--json", "-"])
+        .output()
+        .expect("run the sweep");
+    let text = stdout_of_success(&out);
+    let json = &text[text.find("\n{").expect("the JSON after the table") + 1..];
+    let report: Value = serde_json::from_str(json).unwrap();
+    assert_eq!(report["scenario"], "sequential-persist");
+    assert_eq!(report["fix"]["name"], "bounded-parallel");
+    let before = figure(&report["before"][0], "persists_done_per_min");
+    let after = figure(&report["after"][0], "persists_done_per_min");
+    assert!(
+        (before - 1000.0).abs() < 150.0,
+        "one worker: about 1 / 60 ms = 1,000/min, got {before:.0}"
+    );
+    assert!(
+        after > 5.0 * before,
+        "32 workers: {after:.0}/min vs {before:.0}/min"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stats = runtime.block_on(stats(&client(), &server.url));
+    assert_eq!(stats["scenario"], "semaphore-starvation", "switched back");
+    assert_eq!(stats["config"]["persistence"], "task-per-element");
+}

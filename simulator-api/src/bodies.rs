@@ -167,8 +167,10 @@ pub struct Stats {
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
-    /// The scenario the server started in.
+    /// The scenario in force (the one the server started in, or switched to live).
     pub scenario: String,
+    /// Its fixes, each the exact `PUT /admin/config` body that applies it.
+    pub fixes: Vec<Fix>,
     /// The store in force: `simulated`, or `files` with `persist_dir`.
     pub store: String,
     /// What the configuration in force predicts.

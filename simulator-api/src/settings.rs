@@ -401,6 +401,14 @@ macro_rules! define_settings {
                 keys
             }
 
+            /// An update setting every live setting to its value in `settings`, so
+            /// laying it over any configuration gives `settings`' live part.
+            pub fn live_part_of(settings: &Settings) -> Self {
+                let mut update = SettingsUpdate::default();
+                $( if is_live!($live) { update.$name = Some(settings.$name.clone()); } )*
+                update
+            }
+
             /// `other`'s keys laid over this update's.
             pub fn and(mut self, other: &SettingsUpdate) -> Self {
                 $( if other.$name.is_some() { self.$name = other.$name.clone(); } )*

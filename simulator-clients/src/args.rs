@@ -129,6 +129,11 @@ pub struct SweepArgs {
     #[arg(long, value_name = "NAME", num_args = 0..=1)]
     pub fix: Option<Option<String>>,
 
+    /// Switch the server to this bundled scenario first, live, and back after
+    /// (`system-simulator scenarios` lists them).
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
+
     /// Also write every figure as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -143,7 +148,7 @@ pub struct SweepArgs {
     pub svg: Option<PathBuf>,
 
     /// Do not run: lay out a sweep saved earlier with --json (with --markdown, --svg).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "repeat", "duration", "fix"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "repeat", "duration", "fix", "scenario"])]
     pub from: Option<PathBuf>,
 }
 
@@ -240,6 +245,7 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
         repeat: args.repeat,
         think_time: args.think_time,
         fix: args.fix.clone(),
+        scenario: args.scenario.clone(),
     };
     plan.validate()?;
     let cancel = cancel_on_ctrl_c();

@@ -39,6 +39,13 @@ pub async fn configure(target: &str, update: &SettingsUpdate) -> Result<Settings
     call(target, Method::PUT, "/admin/config", Bytes::from(body)).await
 }
 
+/// `PUT /admin/config {"scenario": NAME}`: switches the server to a bundled
+/// scenario live; returns the settings now in force.
+pub async fn switch_scenario(target: &str, name: &str) -> Result<Settings, EndpointError> {
+    let body = serde_json::json!({ "scenario": name }).to_string();
+    call(target, Method::PUT, "/admin/config", Bytes::from(body)).await
+}
+
 async fn call<T: DeserializeOwned>(
     target: &str,
     method: Method,

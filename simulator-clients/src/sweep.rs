@@ -31,6 +31,8 @@ pub struct SweepPlan {
     /// Also run every step again after this fix: `Some(None)` for the one the
     /// server's model names, `Some(Some(name))` for one of the scenario's fixes.
     pub fix: Option<Option<String>>,
+    /// Switch the server to this bundled scenario first (and back after).
+    pub scenario: Option<String>,
 }
 
 /// Why a sweep stopped.
@@ -174,6 +176,26 @@ pub async fn run(
     mut progress: impl FnMut(&str),
 ) -> Result<SweepReport, SweepError> {
     plan.validate()?;
+    let found = endpoints::stats(&plan.target).await?.scenario;
+    if let Some(name) = &plan.scenario {
+        endpoints::switch_scenario(&plan.target, name).await?;
+    }
+    let outcome = sweep_in_force(plan, cancel, &mut progress).await;
+    // Put the server back in the scenario it was in, when it was switched.
+    if plan.scenario.as_ref().is_some_and(|name| *name != found) {
+        if let Err(err) = endpoints::switch_scenario(&plan.target, &found).await {
+            eprintln!("sim-clients: could not switch the server back to {found}: {err}");
+        }
+    }
+    outcome
+}
+
+/// The sweep against the scenario in force.
+async fn sweep_in_force(
+    plan: &SweepPlan,
+    cancel: CancellationToken,
+    progress: &mut impl FnMut(&str),
+) -> Result<SweepReport, SweepError> {
     let stats = endpoints::stats(&plan.target).await?;
     let model = stats.model.clone();
     let think_s = plan.think_time.as_secs_f64();
@@ -418,6 +440,7 @@ mod tests {
             repeat,
             think_time: Duration::from_secs(1),
             fix: Some(None),
+            scenario: None,
         };
         assert!(matches!(
             plan(vec![], 1).validate(),

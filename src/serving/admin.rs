@@ -1,7 +1,8 @@
 //! Admin routes: change the configuration live and reset the counters.
 //!
-//! `PUT /admin/config` is how a workshop applies the seed's fix (more permits) while
-//! scripts are attached. Access: without a token only loopback clients may call
+//! `PUT /admin/config` is how a workshop applies a fix (the seed's: more permits)
+//! while scripts are attached, and, with `{"scenario": NAME}`, switches to another
+//! bundled scenario live where only live settings differ. Access: without a token only loopback clients may call
 //! these routes (403 otherwise); with `--admin-token` (or `ISIM_ADMIN_TOKEN`) every
 //! caller must send `Authorization: Bearer <token>` (401 otherwise).
 
@@ -21,6 +22,7 @@ use simulator_api::{Settings, SettingsUpdate, Stats};
 use super::body::TimedBody;
 use super::error::{bad_json, ApiError};
 use super::state::AppState;
+use crate::scenario::Scenario;
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -75,11 +77,37 @@ async fn update_config(
     TimedBody(body): TimedBody,
 ) -> Result<Json<Settings>, ApiError> {
     require_json(&headers)?;
-    let update: SettingsUpdate = serde_json::from_slice(&body).map_err(bad_json)?;
+    let mut body: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&body).map_err(bad_json)?;
+    // `"scenario": NAME` switches scenarios: its settings, with the rest of the
+    // body laid over them, all or nothing like any other change.
+    let scenario = match body.remove("scenario") {
+        None => None,
+        Some(serde_json::Value::String(name)) => Some(bundled_scenario(&name)?),
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "scenario must be the name of a bundled scenario, got {other}"
+            )))
+        }
+    };
+    let rest: SettingsUpdate =
+        serde_json::from_value(serde_json::Value::Object(body)).map_err(bad_json)?;
+    let update = match &scenario {
+        // Every live setting as the scenario has it, its restart-only ones as a
+        // check (a scenario that changes one needs a restart), then the body.
+        Some(s) => SettingsUpdate::live_part_of(&s.settings())
+            .and(&s.config)
+            .and(&rest),
+        None => rest,
+    };
     let now = state
         .processor
         .update(&update)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    if let Some(scenario) = scenario {
+        tracing::info!(scenario = %scenario.name, "scenario switched");
+        state.set_scenario(scenario);
+    }
     // The values in force, never the request body as sent.
     let changed: Vec<String> = now
         .texts()
@@ -89,6 +117,17 @@ async fn update_config(
         .collect();
     tracing::info!(changed = %changed.join(" "), "configuration changed");
     Ok(Json((*now).clone()))
+}
+
+/// A bundled scenario by name; files are not read through the API.
+fn bundled_scenario(name: &str) -> Result<Scenario, ApiError> {
+    if !crate::scenario::names().contains(&name) {
+        return Err(ApiError::BadRequest(format!(
+            "no bundled scenario is called {name:?}; bundled: {}",
+            crate::scenario::names().join(", ")
+        )));
+    }
+    Scenario::load(name).map_err(|e| ApiError::Internal(e.to_string()))
 }
 
 /// A config body is JSON; a missing content type is taken as JSON too, so a bare

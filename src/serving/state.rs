@@ -1,7 +1,7 @@
 //! What every handler shares, and the `/stats` snapshot made from it (which
 //! `/metrics` also sets its gauges from, so the two never disagree).
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use simulator_api::Stats;
 
@@ -16,8 +16,9 @@ use crate::scenario::Scenario;
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub processor: DataProcessor,
-    /// The scenario the server started in.
-    pub scenario: Arc<Scenario>,
+    /// The scenario in force: the one the server started in, or one switched to
+    /// live (`PUT /admin/config {"scenario": NAME}`).
+    scenario: Arc<RwLock<Arc<Scenario>>>,
     pub connections: Arc<ConnectionStats>,
 }
 
@@ -25,9 +26,18 @@ impl AppState {
     pub fn new(processor: DataProcessor, scenario: Scenario) -> Self {
         Self {
             processor,
-            scenario: Arc::new(scenario),
+            scenario: Arc::new(RwLock::new(Arc::new(scenario))),
             connections: Arc::default(),
         }
+    }
+
+    pub fn scenario(&self) -> Arc<Scenario> {
+        Arc::clone(&self.scenario.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Records that `scenario` is now in force (its settings already are).
+    pub fn set_scenario(&self, scenario: Scenario) {
+        *self.scenario.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(scenario);
     }
 
     /// `GET /stats`: one consistent snapshot of the counters, plus the parts' state,
@@ -36,6 +46,7 @@ impl AppState {
         let p = &self.processor;
         let counts = p.counts();
         let settings = p.settings();
+        let scenario = self.scenario();
         Stats {
             counts,
             requests_in_flight: counts.requests_in_flight(),
@@ -45,9 +56,10 @@ impl AppState {
             permits_total: p.admission().total(),
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
-            scenario: self.scenario.name.clone(),
+            scenario: scenario.name.clone(),
+            fixes: scenario.fixes.clone(),
             store: settings.store_name().to_owned(),
-            model: model::predict(&settings, &self.scenario),
+            model: model::predict(&settings, &scenario),
             config: (*settings).clone(),
         }
     }
