@@ -133,6 +133,14 @@ impl RunState {
     /// run ends first. A client with nothing more to send waits out the deadline
     /// too, so the run's elapsed time is the planned duration.
     async fn wait_until(&self, due: Instant) -> Option<Duration> {
+        let now = Instant::now();
+        // Already due: go at once. tokio's timer would round even a zero sleep up
+        // to its next 1 ms tick, which capped a think-time-0 client at ~1,000
+        // requests a second and made an open loop that fell behind later still.
+        if due <= now {
+            let over = self.cancel.is_cancelled() || self.deadline.is_some_and(|d| now >= d);
+            return (!over).then(|| now.saturating_duration_since(due));
+        }
         let until = self.deadline.map_or(due, |d| due.min(d));
         tokio::select! {
             biased;

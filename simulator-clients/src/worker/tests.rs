@@ -277,3 +277,29 @@ async fn the_drain_gives_up_at_max_drain_and_says_how_many_it_left() {
     assert!(text.contains("then drained 500 ms"), "{text}");
     assert!(text.contains("4 unanswered"), "{text}");
 }
+
+/// On the real clock, not paused: paused time fires an elapsed sleep at once, and
+/// the real timer does not. Nothing here waits, so nothing here is timed.
+#[tokio::test]
+async fn a_send_already_due_goes_without_waiting_for_a_timer_tick() {
+    use futures::FutureExt;
+    let plan = closed_plan(1, Duration::ZERO, Duration::ZERO, for_duration(ms(100)));
+    let shared = RunState::new(plan, CancellationToken::new(), false);
+    // tokio's timer fires even an elapsed sleep only at its next turn (a 1 ms tick
+    // in real time); a send that is due must not go through it at all.
+    let now = Instant::now();
+    let due_now = shared.wait_until(now).now_or_never();
+    assert!(
+        matches!(due_now, Some(Some(_))),
+        "ready at once: {due_now:?}"
+    );
+    let late = shared.wait_until(now - ms(3)).now_or_never();
+    assert!(
+        matches!(late, Some(Some(lag)) if lag >= ms(3)),
+        "its lag is how late it is: {late:?}"
+    );
+    assert!(
+        tokio::time::sleep_until(now).now_or_never().is_none(),
+        "what it avoids"
+    );
+}
