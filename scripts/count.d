@@ -40,6 +40,7 @@ isim*:::request-shed	{ @counts["shed requests (503)"] = count(); }
 isim*:::persist-start	{ @counts["persistent writes started"] = count(); }
 isim*:::persist-done	{ @counts["persistent writes done"] = count(); }
 isim*:::persist-done /arg1 == 0/ { @counts["persistent writes failed"] = count(); }
+isim*:::persist-hedge	{ @counts["hedged persistent writes"] = count(); }
 
 /* Comparing against a deadline, not counting ticks, keeps the window right even
  * where a tick is lost (see docs/tracing.md, "ticks on idle CPUs"). */

@@ -28,6 +28,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "sequential-persist",
         include_str!("../scenarios/sequential-persist.toml"),
     ),
+    (
+        "slow-backend",
+        include_str!("../scenarios/slow-backend.toml"),
+    ),
 ];
 
 /// A scenario, as its file says.

@@ -315,3 +315,83 @@ async fn sequential_persist_drains_one_at_a_time_and_bounded_parallelism_cures_i
         after.most_queued
     );
 }
+
+/// The slow backend under its load: (the window, the model's capacity).
+async fn slow(run: &Running) -> (Window, f64) {
+    let capacity = run.stats().await.model.capacity_per_s.unwrap();
+    assert!(
+        (capacity - 8.0 / 0.049_46).abs() < 0.5,
+        "the model: 8 / 49.5 ms, got {capacity}"
+    );
+    let before = run
+        .window(Duration::from_secs(5), Duration::from_secs(30))
+        .await;
+    // Symptom: permits / mean latency, every permit held, nearly all blocked.
+    let rate = before.persists_per_s();
+    assert!(
+        (rate - capacity).abs() / capacity < 0.08,
+        "{rate:.1}/s against {capacity:.1}/s"
+    );
+    assert_eq!(before.most_in_flight, 8);
+    assert!(
+        before.counts.blocked_share() > 0.8,
+        "{:.3}",
+        before.counts.blocked_share()
+    );
+    assert!(before.counts.persists_failed > 0, "1 % throttled");
+    (before, rate)
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_backend_cured_by_concurrency_sized_by_littles_law() {
+    let scenario = Scenario::load("slow-backend").unwrap();
+    let run = start("slow-backend");
+    let (_, before) = slow(&run).await;
+    run.apply_fix(&scenario, "little-law-concurrency").await;
+    let after = run
+        .window(Duration::from_secs(5), Duration::from_secs(30))
+        .await;
+    // 30 clients every ~103 ms offer ~290/s, under 32 / 49.5 ms = 647/s.
+    assert!(
+        after.persists_per_s() > 1.5 * before,
+        "{:.1}/s after, {before:.1}/s before",
+        after.persists_per_s()
+    );
+    assert!(
+        after.counts.blocked_share() < 0.05,
+        "{:.3}",
+        after.counts.blocked_share()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_backend_hedging_cuts_the_tail_and_raises_throughput() {
+    let scenario = Scenario::load("slow-backend").unwrap();
+    let run = start("slow-backend");
+    let (before, rate) = slow(&run).await;
+    assert_eq!(before.counts.persists_hedged, 0);
+    run.apply_fix(&scenario, "hedge-the-slowest").await;
+    let after = run
+        .window(Duration::from_secs(5), Duration::from_secs(30))
+        .await;
+    let c = &after.counts;
+    // About 12 % of writes outlive 100 ms and are hedged; the mean persist falls
+    // from 49.5 ms to about 40, so the same 8 permits pass about a fifth more.
+    assert!(
+        c.persists_hedged > c.persists_done / 20,
+        "{} of {} hedged",
+        c.persists_hedged,
+        c.persists_done
+    );
+    assert!(
+        after.persists_per_s() > 1.1 * rate,
+        "{:.1}/s after, {rate:.1}/s before",
+        after.persists_per_s()
+    );
+    assert_eq!(after.most_in_flight, 8, "the same permits");
+    assert_eq!(
+        c.persists_started,
+        c.persists_done + after.counts.persists_in_flight().min(8) - c.persists_in_flight().min(8),
+        "one persist-done per element"
+    );
+}

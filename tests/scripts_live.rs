@@ -159,6 +159,14 @@ both_tools! {
         assert_eq!(figures(&output)["shed requests (503)"], shed, "{output}");
         check_count(tool, &output, &truth);
     };
+    count_shows_hedged_writes: |tool| async move {
+        let server_args = ["--scenario", "slow-backend", "--hedge-after", "60ms"];
+        let Some((output, truth)) = traced_run_of(tool, "count", &server_args).await else { return };
+        let hedged = truth.count("persists_hedged");
+        assert!(hedged > 0, "a quarter of the slow backend's writes outlive 60 ms");
+        assert_eq!(figures(&output)["hedged persistent writes"], hedged, "{output}");
+        check_count(tool, &output, &truth);
+    };
     request_lifetime_agrees_with_the_server: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "request-lifetime").await else { return };
         let got = figures(&output);

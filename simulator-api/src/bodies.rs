@@ -43,6 +43,9 @@ pub struct Counts {
     pub persists_failed: u64,
     /// Failed persists that `persist_timeout` ended (a subset of `persists_failed`).
     pub persists_timed_out: u64,
+    /// Persists that outlived `hedge_after` and got a second attempt (probe
+    /// persist-hedge); each still ends in one persist-done.
+    pub persists_hedged: u64,
     /// Elements put in the persistence queue (`persistence = pool`; probe queue-enqueue).
     pub queue_enqueued: u64,
     /// Elements a worker took from the queue (probe queue-dequeue).
@@ -85,6 +88,7 @@ impl Counts {
             persists_timed_out: self
                 .persists_timed_out
                 .saturating_sub(earlier.persists_timed_out),
+            persists_hedged: self.persists_hedged.saturating_sub(earlier.persists_hedged),
             queue_enqueued: self.queue_enqueued.saturating_sub(earlier.queue_enqueued),
             queue_dequeued: self.queue_dequeued.saturating_sub(earlier.queue_dequeued),
         }

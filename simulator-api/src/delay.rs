@@ -1,7 +1,8 @@
 //! Latency distributions for the simulated network and the simulated store.
 //!
 //! A [`Delay`] is written the way people say it: `60ms`, `exp(60ms)`,
-//! `50ms + normal(10ms, 5ms)`, `uniform(50ms, 70ms)`. The same text is accepted on the
+//! `50ms + normal(10ms, 5ms)`, `uniform(50ms, 70ms)`, `lognormal(30ms, 1.0)` (the
+//! median and the sigma of the log: a long tail, as object stores have). The same text is accepted on the
 //! command line, in the TOML config and by `PUT /admin/config`, and [`Delay`]'s
 //! `Display` prints it back in a form that parses to the same value, so what `/stats`
 //! reports can be pasted straight into a flag.
@@ -15,7 +16,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use rand::Rng;
-use rand_distr::{Distribution, Exp, Normal};
+use rand_distr::{Distribution, Exp, LogNormal, Normal};
 use serde::{Deserialize, Serialize};
 
 /// The longest any single term of a delay may be. Anything longer is almost
@@ -34,9 +35,22 @@ pub struct Delay {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Shape {
     None,
-    Normal { mean: Duration, sd: Duration },
-    Exponential { mean: Duration },
-    Uniform { low: Duration, high: Duration },
+    Normal {
+        mean: Duration,
+        sd: Duration,
+    },
+    Exponential {
+        mean: Duration,
+    },
+    Uniform {
+        low: Duration,
+        high: Duration,
+    },
+    /// `median` = e^mu; `sigma` the standard deviation of the log.
+    LogNormal {
+        median: Duration,
+        sigma: f64,
+    },
 }
 
 /// Why a delay did not parse. The message names the offending term.
@@ -56,6 +70,8 @@ pub enum DelayError {
     Inverted(String),
     #[error("`{0}` is longer than the limit of {limit:?}", limit = MAX_TERM)]
     TooLong(String),
+    #[error("`{0}`: the sigma of lognormal(MEDIAN, SIGMA) is a number from 0 to 4, e.g. lognormal(30ms, 1.0)")]
+    Sigma(String),
 }
 
 impl Delay {
@@ -82,6 +98,7 @@ impl Delay {
             Shape::None => Duration::ZERO,
             Shape::Normal { mean, .. } | Shape::Exponential { mean } => mean,
             Shape::Uniform { low, high } => (low + high) / 2,
+            Shape::LogNormal { median, sigma } => median.mul_f64((sigma * sigma / 2.0).exp()),
         };
         self.base + shape
     }
@@ -100,6 +117,10 @@ impl Delay {
                 .unwrap_or(0.0),
             Shape::Uniform { low, high } if low == high => low.as_secs_f64(),
             Shape::Uniform { low, high } => rng.random_range(low.as_secs_f64()..high.as_secs_f64()),
+            Shape::LogNormal { median, .. } if median.is_zero() => 0.0,
+            Shape::LogNormal { median, sigma } => LogNormal::new(median.as_secs_f64().ln(), sigma)
+                .map(|l| l.sample(rng))
+                .unwrap_or(median.as_secs_f64()),
         };
         // The total is clamped, not each term, so a base plus a centred normal keeps its mean.
         Duration::from_secs_f64((base + extra).clamp(0.0, MAX_TERM.as_secs_f64() * 4.0))
@@ -138,6 +159,19 @@ impl FromStr for Delay {
 }
 
 fn parse_shape(term: &str, name: &str, args: &str) -> Result<Shape, DelayError> {
+    if name == "lognormal" {
+        let parts: Vec<&str> = args.split(',').map(str::trim).collect();
+        let [median, sigma] = parts[..] else {
+            return Err(DelayError::Arity(term.to_owned(), 2));
+        };
+        let median = parse_duration(median)?;
+        let sigma: f64 = sigma
+            .parse()
+            .ok()
+            .filter(|s: &f64| (0.0..=4.0).contains(s))
+            .ok_or_else(|| DelayError::Sigma(term.to_owned()))?;
+        return Ok(Shape::LogNormal { median, sigma });
+    }
     let args = args
         .split(',')
         .map(|a| parse_duration(a.trim()))
@@ -202,6 +236,9 @@ impl fmt::Display for Delay {
             Shape::Normal { mean, sd } => Some(format!("normal({}, {})", d(mean), d(sd))),
             Shape::Exponential { mean } => Some(format!("exp({})", d(mean))),
             Shape::Uniform { low, high } => Some(format!("uniform({}, {})", d(low), d(high))),
+            Shape::LogNormal { median, sigma } => {
+                Some(format!("lognormal({}, {sigma:?})", d(median)))
+            }
         };
         match (self.base.is_zero(), shape) {
             (_, None) => write!(f, "{}", d(self.base)),
@@ -250,6 +287,8 @@ mod tests {
             "uniform(50ms, 70ms)",
             "500us + normal(1ms, 100us)",
             "1ms 500us + exp(2ms)",
+            "lognormal(30ms, 1.0)",
+            "5ms + lognormal(20ms, 0.5)",
         ] {
             let d: Delay = text.parse().unwrap();
             let again: Delay = d.to_string().parse().unwrap();
@@ -269,6 +308,9 @@ mod tests {
             ("2h", "limit"),
             ("-5ms", "-5ms"),
             ("1ms +", "empty"),
+            ("lognormal(30ms)", "2 argument"),
+            ("lognormal(30ms, -1)", "sigma"),
+            ("lognormal(30ms, lots)", "sigma"),
         ] {
             let err = text.parse::<Delay>().unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?} gave {err:?}");
@@ -286,5 +328,15 @@ mod tests {
         let total: Duration = (0..n).map(|_| original.sample(&mut rng)).sum();
         let mean_ms = total.as_secs_f64() * 1000.0 / n as f64;
         assert!((mean_ms - 60.0).abs() < 0.2, "mean {mean_ms} ms");
+
+        // A long tail: median 30 ms, mean 30 ms x e^(1/2) = 49.5 ms.
+        let tail: Delay = "lognormal(30ms, 1.0)".parse().unwrap();
+        assert_eq!(tail.mean().as_micros(), 49_461);
+        let mut samples: Vec<Duration> = (0..n).map(|_| tail.sample(&mut rng)).collect();
+        samples.sort();
+        let median_ms = samples[n / 2].as_secs_f64() * 1e3;
+        assert!((median_ms - 30.0).abs() < 1.5, "median {median_ms} ms");
+        let mean_ms = samples.iter().sum::<Duration>().as_secs_f64() * 1e3 / n as f64;
+        assert!((mean_ms - 49.5).abs() < 2.5, "mean {mean_ms} ms");
     }
 }

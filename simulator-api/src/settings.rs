@@ -227,6 +227,9 @@ macro_rules! with_settings {
             /// Share of persists that hang until `persist_timeout` ends them (a stuck store).
             persist_stall_rate: f64 = 0.0;
                 $crate::value::Bounds::Share; live; "store and faults";
+            /// Hedging: a persist still running after this starts a second attempt, and the first to finish counts (0 = never; simulated store only).
+            hedge_after: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; "store and faults";
             /// A persist still running after this fails and gives its permit back.
             persist_timeout: std::time::Duration = std::time::Duration::from_secs(30);
                 $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; live; "store and faults";
@@ -286,6 +289,8 @@ pub enum SettingsError {
     NeedsRestart(Vec<&'static str>),
     #[error("durable needs persist_dir: only files can be on disk before the reply")]
     DurableWithoutDir,
+    #[error("hedge_after needs the simulated store: two writers of one file could leave a partial one behind")]
+    HedgingFiles,
     #[error("{0}")]
     Other(String),
 }
@@ -424,6 +429,9 @@ impl Settings {
     fn validate_together(&self) -> Result<(), SettingsError> {
         if self.durable && self.persist_dir.is_none() {
             return Err(SettingsError::DurableWithoutDir);
+        }
+        if !self.hedge_after.is_zero() && self.persist_dir.is_some() {
+            return Err(SettingsError::HedgingFiles);
         }
         Ok(())
     }

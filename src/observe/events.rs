@@ -93,6 +93,13 @@ impl Events {
 }
 
 impl Events {
+    /// A persist got a second attempt `after` its start.
+    pub fn persist_hedge(&self, id: u64, after: Duration) {
+        isim::persist__hedge!(|| (id, nanos(after)));
+        self.stats.record(|c| c.persists_hedged += 1);
+        metrics::counter!(m::PERSISTS_HEDGED).increment(1);
+    }
+
     /// The element went into the persistence queue; returns nothing, the depth
     /// travels in the probe.
     pub fn queue_enqueue(&self, id: u64) {

@@ -27,6 +27,7 @@ pub const PERSISTS_STARTED: &str = "isim_persists_started_total";
 pub const PERSISTS_DONE: &str = "isim_persists_done_total";
 pub const PERSISTS_FAILED: &str = "isim_persists_failed_total";
 pub const PERSISTS_TIMED_OUT: &str = "isim_persists_timed_out_total";
+pub const PERSISTS_HEDGED: &str = "isim_persists_hedged_total";
 pub const QUEUE_ENQUEUED: &str = "isim_queue_enqueued_total";
 pub const QUEUE_DEQUEUED: &str = "isim_queue_dequeued_total";
 pub const QUEUE_WAIT: &str = "isim_queue_wait_seconds";
@@ -101,6 +102,10 @@ fn describe() {
         (
             PERSISTS_TIMED_OUT,
             "Failed persists that persist_timeout ended (a stalled store).",
+        ),
+        (
+            PERSISTS_HEDGED,
+            "Persists that outlived hedge_after and got a second attempt (probe persist-hedge).",
         ),
         (
             QUEUE_ENQUEUED,

@@ -16,8 +16,9 @@
 
 /// The six probes of the original plus `request-unblock`, which marks the moment a
 /// blocked request finally gets its permit (so the permit wait can be measured),
-/// `request-shed` for a request refused because no permit was free, and the
-/// persistence queue's `queue-enqueue` and `queue-dequeue`.
+/// `request-shed` for a request refused because no permit was free,
+/// `persist-hedge` for a persist that got a second attempt, and the persistence
+/// queue's `queue-enqueue` and `queue-dequeue`.
 #[usdt::provider]
 pub mod isim {
     /// A request entered the data processor path. (id, element bytes)
@@ -39,6 +40,9 @@ pub mod isim {
     /// Persistence ended, successfully or not. (id, 1 if ok, latency in ns, persists
     /// still in flight after this one)
     fn persist__done(id: u64, ok: u64, latency_ns: u64, in_flight: u64) {}
+    /// A persist outlived `hedge_after` and a second attempt began; the first to
+    /// finish ends it. (id, nanoseconds after persist-start)
+    fn persist__hedge(id: u64, after_ns: u64) {}
     /// The element went into the persistence queue (`persistence = pool`). (id,
     /// elements queued counting this one)
     fn queue__enqueue(id: u64, depth: u64) {}
@@ -48,7 +52,7 @@ pub mod isim {
 }
 
 /// Every probe name, as tracers see it. Tests check the binary against this list.
-pub const PROBE_NAMES: [&str; 10] = [
+pub const PROBE_NAMES: [&str; 11] = [
     "request-start",
     "request-nonblock",
     "request-block",
@@ -57,6 +61,7 @@ pub const PROBE_NAMES: [&str; 10] = [
     "request-done",
     "persist-start",
     "persist-done",
+    "persist-hedge",
     "queue-enqueue",
     "queue-dequeue",
 ];

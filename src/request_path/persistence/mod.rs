@@ -117,6 +117,35 @@ impl Persistence {
 }
 
 impl Backend {
+    /// The store's persist, hedged: with `hedge_after` set, an attempt still
+    /// running then is raced by a second one, and the first to finish decides
+    /// (the other is dropped: the simulated store holds nothing to clean up, and
+    /// settings refuse hedging with files). One element, one outcome, one
+    /// persist-done, however many attempts.
+    async fn hedged(
+        &self,
+        id: u64,
+        element: &Element,
+        settings: &Settings,
+    ) -> Result<(), PersistError> {
+        let first = self.store.persist(id, element, settings);
+        if settings.hedge_after.is_zero() {
+            return first.await;
+        }
+        tokio::pin!(first);
+        tokio::select! {
+            outcome = &mut first => outcome,
+            () = tokio::time::sleep(settings.hedge_after) => {
+                self.events.persist_hedge(id, settings.hedge_after);
+                let second = self.store.persist(id, element, settings);
+                tokio::select! {
+                    outcome = &mut first => outcome,
+                    outcome = second => outcome,
+                }
+            }
+        }
+    }
+
     /// persist-start, with the figures the probe carries.
     fn started(&self, job: &Job) {
         self.events
@@ -135,15 +164,11 @@ impl Backend {
         } = job;
         let started = Instant::now();
         let timeout = settings.persist_timeout;
-        let outcome = match tokio::time::timeout(
-            timeout,
-            self.store.persist(id, &element, &settings),
-        )
-        .await
-        {
-            Ok(outcome) => outcome,
-            Err(_) => Err(PersistError::TimedOut(timeout)),
-        };
+        let outcome =
+            match tokio::time::timeout(timeout, self.hedged(id, &element, &settings)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(PersistError::TimedOut(timeout)),
+            };
         if let Err(err) = &outcome {
             tracing::debug!(id, %err, "persist failed");
         }
