@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use simulator_api::value::parse_duration;
 use simulator_api::{Counts, Delay, Fix, Model, Settings, SEED_COUNTS};
 use simulator_clients::{endpoints, LoadPlan, Pacing, Report, Stop};
 use tokio_util::sync::CancellationToken;
@@ -82,23 +81,8 @@ impl DemoArgs {
                 names.join(", ")
             )
         })?;
-        let from_load = |flag: &str| {
-            scenario
-                .load
-                .windows(2)
-                .find(|w| w[0] == flag)
-                .map(|w| w[1].clone())
-        };
-        let clients = match self.clients {
-            Some(n) => n,
-            None => from_load("--n").and_then(|n| n.parse().ok()).unwrap_or(1),
-        };
-        let think_time = match self.think_time {
-            Some(t) => t,
-            None => from_load("--think-time")
-                .and_then(|t| parse_duration(&t).ok())
-                .unwrap_or(Duration::from_secs(1)),
-        };
+        let clients = self.clients.unwrap_or_else(|| scenario.clients());
+        let think_time = self.think_time.unwrap_or_else(|| scenario.think_time());
         let base = scenario.settings();
         let settings = Settings {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),

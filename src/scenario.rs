@@ -111,12 +111,25 @@ impl Scenario {
         Settings::default().with(&self.config)
     }
 
-    /// The think time of the scenario's load (sim-clients' 1 s when it names none).
-    pub fn think_time(&self) -> Duration {
+    /// The value its load gives `flag` (`--n`, `--think-time`, ...), if any.
+    pub fn load_value(&self, flag: &str) -> Option<&str> {
         self.load
             .windows(2)
-            .find(|w| w[0] == "--think-time")
-            .and_then(|w| parse_duration(&w[1]).ok())
+            .find(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+    }
+
+    /// The clients of the scenario's load (sim-clients' 1 when it names none).
+    pub fn clients(&self) -> usize {
+        self.load_value("--n")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1)
+    }
+
+    /// The think time of the scenario's load (sim-clients' 1 s when it names none).
+    pub fn think_time(&self) -> Duration {
+        self.load_value("--think-time")
+            .and_then(|t| parse_duration(t).ok())
             .unwrap_or(Duration::from_secs(1))
     }
 

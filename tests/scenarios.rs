@@ -15,7 +15,6 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::connect_info::MockConnectInfo;
 use axum::http::{Request, StatusCode};
-use simulator_api::value::parse_duration;
 use simulator_api::{Counts, Stats};
 use system_simulator::request_path::{DataProcessor, Element};
 use system_simulator::scenario::Scenario;
@@ -54,16 +53,12 @@ impl Window {
 
 /// `--n` and `--think-time` of the scenario's documented load.
 fn load_of(scenario: &Scenario) -> (usize, Duration) {
-    let value = |flag: &str| {
-        scenario
-            .load
-            .windows(2)
-            .find(|w| w[0] == flag)
-            .map(|w| w[1].clone())
-            .unwrap_or_else(|| panic!("{}: its load has no {flag}", scenario.name))
-    };
-    let clients = value("--n").parse().unwrap();
-    (clients, parse_duration(&value("--think-time")).unwrap())
+    assert!(
+        scenario.load_value("--n").is_some() && scenario.load_value("--think-time").is_some(),
+        "{}: its load names --n and --think-time",
+        scenario.name
+    );
+    (scenario.clients(), scenario.think_time())
 }
 
 fn start(name: &str) -> Running {
