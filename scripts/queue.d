@@ -1,7 +1,9 @@
 /*
  * queue.d: the persistence queue (persistence = pool): elements queued and taken
- * by a worker, the deepest the queue got, and how long elements waited in it.
- * The sequential-persist scenario's symptom: a full queue in front of one worker.
+ * by a worker, refused at a full queue (when_full = shed) or dropped for waiting
+ * over queue_wait_limit, the deepest the queue got, and how long elements waited
+ * in it. The sequential-persist scenario's symptom: a full queue in front of one
+ * worker; spawn-per-request's fixes: refusals or drops instead of a pile-up.
  *
  * USAGE:  sudo dtrace -s scripts/queue.d [SECONDS]      macOS, illumos, FreeBSD
  *         scripts/trace queue [PID] [SECONDS]           any platform
@@ -15,6 +17,8 @@
  *   Summary of the persistence queue in 10 seconds represented in nanoseconds:
  *     elements queued                                                 270
  *     elements dequeued                                               167
+ *     elements refused (queue full)                                     0
+ *     elements dropped (waited too long)                                0
  *     max queue depth                                                 100
  *     average queue wait                                       5012345678
  *     max queue wait                                           6034567890
@@ -50,6 +54,16 @@ isim*:::queue-dequeue
 	@spread["queue waits visualisation"] = quantize(arg1);
 }
 
+isim*:::queue-refuse
+{
+	@refused["elements refused (queue full)"] = count();
+}
+
+isim*:::queue-drop
+{
+	@dropped["elements dropped (waited too long)"] = count();
+}
+
 /* Probes stop recording at exit(); END may run a second or two later. */
 tick-1s
 /timestamp >= deadline/
@@ -64,6 +78,8 @@ END
 	    ((ended ? ended : timestamp) - began) / 1000000000);
 	printa("  %-50s %@16d\n", @queued);
 	printa("  %-50s %@16d\n", @taken);
+	printa("  %-50s %@16d\n", @refused);
+	printa("  %-50s %@16d\n", @dropped);
 	printa("  %-50s %@16d\n", @deepest);
 	printa("  %-50s %@16d\n", @average);
 	printa("  %-50s %@16d\n", @longest);

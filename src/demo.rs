@@ -3,7 +3,8 @@
 //!
 //! Starts the server in this process on a free loopback port in the scenario
 //! (`--scenario`, the original seed 003 by default), runs the scenario's own load
-//! (its clients and think time, overridable) for 30 s, applies the fix (`--fix`,
+//! (closed or open loop as its `load` says; clients and think time overridable)
+//! for 30 s, applies the fix (`--fix`,
 //! the scenario's first by default: the seed's permits = 8 x clients) through
 //! `PUT /admin/config`, runs the same load again, and prints both count tables
 //! side by side with what the server's model predicts before and after.
@@ -16,7 +17,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use simulator_api::{Counts, Delay, Fix, Model, Settings, SEED_COUNTS};
-use simulator_clients::{endpoints, LoadPlan, Pacing, Report, Stop};
+use simulator_clients::{endpoints, LoadPlan, Pacing, Report};
 use tokio_util::sync::CancellationToken;
 
 use crate::observe::probes;
@@ -60,8 +61,8 @@ pub struct DemoArgs {
 struct Plan {
     scenario: Scenario,
     fix: Fix,
-    clients: usize,
-    think_time: Duration,
+    /// The scenario's load, its target not yet known.
+    load: LoadPlan,
     settings: Settings,
 }
 
@@ -81,8 +82,18 @@ impl DemoArgs {
                 names.join(", ")
             )
         })?;
-        let clients = self.clients.unwrap_or_else(|| scenario.clients());
-        let think_time = self.think_time.unwrap_or_else(|| scenario.think_time());
+        let mut load = scenario.load_plan("http://127.0.0.1:0", Some(self.duration))?;
+        if let Some(clients) = self.clients {
+            load.clients = clients;
+        }
+        match (&mut load.pacing, self.think_time) {
+            (Pacing::Closed { think_time, .. }, Some(think)) => *think_time = think,
+            (Pacing::Open { .. }, Some(_)) => anyhow::bail!(
+                "scenario {} runs an open-loop load (a rate, no think time): drop --think-time",
+                scenario.name
+            ),
+            (_, None) => {}
+        }
         let base = scenario.settings();
         let settings = Settings {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
@@ -94,8 +105,7 @@ impl DemoArgs {
         Ok(Plan {
             scenario,
             fix,
-            clients,
-            think_time,
+            load,
             settings,
         })
     }
@@ -137,26 +147,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     });
     let load = LoadPlan {
         target: url.clone(),
-        clients: plan.clients,
-        pacing: Pacing::Closed {
-            think_time: plan.think_time,
-            ramp_up: Duration::ZERO,
-        },
-        stop: Stop {
-            duration: Some(args.duration),
-            requests_per_client: None,
-        },
-        ..LoadPlan::default()
+        ..plan.load.clone()
     };
     let show = std::io::stdout().is_terminal();
     let fix_body = plan
         .fix
-        .config_for(plan.clients)
+        .config_for(load.clients)
         .map_err(anyhow::Error::msg)?;
 
     println!(
-        "1/2  {} clients for {}, the scenario as it is",
-        plan.clients,
+        "1/2  {} for {}, the scenario as it is",
+        describe(&load),
         humantime::format_duration(args.duration)
     );
     let before_model = endpoints::stats(&url).await?.model;
@@ -176,8 +177,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let _ = stop_server.send(());
     server.await??;
     let runs = Runs {
-        clients: plan.clients,
-        think_time: plan.think_time,
+        load: &load,
         fix: &plan.fix,
         before: (&before_model, &before),
         after: (&after_model, &after),
@@ -186,11 +186,25 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The load in words: `135 clients thinking 1s` or `400 requests/s open loop`.
+fn describe(load: &LoadPlan) -> String {
+    match load.pacing {
+        Pacing::Closed { think_time, .. } => format!(
+            "{} clients thinking {}",
+            load.clients,
+            humantime::format_duration(think_time)
+        ),
+        Pacing::Open { rate, .. } => format!(
+            "{rate} requests/s open loop over {} connections",
+            load.clients
+        ),
+    }
+}
+
 /// The two runs and what the server's model said of each.
 #[derive(Debug)]
 pub struct Runs<'a> {
-    pub clients: usize,
-    pub think_time: Duration,
+    pub load: &'a LoadPlan,
     pub fix: &'a Fix,
     pub before: (&'a Model, &'a Report),
     pub after: (&'a Model, &'a Report),
@@ -205,8 +219,8 @@ pub fn comparison(runs: &Runs) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\ncounts per minute, {} clients, server-side (as count.d would show them):\n",
-        runs.clients
+        "\ncounts per minute, {}, server-side (as count.d would show them):\n",
+        describe(runs.load)
     );
     let _ = writeln!(
         out,
@@ -228,8 +242,11 @@ pub fn comparison(runs: &Runs) -> String {
         out,
         "  {:<32} {:>24.0} {:>24.0}",
         "shed requests (503)",
-        per_min(before, server(before, |c| c.requests_shed)),
-        per_min(after, server(after, |c| c.requests_shed))
+        per_min(
+            before,
+            server(before, |c| c.requests_shed + c.queue_refused)
+        ),
+        per_min(after, server(after, |c| c.requests_shed + c.queue_refused))
     );
     let _ = writeln!(
         out,
@@ -259,14 +276,17 @@ pub fn comparison(runs: &Runs) -> String {
         "client errors", before.errors, after.errors
     );
 
-    let think_s = runs.think_time.as_secs_f64();
-    let offered = before_model.offered_per_s(runs.clients, think_s);
+    let offered = match runs.load.pacing {
+        Pacing::Closed { think_time, .. } => {
+            before_model.offered_per_s(runs.load.clients, think_time.as_secs_f64())
+        }
+        Pacing::Open { rate, .. } => rate,
+    };
     let _ = writeln!(
         out,
-        "\nWhat happened: {} clients thinking {} between requests offer about {offered:.0} requests/s. {}\n\
+        "\nWhat happened: {} offer about {offered:.0} requests/s. {}\n\
          The fix {}: {}\nAfter it: {}",
-        runs.clients,
-        humantime::format_duration(runs.think_time),
+        describe(runs.load),
         model_says(before_model, offered),
         runs.fix.name,
         runs.fix.summary,

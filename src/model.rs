@@ -7,7 +7,8 @@
 //! mean time W, passes at most C / W a second. Admission by semaphore holds each
 //! permit for a whole persist (C = permits, W = mean persist time) unless the permit
 //! is held only for the hand-off; a persistence pool keeps each worker busy for a
-//! whole persist (C = workers). The path passes
+//! whole persist (C = workers); a store with `store_concurrency` serves that many
+//! writes at once (C = store_concurrency). The path passes
 //! at most the smallest of these; a task per element with nothing else bounding it
 //! has no such limit.
 
@@ -23,12 +24,21 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
     let persist_s = persist.as_secs_f64();
     let persist_ms = persist_s * 1e3;
     let mut bounds: Vec<(f64, String)> = Vec::new();
+    // The small elements' lane adds its permits (byte-weighting and multipart
+    // depend on the sizes, which the model does not know: it counts elements).
+    let permits = match settings.small_lane_bytes {
+        0 => settings.permits,
+        _ => settings.permits.saturating_add(settings.small_lane_permits),
+    };
     match (settings.admission, settings.permit_until) {
         (AdmissionKind::Semaphore, PermitUntil::PersistDone) => bounds.push((
-            settings.permits as f64,
+            permits as f64,
             format!(
-                "admission: {} permits, each held for a whole persist ({persist_ms:.1} ms){}",
-                settings.permits,
+                "admission: {permits} permits{}, each held for a whole persist ({persist_ms:.1} ms){}",
+                match settings.small_lane_bytes {
+                    0 => String::new(),
+                    _ => format!(" ({} in the small elements' lane)", settings.small_lane_permits),
+                },
                 match settings.when_full {
                     WhenFull::Wait => "",
                     WhenFull::Shed => "; beyond it requests are shed with 503",
@@ -53,6 +63,21 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
                 }
             ),
         )),
+    }
+    if settings.store_concurrency > 0 {
+        bounds.push((
+            settings.store_concurrency as f64,
+            format!(
+                "the store: {} writes at once, each for a whole persist ({persist_ms:.1} ms){}",
+                settings.store_concurrency,
+                match settings.persistence {
+                    PersistenceKind::TaskPerElement => {
+                        "; beyond it writes pile up inside the store without limit"
+                    }
+                    PersistenceKind::Pool => "",
+                }
+            ),
+        ));
     }
     let tightest = bounds
         .into_iter()

@@ -29,6 +29,18 @@ pub const BUNDLED: &[(&str, &str)] = &[
         include_str!("../scenarios/sequential-persist.toml"),
     ),
     (
+        "blocking-runtime",
+        include_str!("../scenarios/blocking-runtime.toml"),
+    ),
+    (
+        "spawn-per-request",
+        include_str!("../scenarios/spawn-per-request.toml"),
+    ),
+    (
+        "size-variance",
+        include_str!("../scenarios/size-variance.toml"),
+    ),
+    (
         "slow-backend",
         include_str!("../scenarios/slow-backend.toml"),
     ),
@@ -86,13 +98,15 @@ impl Scenario {
             .unwrap_or_else(|e| panic!("the bundled default scenario is broken: {e}"))
     }
 
-    /// Parses and checks a scenario: its settings must be valid, and every fix must
-    /// be a valid live change from them.
+    /// Parses and checks a scenario: its settings must be valid, its load must be
+    /// arguments sim-clients takes, and every fix must be a valid live change from
+    /// its settings.
     pub fn parse(origin: &str, text: &str) -> Result<Self, ScenarioError> {
         let invalid = |reason: String| ScenarioError::Invalid(origin.into(), reason);
         let scenario: Scenario = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let settings = scenario.settings();
         settings.validate().map_err(|e| invalid(e.to_string()))?;
+        scenario.load_plan("http://127.0.0.1:7878", None)?;
         for fix in &scenario.fixes {
             for clients in [1, 1000] {
                 let body = fix
@@ -131,6 +145,35 @@ impl Scenario {
         self.load_value("--think-time")
             .and_then(|t| parse_duration(t).ok())
             .unwrap_or(Duration::from_secs(1))
+    }
+
+    /// The scenario's load as sim-clients reads it, against `target`, running for
+    /// `duration` instead of the load's own (`None`: until stopped).
+    pub fn load_plan(
+        &self,
+        target: &str,
+        duration: Option<Duration>,
+    ) -> Result<simulator_clients::LoadPlan, ScenarioError> {
+        let mut words = vec!["sim-clients".to_owned()];
+        let mut load = self.load.iter();
+        while let Some(word) = load.next() {
+            match word.as_str() {
+                "--duration" => {
+                    load.next();
+                }
+                _ => words.push(word.clone()),
+            }
+        }
+        words.extend(["--target".to_owned(), target.to_owned()]);
+        let args = <simulator_clients::args::Args as clap::Parser>::try_parse_from(&words)
+            .map_err(|e| {
+                // clap's message ends with a usage hint for a command line, not a file.
+                let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+                ScenarioError::Invalid(self.name.clone(), format!("its load: {first}"))
+            })?;
+        let mut plan = args.plan();
+        plan.stop.duration = duration.or(Some(simulator_api::settings::MAX_SPAN));
+        Ok(plan)
     }
 
     /// The entry of `GET /scenarios`.
@@ -212,5 +255,8 @@ mod tests {
             let err = Scenario::parse("test", &format!("{base}{extra}")).unwrap_err().to_string();
             assert!(err.contains(needle), "{extra}: {err}");
         }
+        let bad_load = base.replace("load = []", "load = [\"--n\", \"lots\"]");
+        let err = Scenario::parse("test", &bad_load).unwrap_err().to_string();
+        assert!(err.contains("its load") && err.contains("lots"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::PROBE_NAMES;
 
-const BUNDLED: [&str; 7] = [
+const BUNDLED: [&str; 9] = [
     "count",
     "request-lifetime",
     "persist-time",
@@ -15,6 +15,8 @@ const BUNDLED: [&str; 7] = [
     "in-flight",
     "cpu-usage",
     "queue",
+    "runtime",
+    "size",
 ];
 
 fn script(name: &str) -> PathBuf {

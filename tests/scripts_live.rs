@@ -50,11 +50,11 @@ impl Truth {
     }
 }
 
-fn run_load(server: &Server) {
+fn run_load(server: &Server, load: &[&str]) {
     let out = std::process::Command::new(BIN)
         .arg("clients")
         .args(["--target", &server.url])
-        .args(LOAD)
+        .args(load)
         .output()
         .expect("run the clients");
     stdout_of_success(&out);
@@ -74,6 +74,16 @@ async fn traced_run(tool: Tool, script: &str) -> Option<(String, Truth)> {
 
 /// [`traced_run`] against a server started with `server_args`.
 async fn traced_run_of(tool: Tool, script: &str, server_args: &[&str]) -> Option<(String, Truth)> {
+    traced_run_with(tool, script, server_args, &LOAD).await
+}
+
+/// [`traced_run_of`] with a load of its own.
+async fn traced_run_with(
+    tool: Tool,
+    script: &str,
+    server_args: &[&str],
+    load: &[&str],
+) -> Option<(String, Truth)> {
     if !tool.available() {
         return None;
     }
@@ -84,8 +94,10 @@ async fn traced_run_of(tool: Tool, script: &str, server_args: &[&str]) -> Option
         tokio::task::spawn_blocking(move || Traced::start_until_begin(tool, &script, pid, &[]))
             .await
             .unwrap();
+    let load: Vec<String> = load.iter().map(|w| w.to_string()).collect();
     let server = tokio::task::spawn_blocking(move || {
-        run_load(&server);
+        let load: Vec<&str> = load.iter().map(String::as_str).collect();
+        run_load(&server, &load);
         server
     })
     .await
@@ -219,6 +231,60 @@ both_tools! {
         let mean = truth.mean_ns("isim_queue_wait_seconds");
         assert_within(got["average queue wait"] as f64, mean, 0.10, "average queue wait");
     };
+    queue_counts_refusals_and_drops: |tool| async move {
+        // The store's 16 writes at once (267/s) against ~390/s: a queue of 32 that
+        // refuses when full, and drops what waited over 50 ms.
+        let server_args = [
+            "--scenario", "spawn-per-request", "--persistence", "pool", "--persist-workers", "16",
+            "--persist-queue", "32", "--when-full", "shed", "--queue-wait-limit", "50ms",
+        ];
+        let Some((output, truth)) = traced_run_of(tool, "queue", &server_args).await else { return };
+        let got = figures(&output);
+        let (refused, dropped) = (truth.count("queue_refused"), truth.count("queue_dropped"));
+        assert!(refused + dropped > 0, "the overflow was neither refused nor dropped");
+        assert_eq!(got.get("elements refused (queue full)").copied().unwrap_or(0), refused, "{output}");
+        assert_eq!(got.get("elements dropped (waited too long)").copied().unwrap_or(0), dropped, "{output}");
+        assert_eq!(got["elements queued"], truth.count("queue_enqueued"), "{output}");
+    };
+    size_sorts_requests_by_size_class: |tool| async move {
+        let load = [
+            "--n", "15", "--think-time", "100ms", "--payload-size", "lognormal(256k, 1M)",
+            "--duration", "3s",
+        ];
+        let Some((output, truth)) =
+            traced_run_with(tool, "size", &["--scenario", "size-variance"], &load).await
+        else {
+            return;
+        };
+        let got = figures(&output);
+        let by_class: u64 = ["requests < 64 KiB", "requests 64 KiB - 1 MiB", "requests >= 1 MiB"]
+            .iter()
+            .map(|label| got.get(*label).copied().unwrap_or(0))
+            .sum();
+        assert_eq!(by_class, truth.count("requests_done"), "every request in one class\n{output}");
+        assert!(got["requests < 64 KiB"] > 0 && got["requests 64 KiB - 1 MiB"] > 0, "{output}");
+        // 22 ms plus 100 ms per MiB: a write of 1 MiB or more takes over 100 ms.
+        assert!(got["average persist < 64 KiB"] < 40_000_000, "{output}");
+        if let Some(large) = got.get("average persist >= 1 MiB") {
+            assert!(*large > 100_000_000, "{output}");
+        }
+    };
+    runtime_agrees_with_the_server: |tool| async move {
+        // 256 KiB of zstd per element (about a millisecond) on the async workers.
+        let server_args = ["--scenario", "blocking-runtime", "--work-bytes", "256k"];
+        let Some((output, truth)) = traced_run_of(tool, "runtime", &server_args).await else { return };
+        let got = figures(&output);
+        let works = truth.count("work_done");
+        assert!(works > 0, "no work was done");
+        assert_eq!(got["works started"], truth.count("work_started"), "{output}");
+        assert_eq!(got["works done"], works, "{output}");
+        assert_eq!(got["works on async workers"], works, "{output}");
+        let mean = truth.mean_ns("isim_work_seconds");
+        assert_within(got["average work time"] as f64, mean, 0.10, "average work time");
+        // The canary wake-ups about 90 times a second while the script runs.
+        assert!(got["canary wake-ups"] >= 100, "{output}");
+        assert!(got["max canary lateness"] >= got["average canary lateness"]);
+    };
     cpu_usage_agrees_with_proc: |tool| async move {
         let Some((sampled_ms, proc_ms, pid)) = cpu_run(tool).await else { return };
         // 1000 Hz sampling against the kernel's own accounting (10 ms ticks).
@@ -241,7 +307,7 @@ async fn cpu_run(tool: Tool) -> Option<(u64, u64, u32)> {
     let measured = tokio::task::spawn_blocking(move || {
         let traced = Traced::start_until_begin(tool, "cpu-usage", pid, &["--interval", "1"]);
         let before = tracer::proc_cpu_ms(pid);
-        run_load(&server);
+        run_load(&server, &LOAD);
         let output = traced.interrupt();
         let used = tracer::proc_cpu_ms(pid) - before;
         (tracer::cpu_ms(&output), used, pid)
@@ -276,7 +342,7 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
             "persist-done",
         ];
         traced.wait_for(Duration::from_secs(90), || probes_armed(pid, &probes));
-        run_load(&server);
+        run_load(&server, &LOAD);
         (traced, server)
     })
     .await

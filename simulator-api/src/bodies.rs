@@ -50,6 +50,16 @@ pub struct Counts {
     pub queue_enqueued: u64,
     /// Elements a worker took from the queue (probe queue-dequeue).
     pub queue_dequeued: u64,
+    /// Requests refused with 503 because the queue was full (`when_full = shed`;
+    /// probe queue-refuse). Never queued, so not in `queue_enqueued`.
+    pub queue_refused: u64,
+    /// Of `queue_dequeued`, elements dropped unpersisted because they waited longer
+    /// than `queue_wait_limit` (probe queue-drop).
+    pub queue_dropped: u64,
+    /// Works begun on elements (`work` other than none; probe work-start).
+    pub work_started: u64,
+    /// Works finished (probe work-done).
+    pub work_done: u64,
 }
 
 impl Counts {
@@ -64,6 +74,11 @@ impl Counts {
     /// Elements in the persistence queue, not yet taken by a worker.
     pub fn queued(&self) -> u64 {
         self.queue_enqueued.saturating_sub(self.queue_dequeued)
+    }
+
+    /// Works begun and not yet finished (waiting for a slot or running).
+    pub fn work_in_flight(&self) -> u64 {
+        self.work_started.saturating_sub(self.work_done)
     }
 
     /// What happened between `earlier` and these counts.
@@ -91,6 +106,10 @@ impl Counts {
             persists_hedged: self.persists_hedged.saturating_sub(earlier.persists_hedged),
             queue_enqueued: self.queue_enqueued.saturating_sub(earlier.queue_enqueued),
             queue_dequeued: self.queue_dequeued.saturating_sub(earlier.queue_dequeued),
+            queue_refused: self.queue_refused.saturating_sub(earlier.queue_refused),
+            queue_dropped: self.queue_dropped.saturating_sub(earlier.queue_dropped),
+            work_started: self.work_started.saturating_sub(earlier.work_started),
+            work_done: self.work_done.saturating_sub(earlier.work_done),
         }
     }
 
@@ -171,6 +190,8 @@ pub struct Stats {
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
+    /// The async runtime: its workers, how busy they are, and how late its timers fire.
+    pub runtime: RuntimeStats,
     /// The scenario in force (the one the server started in, or switched to live).
     pub scenario: String,
     /// Its fixes, each the exact `PUT /admin/config` body that applies it.
@@ -181,6 +202,38 @@ pub struct Stats {
     pub model: Model,
     /// The configuration in force, live changes included.
     pub config: Settings,
+}
+
+/// The tokio runtime the server runs on, from its stable metrics, and the
+/// timer-lateness canary: a task that sleeps `canary_interval_ms` over and over and
+/// records how much later than asked it woke. Work that blocks an async worker
+/// shows here first: the canary's p99 jumps while its p50 barely moves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeStats {
+    /// Async worker threads.
+    pub workers: usize,
+    /// Tasks alive now (requests, persists, connections, the canary...).
+    pub alive_tasks: usize,
+    /// Tasks waiting in the runtime's global queue for a worker.
+    pub global_queue_depth: usize,
+    /// Time the workers have spent busy since start, summed over workers.
+    pub busy_ns: u64,
+    /// Busy time over the last `window_ms` as a share of the workers' time, 0 to 1.
+    pub busy_share: f64,
+    /// Works begun and not finished (waiting for a slot or running).
+    pub work_in_flight: u64,
+    /// The canary's period (0 when the canary is not running, as in unit tests).
+    pub canary_interval_ms: u64,
+    /// Canary wake-ups since start (probe canary-tick).
+    pub canary_ticks: u64,
+    /// The window the figures below cover: the last few seconds, so a live fix
+    /// shows within that time.
+    pub window_ms: u64,
+    /// Canary wake-ups in the window, and how late they were.
+    pub window_ticks: u64,
+    pub late_p50_us: u64,
+    pub late_p99_us: u64,
+    pub late_max_us: u64,
 }
 
 /// What queueing theory predicts from the configuration in force.

@@ -55,12 +55,14 @@ crate::choice! {
 }
 
 crate::choice! {
-    /// What the semaphore does with a request that finds no permit free.
+    /// What a request does when what it needs is not there: a free permit, or
+    /// room in a full persistence queue.
     WhenFull {
-        /// Wait for one, in arrival order (the original).
+        /// Wait for it, in arrival order (the original).
         Wait = "wait",
         /// Refuse at once with 503 ("performance over completeness", the seed's
-        /// second idea): request-block, then request-shed.
+        /// second idea): request-block then request-shed at the semaphore,
+        /// queue-refuse at a full queue.
         Shed = "shed",
     }
 }
@@ -94,6 +96,22 @@ crate::choice! {
     WorkKind {
         /// Nothing (the original).
         None = "none",
+        /// Compress `work_bytes` of WAL-like text with zstd (level 3), as seed 001
+        /// archives WAL segments: real CPU work, milliseconds per element.
+        Zstd = "zstd",
+    }
+}
+
+crate::choice! {
+    /// Which threads do the work.
+    WorkOn {
+        /// The request's own task, on the runtime's async worker threads: while it
+        /// runs, that worker serves nothing else (seed 001's bug).
+        AsyncWorker = "async-worker",
+        /// tokio's blocking pool (`spawn_blocking`), at most `work_limit` at once.
+        BlockingPool = "blocking-pool",
+        /// A rayon pool of `work_limit` threads (seed 001's fix).
+        Rayon = "rayon",
     }
 }
 
@@ -194,13 +212,31 @@ macro_rules! with_settings {
             /// What the processor does with each element before persisting it.
             work: $crate::settings::WorkKind = $crate::settings::WorkKind::None;
                 $crate::value::Bounds::Any; live; "request path";
+            /// With `work = zstd`: bytes compressed per element, e.g. `1MiB` (the element stands for a WAL segment's worth of records).
+            work_bytes: u64 = 1 << 20;
+                $crate::value::Bounds::Count { min: 1, max: 64 << 20 }; live; "request path";
+            /// Where the work runs: `async-worker` (inline, blocking the runtime), `blocking-pool` (spawn_blocking) or `rayon`.
+            work_on: $crate::settings::WorkOn = $crate::settings::WorkOn::AsyncWorker;
+                $crate::value::Bounds::Any; live; "request path";
+            /// With `work_on = blocking-pool`: works running at once, the rest wait their turn (0 = no limit: up to tokio's 512 blocking threads); with `rayon`: the pool's threads (0 = one per core).
+            work_limit: usize = 1;
+                $crate::value::Bounds::Count { min: 0, max: 512 }; live; "request path";
             /// What a request must obtain before its element is handed on: `semaphore`.
             admission: $crate::settings::AdmissionKind = $crate::settings::AdmissionKind::Semaphore;
                 $crate::value::Bounds::Any; restart; "request path";
             /// Persistence permits: how many persists may run at once (the original's PERSIST_N).
             permits: usize = $crate::settings::DEFAULT_PERMITS;
                 $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; "request path";
-            /// With `admission = semaphore`: what a request that finds no permit free does: `wait` or `shed` (503 at once).
+            /// Byte-weighted admission: an element takes one permit per this many bytes, rounded up (at least 1, at most `permits`); 0 = one permit per element, whatever its size (the original).
+            permit_bytes: u64 = 0;
+                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; "request path";
+            /// A lane for small elements: those of at most this many bytes take their permits from `small_lane_permits` of their own, so they never queue behind large ones (0 = one lane for all).
+            small_lane_bytes: u64 = 0;
+                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; "request path";
+            /// With `small_lane_bytes`: the small lane's permits (the rest of the elements keep `permits`).
+            small_lane_permits: usize = $crate::settings::DEFAULT_PERMITS;
+                $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; "request path";
+            /// What a request that finds no permit free, or the persistence queue full, does: `wait` or `shed` (503 at once).
             when_full: $crate::settings::WhenFull = $crate::settings::WhenFull::Wait;
                 $crate::value::Bounds::Any; live; "request path";
             /// How long a permit is held: `persist-done` (the original) or `hand-off` (only until the element is handed to persistence).
@@ -215,9 +251,21 @@ macro_rules! with_settings {
             /// With `persistence = pool`: elements the queue holds before a request waits for room.
             persist_queue: usize = 1024;
                 $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; live; "request path";
+            /// With `persistence = pool`: an element that waited longer than this in the queue is dropped, not persisted (CoDel-style: stale work is worth less than fresh); 0 = never.
+            queue_wait_limit: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; "request path";
+            /// Multipart: an element larger than this is written as parts of this size, `parts_at_once` at a time, and its persist ends with its last part (0 = whole elements; simulated store only).
+            part_bytes: u64 = 0;
+                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; "store and faults";
+            /// With `part_bytes`: parts of one element written at once.
+            parts_at_once: usize = 4;
+                $crate::value::Bounds::Count { min: 1, max: 1024 }; live; "store and faults";
             /// Simulated store latency per element, e.g. `60ms`, `exp(60ms)`, `uniform(50ms, 70ms)`.
             persist_latency: $crate::delay::Delay = $crate::settings::default_persist_latency();
                 $crate::value::Bounds::Any; live; "store and faults";
+            /// Writes the store serves at once; the rest wait inside it, in order, and that wait counts in the persist (0 = no limit; applies to writes that start after a change).
+            store_concurrency: usize = 0;
+                $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; live; "store and faults";
             /// Extra simulated store time per MiB of element.
             persist_cost_per_mib: std::time::Duration = std::time::Duration::ZERO;
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; "store and faults";
@@ -291,6 +339,10 @@ pub enum SettingsError {
     DurableWithoutDir,
     #[error("hedge_after needs the simulated store: two writers of one file could leave a partial one behind")]
     HedgingFiles,
+    #[error(
+        "part_bytes needs the simulated store: the file store writes each element as one file"
+    )]
+    PartsFiles,
     #[error("{0}")]
     Other(String),
 }
@@ -432,6 +484,9 @@ impl Settings {
         }
         if !self.hedge_after.is_zero() && self.persist_dir.is_some() {
             return Err(SettingsError::HedgingFiles);
+        }
+        if self.part_bytes > 0 && self.persist_dir.is_some() {
+            return Err(SettingsError::PartsFiles);
         }
         Ok(())
     }

@@ -62,7 +62,7 @@ pub struct Args {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// Element size in bytes: `1024` or `uniform(LOW, HIGH)`.
+    /// Element size: `1024`, `64k`, `uniform(LOW, HIGH)` or `lognormal(MEAN, SD)` (heavy-tailed; MEAN and SD in bytes, draws kept within 1 byte to 1 GiB).
     #[arg(long, default_value = "1024")]
     pub payload_size: PayloadSize,
 

@@ -115,6 +115,46 @@ impl Events {
         metrics::counter!(m::QUEUE_DEQUEUED).increment(1);
         metrics::histogram!(m::QUEUE_WAIT).record(waited.as_secs_f64());
     }
+
+    /// The queue was full and the request is refused (the element never queued).
+    pub fn queue_refuse(&self, id: u64) {
+        let depth = self.stats.record(|c| c.queue_refused += 1).queued();
+        isim::queue__refuse!(|| (id, depth));
+        metrics::counter!(m::QUEUE_REFUSED).increment(1);
+    }
+
+    /// A dequeued element was dropped: it waited `waited`, over `limit`.
+    pub fn queue_drop(&self, id: u64, waited: Duration, limit: Duration) {
+        self.stats.record(|c| c.queue_dropped += 1);
+        isim::queue__drop!(|| (id, nanos(waited), nanos(limit)));
+        metrics::counter!(m::QUEUE_DROPPED).increment(1);
+    }
+}
+
+impl Events {
+    /// The element's work was asked for, to run `on` (0 async worker, 1 blocking
+    /// pool, 2 rayon).
+    pub fn work_start(&self, id: u64, bytes: u64, on: u64) {
+        isim::work__start!(|| (id, bytes, on));
+        self.stats.record(|c| c.work_started += 1);
+        metrics::counter!(m::WORK_STARTED).increment(1);
+    }
+
+    /// The work ran for `ran` after waiting `waited` for a slot or a thread.
+    pub fn work_done(&self, id: u64, ran: Duration, waited: Duration, on: u64) {
+        isim::work__done!(|| (id, nanos(ran), nanos(waited), on));
+        self.stats.record(|c| c.work_done += 1);
+        metrics::counter!(m::WORK_DONE).increment(1);
+        metrics::histogram!(m::WORK_TIME).record(ran.as_secs_f64());
+        metrics::histogram!(m::WORK_WAIT).record(waited.as_secs_f64());
+    }
+
+    /// The runtime's canary woke `late` after its `interval` was up. Not a
+    /// `/stats` counter: the runtime watch keeps the canary's own figures.
+    pub fn canary_tick(seq: u64, late: Duration, interval: Duration) {
+        isim::canary__tick!(|| (seq, nanos(late), nanos(interval)));
+        metrics::histogram!(m::TIMER_LATENESS).record(late.as_secs_f64());
+    }
 }
 
 /// A duration in whole nanoseconds, saturating (probes and `/stats` carry u64).

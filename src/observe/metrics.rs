@@ -30,7 +30,19 @@ pub const PERSISTS_TIMED_OUT: &str = "isim_persists_timed_out_total";
 pub const PERSISTS_HEDGED: &str = "isim_persists_hedged_total";
 pub const QUEUE_ENQUEUED: &str = "isim_queue_enqueued_total";
 pub const QUEUE_DEQUEUED: &str = "isim_queue_dequeued_total";
+pub const QUEUE_REFUSED: &str = "isim_queue_refused_total";
+pub const QUEUE_DROPPED: &str = "isim_queue_dropped_total";
 pub const QUEUE_WAIT: &str = "isim_queue_wait_seconds";
+pub const WORK_STARTED: &str = "isim_work_started_total";
+pub const WORK_DONE: &str = "isim_work_done_total";
+pub const WORK_TIME: &str = "isim_work_seconds";
+pub const WORK_WAIT: &str = "isim_work_wait_seconds";
+pub const TIMER_LATENESS: &str = "isim_runtime_timer_lateness_seconds";
+const RUNTIME_WORKERS: &str = "isim_runtime_workers";
+const RUNTIME_ALIVE_TASKS: &str = "isim_runtime_alive_tasks";
+const RUNTIME_GLOBAL_QUEUE: &str = "isim_runtime_global_queue_depth";
+const RUNTIME_BUSY: &str = "isim_runtime_busy_seconds_total";
+const WORK_IN_FLIGHT: &str = "isim_work_in_flight";
 pub const CONNECTIONS_ACCEPTED: &str = "isim_connections_accepted_total";
 pub const CONNECTIONS_REFUSED: &str = "isim_connections_refused_total";
 pub const REQUEST_LIFETIME: &str = "isim_request_lifetime_seconds";
@@ -115,6 +127,8 @@ fn describe() {
             QUEUE_DEQUEUED,
             "Elements a worker took from the persistence queue (probe queue-dequeue).",
         ),
+        (WORK_STARTED, "Works begun on elements (probe work-start)."),
+        (WORK_DONE, "Works finished (probe work-done)."),
         (
             CONNECTIONS_ACCEPTED,
             "TCP connections served (within max_connections).",
@@ -147,6 +161,28 @@ fn describe() {
         Unit::Seconds,
         "How long elements waited in the persistence queue for a worker."
     );
+    describe_histogram!(
+        WORK_TIME,
+        Unit::Seconds,
+        "How long each element's CPU work ran."
+    );
+    describe_histogram!(
+        WORK_WAIT,
+        Unit::Seconds,
+        "How long work waited for a slot (work_limit) or a thread before it ran."
+    );
+    describe_histogram!(
+        TIMER_LATENESS,
+        Unit::Seconds,
+        "How much later than asked the runtime's canary sleep woke (probe canary-tick)."
+    );
+    describe_gauge!(RUNTIME_WORKERS, "The runtime's async worker threads.");
+    describe_gauge!(RUNTIME_ALIVE_TASKS, "Tasks alive in the runtime.");
+    describe_gauge!(
+        RUNTIME_GLOBAL_QUEUE,
+        "Tasks waiting in the runtime's global queue for a worker."
+    );
+    describe_gauge!(WORK_IN_FLIGHT, "Works begun and not finished.");
     describe_gauge!(PERMITS_AVAILABLE, "Permits free right now.");
     describe_gauge!(PERMITS_CAPACITY, "The gate's configured capacity.");
     describe_gauge!(PERSISTS_IN_FLIGHT, "Persists started and not yet done.");
@@ -164,7 +200,19 @@ pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
     gauge!(PERSISTS_IN_FLIGHT).set(now.persists_in_flight as f64);
     gauge!(REQUESTS_IN_FLIGHT).set(now.requests_in_flight as f64);
     gauge!(PERSISTS_QUEUED).set(now.persists_queued as f64);
+    gauge!(RUNTIME_WORKERS).set(now.runtime.workers as f64);
+    gauge!(RUNTIME_ALIVE_TASKS).set(now.runtime.alive_tasks as f64);
+    gauge!(RUNTIME_GLOBAL_QUEUE).set(now.runtime.global_queue_depth as f64);
+    gauge!(WORK_IN_FLIGHT).set(now.runtime.work_in_flight as f64);
     let mut text = handle.render();
     text.push_str(&super::process::exposition());
+    // Fractional seconds: the `metrics` facade's counters are whole numbers.
+    super::process::write_family(
+        &mut text,
+        RUNTIME_BUSY,
+        "counter",
+        "Time the runtime's async workers spent busy since start, summed over workers.",
+        now.runtime.busy_ns as f64 / 1e9,
+    );
     text
 }

@@ -1,12 +1,14 @@
 //! Observation: everything that reports what the request path did. `events.rs`
 //! fires each probe (`probes.rs`), moves its `/stats` counter (`stats.rs`) and
 //! records its Prometheus metric (`metrics.rs`) in one call, so the three views
-//! never disagree; `process.rs` reads the process's own CPU time.
+//! never disagree; `process.rs` reads the process's own CPU time, `runtime.rs` watches the
+//! async runtime (its metrics and a timer-lateness canary).
 
 pub mod events;
 pub mod metrics;
 pub mod probes;
 pub mod process;
+pub mod runtime;
 pub mod stats;
 
 pub use events::{nanos, Events};

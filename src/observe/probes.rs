@@ -18,7 +18,8 @@
 /// blocked request finally gets its permit (so the permit wait can be measured),
 /// `request-shed` for a request refused because no permit was free,
 /// `persist-hedge` for a persist that got a second attempt, and the persistence
-/// queue's `queue-enqueue` and `queue-dequeue`.
+/// queue's `queue-enqueue`, `queue-dequeue`, `queue-refuse` and `queue-drop`, the CPU work's `work-start` and
+/// `work-done`, and the runtime's `canary-tick`.
 #[usdt::provider]
 pub mod isim {
     /// A request entered the data processor path. (id, element bytes)
@@ -49,10 +50,28 @@ pub mod isim {
     /// A worker took the element from the queue; its persist-start follows. (id,
     /// nanoseconds it waited in the queue, elements still queued)
     fn queue__dequeue(id: u64, wait_ns: u64, depth: u64) {}
+    /// The queue was full and the request is refused with 503 (`when_full =
+    /// shed`); the element was never queued. (id, elements queued)
+    fn queue__refuse(id: u64, depth: u64) {}
+    /// A worker dropped the element unpersisted: it waited longer than
+    /// `queue_wait_limit` (its queue-dequeue fired first; no persist-start
+    /// follows). (id, nanoseconds it waited, the limit in ns)
+    fn queue__drop(id: u64, wait_ns: u64, limit_ns: u64) {}
+    /// The element's CPU work (`work = zstd`) was asked for; it may wait for a
+    /// slot first. (id, bytes to process, where it runs: 0 async worker, 1 blocking
+    /// pool, 2 rayon)
+    fn work__start(id: u64, bytes: u64, on: u64) {}
+    /// The work is finished. (id, ns it ran, ns it waited for a slot or a thread
+    /// first, where it ran as in work-start)
+    fn work__done(id: u64, run_ns: u64, wait_ns: u64, on: u64) {}
+    /// The runtime's timer canary woke. It has no request, so arg0 is its own
+    /// sequence number. (tick number, ns later than the interval it asked for,
+    /// the interval in ns)
+    fn canary__tick(seq: u64, late_ns: u64, interval_ns: u64) {}
 }
 
 /// Every probe name, as tracers see it. Tests check the binary against this list.
-pub const PROBE_NAMES: [&str; 11] = [
+pub const PROBE_NAMES: [&str; 16] = [
     "request-start",
     "request-nonblock",
     "request-block",
@@ -64,6 +83,11 @@ pub const PROBE_NAMES: [&str; 11] = [
     "persist-hedge",
     "queue-enqueue",
     "queue-dequeue",
+    "queue-refuse",
+    "queue-drop",
+    "work-start",
+    "work-done",
+    "canary-tick",
 ];
 
 /// Makes the probes visible to DTrace. On Linux the stapsdt notes need no
@@ -80,7 +104,7 @@ pub fn register() {
 /// the form this platform needs (DTrace for Linux only matches `isim$target`).
 pub fn trace_commands(pid: u32) -> Vec<String> {
     let mut commands = vec![
-        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, cpu-usage)"),
+        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, cpu-usage)"),
     ];
     if cfg!(target_os = "linux") {
         commands.push(format!("sudo bpftrace -p {pid} scripts/count.bt"));

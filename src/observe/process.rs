@@ -77,12 +77,18 @@ pub fn exposition() -> String {
     let mut out = String::new();
     for (name, kind, help, value) in families {
         if let Some(value) = value {
-            out.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n\n"
-            ));
+            write_family(&mut out, name, kind, help, value);
         }
     }
     out
+}
+
+/// One metric family of one sample in Prometheus' text format, for the figures
+/// the `metrics` facade cannot carry (fractional counters).
+pub fn write_family(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
+    out.push_str(&format!(
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n\n"
+    ));
 }
 
 #[cfg(test)]

@@ -65,6 +65,19 @@ pub enum RequestError {
     NotStored(String),
     #[error("no permit was free and the server sheds load (when_full = shed): try again")]
     Shed,
+    #[error(
+        "the persistence queue is full and the server sheds load (when_full = shed): try again"
+    )]
+    QueueFull,
+}
+
+impl From<persistence::HandOffError> for RequestError {
+    fn from(e: persistence::HandOffError) -> Self {
+        match e {
+            persistence::HandOffError::CutShort => RequestError::ShuttingDown,
+            persistence::HandOffError::QueueFull => RequestError::QueueFull,
+        }
+    }
 }
 
 impl From<network::CutShort> for RequestError {
@@ -94,6 +107,8 @@ struct Inner {
     backend: Arc<Backend>,
     /// Replaced whole by a live change of strategy or pool size.
     persistence: RwLock<Persistence>,
+    /// Replaced whole by a live change of `work`, `work_on` or `work_limit`.
+    work: RwLock<Arc<Work>>,
     events: Events,
     settings: RwLock<Arc<Settings>>,
     next_id: AtomicU64,
@@ -145,6 +160,7 @@ impl DataProcessor {
                 .unwrap_or_default(),
             reason: e.to_string(),
         })?;
+        let work = Work::new(settings).map_err(SettingsError::Other)?;
         let events = Events::default();
         let backend = Arc::new(Backend {
             store,
@@ -157,6 +173,7 @@ impl DataProcessor {
                 persistence: RwLock::new(Persistence::start(settings, Arc::clone(&backend))),
                 admission,
                 backend,
+                work: RwLock::new(Arc::new(work)),
                 events,
                 settings: RwLock::new(Arc::new(settings.clone())),
                 next_id: AtomicU64::new(first_id),
@@ -210,9 +227,14 @@ impl DataProcessor {
     ) -> Result<(), RequestError> {
         let s = &*self.inner;
         network::traverse(&settings.network_delay, &s.abandon).await?;
-        Work::from_kind(settings.work).run(&element).await;
+        self.work()
+            .run(id, &settings, &s.events, &s.abandon)
+            .await?;
 
-        let admitted = s.admission.admit(id, &s.events, &settings).await;
+        let admitted = s
+            .admission
+            .admit(id, &s.events, &settings, element.len())
+            .await;
         progress.blocked = admitted.blocked;
         progress.waited = admitted.waited;
         if admitted.shed {
@@ -264,6 +286,10 @@ impl DataProcessor {
             .clone()
     }
 
+    fn work(&self) -> Arc<Work> {
+        Arc::clone(&self.inner.work.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
     pub fn admission(&self) -> &Admission {
         &self.inner.admission
     }
@@ -299,9 +325,18 @@ impl DataProcessor {
         let s = &*self.inner;
         let mut current = s.settings.write().unwrap_or_else(|p| p.into_inner());
         let next = current.changed_live(update)?;
+        // Everything that can fail first, so a refused change leaves nothing changed.
+        let new_work = match self.work().matches(&next) {
+            true => None,
+            false => Some(Work::new(&next).map_err(SettingsError::Other)?),
+        };
         s.admission
             .follow(&next)
             .map_err(|e| SettingsError::Other(e.to_string()))?;
+        s.backend.store.follow(&next);
+        if let Some(work) = new_work {
+            *s.work.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(work);
+        }
         let mut persistence = s.persistence.write().unwrap_or_else(|p| p.into_inner());
         if !persistence.matches(&next) {
             // The old strategy finishes what it holds; new elements go to the new one.

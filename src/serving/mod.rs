@@ -101,6 +101,8 @@ pub async fn run(
     let state = AppState::new(processor.clone(), scenario);
     let stats = Arc::clone(&state.connections);
     let stop_accepting = CancellationToken::new();
+    // The canary stops when accepting does: the drain is no time to measure.
+    state.runtime.start(stop_accepting.clone());
     if let Some(operator) = operator {
         let limits = Limits {
             max_connections: OPERATOR_MAX_CONNECTIONS,

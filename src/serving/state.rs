@@ -8,6 +8,7 @@ use simulator_api::Stats;
 use super::connections::ConnectionStats;
 use crate::model;
 use crate::observe::process;
+use crate::observe::runtime::RuntimeWatch;
 use crate::request_path::DataProcessor;
 use crate::scenario::Scenario;
 
@@ -20,6 +21,8 @@ pub struct AppState {
     /// live (`PUT /admin/config {"scenario": NAME}`).
     scenario: Arc<RwLock<Arc<Scenario>>>,
     pub connections: Arc<ConnectionStats>,
+    /// The runtime's metrics and canary (the canary runs once `serving::run` starts it).
+    pub runtime: Arc<RuntimeWatch>,
 }
 
 impl AppState {
@@ -28,6 +31,7 @@ impl AppState {
             processor,
             scenario: Arc::new(RwLock::new(Arc::new(scenario))),
             connections: Arc::default(),
+            runtime: Arc::default(),
         }
     }
 
@@ -56,6 +60,7 @@ impl AppState {
             permits_total: p.admission().total(),
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
+            runtime: self.runtime.snapshot(counts.work_in_flight()),
             scenario: scenario.name.clone(),
             fixes: scenario.fixes.clone(),
             store: settings.store_name().to_owned(),

@@ -88,7 +88,15 @@ impl PersistGate {
     /// Takes a permit if one is free right now (the original's `try_acquire`).
     /// `None` means the request must block.
     pub fn try_admit(&self) -> Option<GatePermit> {
-        match Arc::clone(&self.inner.semaphore).try_acquire_owned() {
+        self.try_admit_many(1)
+    }
+
+    /// Takes `n` permits at once if they are free right now (byte-weighted
+    /// admission); `n` is capped at the capacity, so a large element can always be
+    /// admitted eventually.
+    pub fn try_admit_many(&self, n: usize) -> Option<GatePermit> {
+        let n = self.weight(n);
+        match Arc::clone(&self.inner.semaphore).try_acquire_many_owned(n) {
             Ok(permit) => Some(self.wrap(permit)),
             Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => None,
         }
@@ -96,11 +104,25 @@ impl PersistGate {
 
     /// Waits, in arrival order, until a permit is free (the original's `acquire`).
     pub async fn admit(&self) -> Result<GatePermit, GateError> {
+        self.admit_many(1).await
+    }
+
+    /// Waits, in arrival order, until `n` permits (capped at the capacity) are
+    /// free. tokio's semaphore is fair: a large request at the head of the queue
+    /// collects permits as they come back, and smaller ones behind it wait too.
+    pub async fn admit_many(&self, n: usize) -> Result<GatePermit, GateError> {
+        let n = self.weight(n);
         let permit = Arc::clone(&self.inner.semaphore)
-            .acquire_owned()
+            .acquire_many_owned(n)
             .await
             .map_err(|_| GateError::Closed)?;
         Ok(self.wrap(permit))
+    }
+
+    /// `n` within 1 to the capacity and tokio's per-acquire limit (u32).
+    fn weight(&self, n: usize) -> u32 {
+        let total = self.inner.sizing().total;
+        u32::try_from(n.clamp(1, total.max(1))).unwrap_or(u32::MAX)
     }
 
     /// The original's request path: `try_acquire`, and `acquire` when that fails,
@@ -110,8 +132,9 @@ impl PersistGate {
         id: u64,
         events: &Events,
         when_full: WhenFull,
+        weight: usize,
     ) -> Admitted<GatePermit> {
-        if let Some(permit) = self.try_admit() {
+        if let Some(permit) = self.try_admit_many(weight) {
             events.request_nonblock(id, self.available());
             return Admitted {
                 permit: Some(permit),
@@ -132,7 +155,7 @@ impl PersistGate {
         }
         let wait_started = Instant::now();
         // Shutdown closes the gate, which ends this wait without a permit.
-        let permit = self.admit().await.ok();
+        let permit = self.admit_many(weight).await.ok();
         let waited = wait_started.elapsed();
         if permit.is_some() {
             events.request_unblock(id, waited);
@@ -207,14 +230,19 @@ impl Drop for GatePermit {
         let Some(permit) = self.permit.take() else {
             return;
         };
+        let mut permit = permit;
         let mut sizing = self.gate.sizing();
-        if sizing.debt > 0 {
-            sizing.debt -= 1;
-            permit.forget();
-        } else {
-            // Released while the lock is held so resize() never sees a half-returned permit.
-            drop(permit);
+        // Pay off what a shrink left owing, up to the permits this one holds.
+        let owed = sizing.debt.min(permit.num_permits());
+        if owed > 0 {
+            sizing.debt -= owed;
+            // `owed` is at most what the permit holds, so the split always succeeds.
+            if let Some(part) = permit.split(owed) {
+                part.forget();
+            }
         }
+        // Released while the lock is held so resize() never sees a half-returned permit.
+        drop(permit);
     }
 }
 

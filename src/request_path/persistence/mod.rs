@@ -5,7 +5,12 @@
 //! in persistence's hands; the request does not wait for the store unless it is
 //! durable. Every element handed off gets exactly one `persist-start` and one
 //! `persist-done` (ok or not; a persist still running after `persist_timeout`
-//! fails), and its permit is dropped right after its persist-done, never before.
+//! fails), and its permit is dropped right after its persist-done, never before;
+//! except that a pool may refuse an element at a full queue (`queue-refuse`, the
+//! request gets a 503) or drop one that waited too long (`queue-drop`, its permit
+//! goes back then), and neither is persisted. An element over `part_bytes` is
+//! written as parts, `parts_at_once` at a time ([`Backend::written`], multipart);
+//! it is still one persist-start and one persist-done.
 //!
 //! Strategies, one file each: `task_per_element.rs` (the original: a task spawned
 //! per element, persist-start at the hand-off) and `pool.rs` (`persist_workers`
@@ -19,6 +24,7 @@ mod task_per_element;
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use simulator_api::settings::PersistenceKind;
 use simulator_api::Settings;
 use tokio::sync::oneshot;
@@ -27,13 +33,21 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::admission::{Admission, Permit};
-use super::network::CutShort;
 use super::store::{PersistError, Store};
 use super::Element;
 use crate::observe::Events;
 
 pub use pool::Pool;
 pub use task_per_element::TaskPerElement;
+
+/// Why a hand-off did not take the element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandOffError {
+    /// Shutdown ended the wait for room.
+    CutShort,
+    /// The queue was full and `when_full = shed`.
+    QueueFull,
+}
 
 /// One element on its way to the store.
 #[derive(Debug)]
@@ -97,7 +111,11 @@ impl Persistence {
     }
 
     /// Takes the element; waits only for room in a full queue (or shutdown).
-    pub async fn hand_off(&self, job: Job, abandon: &CancellationToken) -> Result<(), CutShort> {
+    pub async fn hand_off(
+        &self,
+        job: Job,
+        abandon: &CancellationToken,
+    ) -> Result<(), HandOffError> {
         match self {
             Persistence::TaskPerElement(t) => {
                 t.hand_off(job);
@@ -117,6 +135,31 @@ impl Persistence {
 }
 
 impl Backend {
+    /// The element's write: whole, or (`part_bytes`, multipart) as parts of that
+    /// size, `parts_at_once` at a time, as an object store's multipart upload
+    /// does; the first failed part fails the element. Each part is a store write
+    /// of its own (its latency, its per-MiB cost, its store slot, its hedge).
+    async fn written(
+        &self,
+        id: u64,
+        element: &Element,
+        settings: &Settings,
+    ) -> Result<(), PersistError> {
+        let size = element.len();
+        if settings.part_bytes == 0 || size <= settings.part_bytes {
+            return self.hedged(id, element, settings).await;
+        }
+        let parts = (0..size.div_ceil(settings.part_bytes)).map(|i| {
+            let part = (size - i * settings.part_bytes).min(settings.part_bytes);
+            async move { self.hedged(id, &Element::Synthetic(part), settings).await }
+        });
+        let mut writes = futures::stream::iter(parts).buffer_unordered(settings.parts_at_once);
+        while let Some(outcome) = writes.next().await {
+            outcome?;
+        }
+        Ok(())
+    }
+
     /// The store's persist, hedged: with `hedge_after` set, an attempt still
     /// running then is raced by a second one, and the first to finish decides
     /// (the other is dropped: the simulated store holds nothing to clean up, and
@@ -165,7 +208,7 @@ impl Backend {
         let started = Instant::now();
         let timeout = settings.persist_timeout;
         let outcome =
-            match tokio::time::timeout(timeout, self.hedged(id, &element, &settings)).await {
+            match tokio::time::timeout(timeout, self.written(id, &element, &settings)).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(PersistError::TimedOut(timeout)),
             };

@@ -4,7 +4,14 @@
 //! whatever else is configured.
 //!
 //! The queue is tokio's bounded mpsc channel (`persist_queue` elements): a request
-//! that finds it full waits for room, which is backpressure rather than a refusal.
+//! that finds it full waits for room (backpressure) or, with `when_full = shed`,
+//! is refused with 503 at once (probe `queue-refuse`): the seed 002 fix of a
+//! bounded queue and a worker pool that says no. With `queue_wait_limit`, a worker
+//! drops an element that waited longer than that (probe `queue-drop`, no persist):
+//! the simplest form of CoDel's idea that under overload the oldest work is the
+//! least worth doing. Not CoDel itself (no interval, no control law): a fixed
+//! sojourn bound is what a workshop can reason about in one line, and no
+//! maintained crate offers a CoDel queue to build on.
 //! The workers are one task running `futures`' `for_each_concurrent` over the
 //! queue, at most `persist_workers` persists at once, each started the moment a
 //! slot frees: persist-start fires when a worker takes an element, so persists in
@@ -19,9 +26,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, Job};
+use simulator_api::settings::WhenFull;
+use tokio::sync::mpsc::error::TrySendError;
+
+use super::{Backend, HandOffError, Job};
 use crate::observe::Events;
-use crate::request_path::network::CutShort;
 
 #[derive(Debug, Clone)]
 pub struct Pool {
@@ -59,7 +68,19 @@ impl Pool {
             jobs.for_each_concurrent(workers, |(job, queued_at)| {
                 let backend = Arc::clone(&backend);
                 async move {
-                    backend.events.queue_dequeue(job.id, queued_at.elapsed());
+                    let waited = queued_at.elapsed();
+                    backend.events.queue_dequeue(job.id, waited);
+                    let limit = job.settings.queue_wait_limit;
+                    if !limit.is_zero() && waited > limit {
+                        backend.events.queue_drop(job.id, waited, limit);
+                        if let Some(notify) = job.notify {
+                            let _ = notify.send(Err(format!(
+                                "dropped after {waited:?} in the queue (queue_wait_limit {limit:?})"
+                            )));
+                        }
+                        // The permit, if the job held one, goes back with it.
+                        return;
+                    }
                     backend.started(&job);
                     backend.persist(job).await;
                 }
@@ -74,13 +95,27 @@ impl Pool {
         }
     }
 
-    /// Queues the element, waiting for room while the queue is full. The slot is
-    /// reserved first, so queue-enqueue fires before any worker can take the
-    /// element and the depth never reads below zero.
-    pub async fn hand_off(&self, job: Job, abandon: &CancellationToken) -> Result<(), CutShort> {
-        let slot = tokio::select! {
-            slot = self.queue.reserve() => slot.map_err(|_| CutShort)?,
-            () = abandon.cancelled() => return Err(CutShort),
+    /// Queues the element; a full queue makes it wait for room, or refuses it
+    /// with `when_full = shed`. The slot is reserved first, so queue-enqueue fires
+    /// before any worker can take the element and the depth never reads below zero.
+    pub async fn hand_off(
+        &self,
+        job: Job,
+        abandon: &CancellationToken,
+    ) -> Result<(), HandOffError> {
+        let slot = match job.settings.when_full {
+            WhenFull::Shed => match self.queue.try_reserve() {
+                Ok(slot) => slot,
+                Err(TrySendError::Full(())) => {
+                    self.events.queue_refuse(job.id);
+                    return Err(HandOffError::QueueFull);
+                }
+                Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
+            },
+            WhenFull::Wait => tokio::select! {
+                slot = self.queue.reserve() => slot.map_err(|_| HandOffError::CutShort)?,
+                () = abandon.cancelled() => return Err(HandOffError::CutShort),
+            },
         };
         self.events.queue_enqueue(job.id);
         slot.send((job, Instant::now()));

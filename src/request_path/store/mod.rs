@@ -2,15 +2,18 @@
 //!
 //! **Contract.** [`Store::persist`] stores one element and says whether it worked;
 //! it fires no probes (persistence does, around it) and takes no permit. Two
-//! stores: [`Store::Simulated`] sleeps for a latency drawn from `persist_latency`
+//! stores: `Medium::Simulated` sleeps for a latency drawn from `persist_latency`
 //! (plus `persist_cost_per_mib` per MiB) and is the original simulator's store;
-//! [`Store::Files`] really writes `DIR/<id>.bin` (`files.rs`). Around either,
+//! `Medium::Files` really writes `DIR/<id>.bin` (`files.rs`). Around either,
 //! `faults.rs` hangs a share of persists (a stuck disk, until persistence's
-//! `persist_timeout` gives up) and fails a share on purpose. An enum, not a trait
-//! object: two variants, matched in one place, no allocation per persist.
+//! `persist_timeout` gives up) and fails a share on purpose. Either serves at most
+//! `store_concurrency` writes at once (`slots.rs`); the rest wait inside the store.
+//! The media are an enum, not a trait object: two variants, matched in one place,
+//! no allocation per persist.
 
 mod faults;
 mod files;
+mod slots;
 
 use std::io;
 use std::path::PathBuf;
@@ -21,6 +24,7 @@ use simulator_api::Settings;
 use crate::request_path::Element;
 
 pub use files::{open_dir, FileStore};
+pub use slots::Slots;
 
 /// Why a persist failed. The data processor ignores the outcome, as the original
 /// did (except in durable mode); it is counted and traced (`persist-done` arg1 = 0).
@@ -34,9 +38,16 @@ pub enum PersistError {
     Io { path: PathBuf, source: io::Error },
 }
 
-/// Where elements are persisted.
+/// Where elements are persisted, and how many at once.
+#[derive(Debug)]
+pub struct Store {
+    medium: Medium,
+    slots: Slots,
+}
+
+/// What a write does.
 #[derive(Debug, Clone)]
-pub enum Store {
+enum Medium {
     Simulated,
     Files(FileStore),
 }
@@ -45,17 +56,24 @@ impl Store {
     /// The store `settings` select, and the first free element id (a file store
     /// continues after the ids an earlier run left, so nothing is overwritten).
     pub fn open(settings: &Settings) -> io::Result<(Self, u64)> {
-        match &settings.persist_dir {
-            None => Ok((Store::Simulated, 1)),
+        let (medium, first_id) = match &settings.persist_dir {
+            None => (Medium::Simulated, 1),
             Some(dir) => {
                 let first_id = open_dir(dir)?;
                 let store = FileStore {
                     dir: dir.clone(),
                     fsync: settings.persist_fsync || settings.durable,
                 };
-                Ok((Store::Files(store), first_id))
+                (Medium::Files(store), first_id)
             }
-        }
+        };
+        let slots = Slots::new(settings);
+        Ok((Store { medium, slots }, first_id))
+    }
+
+    /// Takes the live settings the store itself holds (`store_concurrency`).
+    pub fn follow(&self, settings: &Settings) {
+        self.slots.follow(settings);
     }
 
     /// Persists one element, faults included. `settings` are those in force when
@@ -66,6 +84,8 @@ impl Store {
         element: &Element,
         settings: &Settings,
     ) -> Result<(), PersistError> {
+        // A stalled write keeps its slot until persistence's timeout ends it.
+        let _slot = self.slots.enter().await;
         faults::around(settings, self.write(id, element, settings)).await
     }
 
@@ -75,15 +95,15 @@ impl Store {
         element: &Element,
         settings: &Settings,
     ) -> Result<(), PersistError> {
-        match self {
-            Store::Simulated => {
+        match &self.medium {
+            Medium::Simulated => {
                 // rand::rng() is a temporary: the thread-local generator must not be
                 // held across the await, where the task may move to another thread.
                 let latency = settings.persist_latency.sample(&mut rand::rng());
                 tokio::time::sleep(latency + per_mib_cost(settings, element.len())).await;
                 Ok(())
             }
-            Store::Files(files) => {
+            Medium::Files(files) => {
                 files
                     .write(id, element)
                     .await

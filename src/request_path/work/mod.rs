@@ -1,0 +1,194 @@
+//! Work: the CPU the processor spends on an element after it arrives and before it
+//! is admitted, and which threads spend it.
+//!
+//! **Contract.** [`Work::run`] runs once per request, on the request's own task,
+//! and returns when the work is finished (or shutdown cut its wait short). With
+//! `work = none` (the original) it does nothing and fires nothing. With
+//! `work = zstd` it compresses `work_bytes` of WAL-like text (`corpus.rs`), as
+//! seed 001 archives WAL segments, between `work-start` and `work-done`, and where
+//! `work_on` says:
+//!
+//! - `async-worker`: right here, on the runtime's async worker thread. For the
+//!   milliseconds it takes, that worker polls nothing else: timers, other requests,
+//!   `/healthz`. The runtime has one worker per core, so a few of these at once
+//!   stall the whole server: seed 001's bug, the blocking-runtime scenario.
+//! - `blocking-pool`: `tokio::task::spawn_blocking`, behind a semaphore of
+//!   `work_limit` (0: none, so under overload tokio starts up to 512 threads that
+//!   share the cores with the async workers and the stall comes back as CPU
+//!   contention). The request waits asynchronously, which costs the runtime nothing.
+//! - `rayon`: a rayon pool of `work_limit` threads (seed 001's fix); the request
+//!   waits on a oneshot for the result.
+//!
+//! The limit is a tokio `Semaphore` rather than a tower layer: the work is one step
+//! inside a request, not a service of its own, and the permit must cover exactly
+//! the compression. A live change of `work`, `work_on` or `work_limit` builds a new
+//! `Work` for new requests ([`Work::matches`]); requests under way keep theirs.
+
+mod corpus;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use simulator_api::settings::{WorkKind, WorkOn};
+use simulator_api::Settings;
+use tokio::sync::{oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::network::CutShort;
+use crate::observe::Events;
+
+/// zstd's default level, the one seed 001 archives with.
+const ZSTD_LEVEL: i32 = 3;
+
+/// The work configured now.
+#[derive(Debug, Clone)]
+pub struct Work {
+    kind: WorkKind,
+    place: Place,
+    limit: usize,
+}
+
+/// Where the work runs; one variant per `work_on`.
+#[derive(Debug, Clone)]
+enum Place {
+    AsyncWorker,
+    /// `None`: no limit.
+    BlockingPool(Option<Arc<Semaphore>>),
+    Rayon(Arc<rayon::ThreadPool>),
+}
+
+/// How one work went, for work-done.
+struct Ran {
+    waited: Duration,
+    ran: Duration,
+}
+
+impl Work {
+    /// The work `settings` ask for, its pool built and its text made.
+    pub fn new(settings: &Settings) -> Result<Self, String> {
+        let limit = settings.work_limit;
+        let place = match settings.work_on {
+            WorkOn::AsyncWorker => Place::AsyncWorker,
+            WorkOn::BlockingPool => {
+                Place::BlockingPool((limit > 0).then(|| Arc::new(Semaphore::new(limit))))
+            }
+            WorkOn::Rayon => Place::Rayon(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(limit)
+                    .thread_name(|i| format!("isim-rayon-{i}"))
+                    .build()
+                    .map_err(|e| format!("could not start the rayon pool: {e}"))?,
+            )),
+        };
+        if settings.work == WorkKind::Zstd {
+            corpus::corpus(settings.work_bytes as usize);
+        }
+        Ok(Self {
+            kind: settings.work,
+            place,
+            limit,
+        })
+    }
+
+    /// Whether this is the work `settings` ask for (`work_bytes` is read per
+    /// request, so it does not count).
+    pub fn matches(&self, settings: &Settings) -> bool {
+        self.kind == settings.work
+            && self.on() == settings.work_on
+            && self.limit == settings.work_limit
+    }
+
+    fn on(&self) -> WorkOn {
+        match self.place {
+            Place::AsyncWorker => WorkOn::AsyncWorker,
+            Place::BlockingPool(_) => WorkOn::BlockingPool,
+            Place::Rayon(_) => WorkOn::Rayon,
+        }
+    }
+
+    /// The probes' code for where the work runs: 0 async worker, 1 blocking pool,
+    /// 2 rayon (the scripts print it as a name).
+    fn code(&self) -> u64 {
+        match self.place {
+            Place::AsyncWorker => 0,
+            Place::BlockingPool(_) => 1,
+            Place::Rayon(_) => 2,
+        }
+    }
+
+    /// Does the work for request `id`. Shutdown (`abandon`) ends a wait for a
+    /// slot, never a compression under way; a work cut short still gets its
+    /// work-done (run 0), so started = done + in flight holds.
+    pub async fn run(
+        &self,
+        id: u64,
+        settings: &Settings,
+        events: &Events,
+        abandon: &CancellationToken,
+    ) -> Result<(), CutShort> {
+        if self.kind == WorkKind::None {
+            return Ok(());
+        }
+        let bytes = settings.work_bytes as usize;
+        events.work_start(id, bytes as u64, self.code());
+        let asked = Instant::now();
+        let outcome = match &self.place {
+            Place::AsyncWorker => Ok(Ran {
+                waited: Duration::ZERO,
+                ran: timed(|| compress(bytes)),
+            }),
+            Place::BlockingPool(limit) => {
+                let permit = match limit {
+                    None => None,
+                    Some(limit) => tokio::select! {
+                        permit = Arc::clone(limit).acquire_owned() => permit.ok(),
+                        () = abandon.cancelled() => return finish(events, id, asked, self.code()),
+                    },
+                };
+                tokio::task::spawn_blocking(move || {
+                    let waited = asked.elapsed();
+                    let ran = timed(|| compress(bytes));
+                    drop(permit);
+                    Ran { waited, ran }
+                })
+                .await
+                .map_err(|_| CutShort)
+            }
+            Place::Rayon(pool) => {
+                let (done, result) = oneshot::channel();
+                pool.spawn(move || {
+                    let waited = asked.elapsed();
+                    let ran = timed(|| compress(bytes));
+                    let _ = done.send(Ran { waited, ran });
+                });
+                result.await.map_err(|_| CutShort)
+            }
+        };
+        match outcome {
+            Ok(Ran { waited, ran }) => {
+                events.work_done(id, ran, waited, self.code());
+                Ok(())
+            }
+            Err(CutShort) => finish(events, id, asked, self.code()),
+        }
+    }
+}
+
+/// A work that never ran: its work-done, with run 0, and the request cut short.
+fn finish(events: &Events, id: u64, asked: Instant, code: u64) -> Result<(), CutShort> {
+    events.work_done(id, Duration::ZERO, asked.elapsed(), code);
+    Err(CutShort)
+}
+
+fn timed(f: impl FnOnce() -> usize) -> Duration {
+    let start = Instant::now();
+    std::hint::black_box(f());
+    start.elapsed()
+}
+
+/// Compresses the first `bytes` of the shared text; returns the compressed size.
+fn compress(bytes: usize) -> usize {
+    let text = corpus::corpus(bytes);
+    // Compressing a slice of memory into a Vec cannot fail at a valid level.
+    zstd::bulk::compress(&text[..bytes], ZSTD_LEVEL).map_or(0, |out| out.len())
+}
