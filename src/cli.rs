@@ -42,6 +42,8 @@ pub enum Command {
     },
     /// The bundled scenarios, with their symptom, load and fixes.
     Scenarios,
+    /// The workshop's exercises: list them, start one, check a fix.
+    Workshop(crate::workshop::WorkshopArgs),
 }
 
 #[derive(Debug, Args)]
@@ -68,9 +70,10 @@ impl ServeArgs {
     }
 }
 
-/// What `main` runs.
-pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+/// What `main` runs; the exit status is `workshop check`'s verdict.
+pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    let done = match cli.command {
+        Command::Workshop(args) => return crate::workshop::run(args).await,
         Command::Serve(args) => serve(*args).await,
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Clients(args) => simulator_clients::args::run(*args).await,
@@ -79,7 +82,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Scenarios => print_scenarios(),
-    }
+    };
+    done.map(|()| std::process::ExitCode::SUCCESS)
 }
 
 fn print_settings(markdown: bool) {
@@ -120,6 +124,15 @@ fn print_scenarios() -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    serve_with(args, |_, _| {}).await
+}
+
+/// `serve`, with `after_banner(pid, data URL)` printed after the banner's contract
+/// lines (`workshop start` prints the ticket there).
+pub async fn serve_with(
+    args: ServeArgs,
+    after_banner: impl FnOnce(u32, &str),
+) -> anyhow::Result<()> {
     let (config, scenario) = args.resolve()?;
     probes::register();
     let listener = serving::bind(config.listen)
@@ -156,6 +169,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         println!("  {lead:<10} {command}");
     }
     println!("  stop with Ctrl-C; final counts are printed on exit");
+    after_banner(pid, &format!("http://{addr}"));
     tracing::info!(%addr, pid, ?config.permits, "serving");
     let report = serving::run(listener, operator, config, scenario, shutdown::signal()).await?;
     print!("{}", shutdown::final_report(&report));

@@ -14,6 +14,8 @@
 //! - `serving/`: HTTP, connections, admin, shutdown, errors.
 //! - `observe/`: probes, events, counters, Prometheus metrics, process CPU.
 //!
+//! - `workshop/`: the exercises (`workshop list`, `start`, `check`: the win condition).
+//!
 //! `docs/patterns.md` maps every pattern to its file.
 
 pub mod cli;
@@ -24,3 +26,4 @@ pub mod observe;
 pub mod request_path;
 pub mod scenario;
 pub mod serving;
+pub mod workshop;

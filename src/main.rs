@@ -11,13 +11,21 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = system_simulator::cli::Cli::parse();
     // `serve` logs what an operator wants to see; the commands that print tables
     // (the demo, the clients) log only warnings unless RUST_LOG asks for more, so
     // no log line lands in the middle of a table on a terminal.
     let default = match cli.command {
         system_simulator::cli::Command::Serve(_) => "info",
+        system_simulator::cli::Command::Workshop(ref w)
+            if matches!(
+                w.command,
+                system_simulator::workshop::WorkshopCommand::Start { .. }
+            ) =>
+        {
+            "info"
+        }
         _ => "warn",
     };
     tracing_subscriber::fmt()

@@ -55,10 +55,87 @@ pub struct Scenario {
     pub summary: String,
     pub symptom: String,
     pub load: Vec<String>,
+    /// The workshop ticket in one line, for `workshop list`.
+    #[serde(default)]
+    pub headline: String,
+    /// The workshop ticket: the symptom as a user would report it, no spoilers.
+    #[serde(default)]
+    pub ticket: String,
+    /// The win condition `workshop check` measures under the load: every
+    /// condition must hold.
+    #[serde(default)]
+    pub check: Vec<Condition>,
     #[serde(default)]
     pub config: SettingsUpdate,
     #[serde(default)]
     pub fixes: Vec<Fix>,
+}
+
+/// One figure of a window of the scenario's load and the bound it must keep.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub metric: Metric,
+    /// The figure must be below this...
+    #[serde(default)]
+    pub below: Option<f64>,
+    /// ... or above this (exactly one of the two).
+    #[serde(default)]
+    pub above: Option<f64>,
+}
+
+/// What `workshop check` can measure over a window of load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Share of admitted requests that waited for a permit (server).
+    BlockedShare,
+    /// Share of the requests sent that got a 2xx reply (client).
+    OkShare,
+    /// 99th percentile request latency in ms (client).
+    P99Ms,
+    /// Persists completed a second (server).
+    PersistsPerS,
+    /// How fast persists in flight grew, a second (server).
+    InFlightGrowthPerS,
+    /// The timer canary's p99 lateness in ms over the last 5 s (server runtime).
+    CanaryP99Ms,
+    /// The async workers' busy share over the last 5 s (server runtime).
+    BusyShare,
+}
+
+impl Metric {
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::BlockedShare => "blocked share",
+            Metric::OkShare => "requests answered 2xx",
+            Metric::P99Ms => "request latency p99 (ms)",
+            Metric::PersistsPerS => "persists a second",
+            Metric::InFlightGrowthPerS => "persists in flight, growth a second",
+            Metric::CanaryP99Ms => "timer canary lateness p99 (ms)",
+            Metric::BusyShare => "runtime workers busy share",
+        }
+    }
+}
+
+impl Condition {
+    /// Whether `value` keeps the bound.
+    pub fn holds(&self, value: f64) -> bool {
+        match (self.below, self.above) {
+            (Some(below), _) => value < below,
+            (None, Some(above)) => value > above,
+            (None, None) => false,
+        }
+    }
+
+    /// `< 50` or `> 0.95`.
+    pub fn bound_text(&self) -> String {
+        match (self.below, self.above) {
+            (Some(below), _) => format!("< {below}"),
+            (None, Some(above)) => format!("> {above}"),
+            (None, None) => "(no bound)".into(),
+        }
+    }
 }
 
 /// Why a scenario cannot be used.
@@ -107,6 +184,14 @@ impl Scenario {
         let settings = scenario.settings();
         settings.validate().map_err(|e| invalid(e.to_string()))?;
         scenario.load_plan("http://127.0.0.1:7878", None)?;
+        for condition in &scenario.check {
+            if condition.below.is_some() == condition.above.is_some() {
+                return Err(invalid(format!(
+                    "check on {:?}: give exactly one of below and above",
+                    condition.metric
+                )));
+            }
+        }
         for fix in &scenario.fixes {
             for clients in [1, 1000] {
                 let body = fix

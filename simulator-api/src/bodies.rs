@@ -288,6 +288,11 @@ pub struct Fix {
     /// its value here times N (the seed's permits = 8 x clients).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_client: BTreeMap<String, u64>,
+    /// Set when the fix trades the symptom for something else the scenario's
+    /// win condition counts (shedding most requests, say): what it gives up.
+    /// `workshop check` does not pass it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trade_off: Option<String>,
 }
 
 impl Fix {
@@ -337,6 +342,7 @@ mod tests {
                 ..SettingsUpdate::default()
             },
             per_client: BTreeMap::from([("permits".into(), 8)]),
+            trade_off: None,
         };
         assert_eq!(fix.config_for(1000).unwrap().permits, Some(8000));
         assert!(fix.config_for(usize::MAX).is_err());

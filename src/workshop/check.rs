@@ -1,0 +1,165 @@
+//! `workshop check`: the win condition of an exercise, measured.
+//!
+//! The check brings its own load: it runs the scenario's documented load (the
+//! ticket's) against the server for a window, with sim-clients' engine, and
+//! judges the window by the scenario's `[[check]]` conditions, each printed with
+//! the number measured and its bound. It cannot be fooled by stopping a load
+//! (there is always its own), by a server in another scenario (the server must
+//! say it runs the exercise's), by another load running beside it (the server
+//! must have seen about as many requests as the check sent), or by a "fix" that
+//! gives up what the ticket asks for: the conditions hold the throughput and the
+//! answered share as well as the symptom.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use simulator_api::Counts;
+use simulator_clients::{endpoints, Report};
+use tokio_util::sync::CancellationToken;
+
+use crate::scenario::{Condition, Metric, Scenario};
+
+/// The shortest window: the runtime canary's figures cover the last 5 s.
+pub const MIN_WINDOW: Duration = Duration::from_secs(6);
+
+/// One condition, measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub condition: Condition,
+    pub value: f64,
+    pub holds: bool,
+}
+
+/// How the check went.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    pub scenario: String,
+    /// Why it could not judge the window at all (wrong server, foreign load, ...).
+    pub refused: Option<String>,
+    pub measured: Vec<Measured>,
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        self.refused.is_none() && !self.measured.is_empty() && self.measured.iter().all(|m| m.holds)
+    }
+
+    /// The lines `workshop check` prints.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if let Some(reason) = &self.refused {
+            out.push_str(&format!("not checked: {reason}\n"));
+            return out;
+        }
+        for m in &self.measured {
+            out.push_str(&format!(
+                "  {:<38} {:>10.3}   {:<10} {}\n",
+                m.condition.metric.label(),
+                m.value,
+                m.condition.bound_text(),
+                if m.holds { "pass" } else { "FAIL" }
+            ));
+        }
+        let failing = self.measured.iter().filter(|m| !m.holds).count();
+        if failing == 0 {
+            out.push_str(&format!(
+                "solved: every condition of {} holds.\n",
+                self.scenario
+            ));
+        } else {
+            out.push_str(&format!(
+                "not yet: {failing} of {} conditions fail.\n",
+                self.measured.len()
+            ));
+        }
+        out
+    }
+}
+
+/// Runs the exercise's load against `target` for `window` and judges it.
+pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyhow::Result<Verdict> {
+    let refuse = |reason: String| Verdict {
+        scenario: scenario.name.clone(),
+        refused: Some(reason),
+        measured: Vec::new(),
+    };
+    if scenario.check.is_empty() {
+        return Ok(refuse(format!(
+            "scenario {} has no [[check]] conditions",
+            scenario.name
+        )));
+    }
+    let stats = endpoints::stats(target).await.with_context(|| {
+        format!(
+            "no server answers at {target} (is it running? `workshop start {}`)",
+            scenario.name
+        )
+    })?;
+    if stats.scenario != scenario.name {
+        return Ok(refuse(format!(
+            "the server at {target} runs scenario {}, not {}: the exercise is judged on its own scenario (`workshop start {}`)",
+            stats.scenario, scenario.name, scenario.name
+        )));
+    }
+    let load = scenario.load_plan(target, Some(window.max(MIN_WINDOW)))?;
+    let report = simulator_clients::run(&load, CancellationToken::new(), false).await?;
+    let runtime = endpoints::stats(target).await?.runtime;
+    let Some(server) = report.server else {
+        return Ok(refuse(
+            "the server's /stats did not answer around the window".into(),
+        ));
+    };
+    // The server must have seen the check's requests, and not many more: another
+    // load beside the check's would change what the window means.
+    let sent = report.requests_sent as f64;
+    let seen = server.requests_started as f64;
+    if seen < sent * 0.95 || seen > sent * 1.1 + 20.0 {
+        return Ok(refuse(format!(
+            "the server counted {seen:.0} requests while the check sent {sent:.0}: stop any other load (the check brings its own) and check again"
+        )));
+    }
+    let seconds = report.window_ns as f64 / 1e9;
+    let measured = scenario
+        .check
+        .iter()
+        .map(|condition| {
+            let value = figure(condition.metric, &report, &server, seconds, &runtime);
+            Measured {
+                condition: *condition,
+                value,
+                holds: condition.holds(value),
+            }
+        })
+        .collect();
+    Ok(Verdict {
+        scenario: scenario.name.clone(),
+        refused: None,
+        measured,
+    })
+}
+
+/// One metric of the window.
+fn figure(
+    metric: Metric,
+    report: &Report,
+    server: &Counts,
+    seconds: f64,
+    runtime: &simulator_api::RuntimeStats,
+) -> f64 {
+    let per_s = |n: u64| n as f64 / seconds.max(1e-9);
+    match metric {
+        Metric::BlockedShare => server.blocked_share(),
+        Metric::OkShare => {
+            let sent = report.requests_sent.max(1) as f64;
+            (report.requests_sent.saturating_sub(report.errors)) as f64 / sent
+        }
+        Metric::P99Ms => report.latency.p99_ns as f64 / 1e6,
+        Metric::PersistsPerS => per_s(server.persists_done),
+        // Started minus done within the window: how much the backlog grew.
+        Metric::InFlightGrowthPerS => {
+            (server.persists_started as f64 - server.persists_done as f64) / seconds.max(1e-9)
+        }
+        Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
+        Metric::BusyShare => runtime.busy_share,
+    }
+}

@@ -1,0 +1,169 @@
+//! `system-simulator workshop`: the exercises of docs/workshop/, one per bundled
+//! scenario, in the workshop's order.
+//!
+//! - `workshop list`: the exercises, numbered, each with its one-line ticket;
+//! - `workshop start NAME`: the server in that scenario (as `serve --scenario
+//!   NAME`, on the usual ports), the ticket, the load to run and the tracing
+//!   commands with this process's pid;
+//! - `workshop check [NAME]`: the win condition (`check.rs`), exit 0 when solved
+//!   and 1 when not.
+//!
+//! The exercises are the scenarios themselves (`scenarios/*.toml`: `headline`,
+//! `ticket`, `[[check]]`), so a page, the server and the check cannot disagree.
+
+pub mod check;
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::cli::ServeArgs;
+use crate::observe::probes;
+use crate::scenario::{self, Scenario};
+
+#[derive(Debug, Args)]
+pub struct WorkshopArgs {
+    #[command(subcommand)]
+    pub command: WorkshopCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkshopCommand {
+    /// The exercises, in order, with their one-line tickets.
+    List,
+    /// Start the server in an exercise's scenario and print its ticket, the load to
+    /// run and the tracing commands.
+    Start {
+        /// The exercise: a scenario name or its number in `workshop list`.
+        exercise: String,
+        #[command(flatten)]
+        serve: Box<ServeArgs>,
+    },
+    /// The win condition: run the ticket's load against the server for a window and
+    /// judge it; exit 0 when every condition holds, 1 when not.
+    Check {
+        /// The exercise [default: the scenario the server runs].
+        exercise: Option<String>,
+        /// The server's base URL.
+        #[arg(long, default_value = "http://127.0.0.1:7878")]
+        target: String,
+        /// How long the check's own load runs (at least 6 s).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        duration: Duration,
+    },
+}
+
+/// The exercise called `name`, or numbered `name` in the list (from 1).
+pub fn exercise(name: &str) -> anyhow::Result<Scenario> {
+    if let Ok(n) = name.parse::<usize>() {
+        let names = scenario::names();
+        let found = n
+            .checked_sub(1)
+            .and_then(|i| names.get(i))
+            .ok_or_else(|| anyhow::anyhow!("there are exercises 1 to {}, not {n}", names.len()))?;
+        return Ok(Scenario::load(found)?);
+    }
+    Ok(Scenario::load(name)?)
+}
+
+/// Runs a `workshop` subcommand; the exit status is the check's verdict.
+pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
+    match args.command {
+        WorkshopCommand::List => {
+            for (i, s) in scenario::bundled()?.iter().enumerate() {
+                println!(
+                    "{:>2}. {:<22} (seed {}) {}",
+                    i + 1,
+                    s.name,
+                    s.seed,
+                    s.headline
+                );
+            }
+            println!("\nstart one with `system-simulator workshop start NAME`; docs/workshop/ has the pages");
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        WorkshopCommand::Start {
+            exercise: name,
+            mut serve,
+        } => {
+            let chosen = exercise(&name)?;
+            if let Some(other) = &serve.scenario {
+                anyhow::bail!(
+                    "`workshop start {name}` starts its own scenario; drop --scenario {other}"
+                );
+            }
+            serve.scenario = Some(chosen.name.clone());
+            crate::cli::serve_with(*serve, |pid, data_url| print_ticket(&chosen, pid, data_url))
+                .await?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        WorkshopCommand::Check {
+            exercise: name,
+            target,
+            duration,
+        } => {
+            let chosen = match name {
+                Some(name) => exercise(&name)?,
+                None => {
+                    Scenario::load(&simulator_clients::endpoints::stats(&target).await?.scenario)?
+                }
+            };
+            let window = duration.max(check::MIN_WINDOW);
+            println!(
+                "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
+                chosen.name,
+                window.as_secs(),
+                without_duration(&chosen.load).join(" ")
+            );
+            let verdict = check::check(&chosen, &target, window).await?;
+            print!("{}", verdict.render());
+            Ok(if verdict.passed() {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::FAILURE
+            })
+        }
+    }
+}
+
+/// A load's arguments without its `--duration` (the check sets its own).
+fn without_duration(load: &[String]) -> Vec<&str> {
+    let mut words = Vec::new();
+    let mut iter = load.iter();
+    while let Some(word) = iter.next() {
+        match word.as_str() {
+            "--duration" => {
+                iter.next();
+            }
+            w => words.push(w),
+        }
+    }
+    words
+}
+
+/// The ticket and what to run, printed after the server's own banner.
+fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
+    let load: Vec<&str> = s.load.iter().map(String::as_str).collect();
+    let target = match data_url {
+        "http://127.0.0.1:7878" => String::new(),
+        other => format!(" --target {other}"),
+    };
+    println!(
+        "\n=== exercise {} (seed {}) ===\n{}",
+        s.name,
+        s.seed,
+        s.ticket.trim()
+    );
+    println!("\nput the ticket's load on it (another terminal):");
+    println!(
+        "  cargo run --release -- clients --target {data_url} {}",
+        load.join(" ")
+    );
+    println!("look inside (root):");
+    for command in probes::trace_commands(pid) {
+        println!("  {command}");
+    }
+    println!("when you think it is fixed (stop your load first; the check brings its own):");
+    println!("  cargo run --release -- workshop check {}{target}", s.name);
+    println!("hints and the solution: docs/workshop/ ({}).\n", s.name);
+}
