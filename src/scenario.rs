@@ -85,7 +85,7 @@ pub struct Condition {
 }
 
 /// What `workshop check` can measure over a window of load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Share of admitted requests that waited for a permit (server).

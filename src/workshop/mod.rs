@@ -6,12 +6,15 @@
 //!   NAME`, on the usual ports), the ticket, the load to run and the tracing
 //!   commands with this process's pid;
 //! - `workshop check [NAME]`: the win condition (`check.rs`), exit 0 when solved
-//!   and 1 when not.
+//!   and 1 when not;
+//! - `workshop figures [NAME]`: each fix before and after, as the pages show it
+//!   (`figures.rs`; `--write` updates the pages).
 //!
 //! The exercises are the scenarios themselves (`scenarios/*.toml`: `headline`,
 //! `ticket`, `[[check]]`), so a page, the server and the check cannot disagree.
 
 pub mod check;
+pub mod figures;
 
 use std::time::Duration;
 
@@ -50,6 +53,18 @@ pub enum WorkshopCommand {
         /// How long the check's own load runs (at least 6 s).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         duration: Duration,
+    },
+    /// Measure every fix of an exercise (or of all) before and after, on fresh
+    /// servers, as the pages' figures; print the Markdown, or write it into the pages.
+    Figures {
+        /// The exercise [default: all of them].
+        exercise: Option<String>,
+        /// Each window of load (at least 6 s).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        duration: Duration,
+        /// Write the figures into docs/workshop/NN-NAME.md (run from the repository).
+        #[arg(long)]
+        write: bool,
     },
 }
 
@@ -95,6 +110,27 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
             serve.scenario = Some(chosen.name.clone());
             crate::cli::serve_with(*serve, |pid, data_url| print_ticket(&chosen, pid, data_url))
                 .await?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        WorkshopCommand::Figures {
+            exercise: name,
+            duration,
+            write,
+        } => {
+            let chosen = match name {
+                Some(name) => vec![exercise(&name)?],
+                None => scenario::bundled()?,
+            };
+            for s in chosen {
+                let block = figures::measure(&s, duration.max(check::MIN_WINDOW)).await?;
+                if write {
+                    let page = figures::page_of(std::path::Path::new("."), &s)?;
+                    figures::write_into(&page, &block)?;
+                    println!("wrote the figures of {}", page.display());
+                } else {
+                    println!("{block}");
+                }
+            }
             Ok(std::process::ExitCode::SUCCESS)
         }
         WorkshopCommand::Check {

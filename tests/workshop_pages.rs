@@ -1,0 +1,224 @@
+//! The exercise pages say what the code does. Every bundled scenario has its page,
+//! docs/workshop/NN-NAME.md, carrying its ticket word for word, naming every fix,
+//! and holding a figures block made by `workshop figures`. And the figures still
+//! hold: the test reruns `workshop figures` shortened (8 s windows) and compares,
+//! fix by fix and figure by figure, with the page:
+//!
+//! - the win condition: before each fix some condition fails; after it every
+//!   condition holds, or (a fix marked as a trade-off) some still fails. This is
+//!   `workshop check` failing before and passing after each documented fix;
+//! - which bounds hold, for every figure the page shows at least 25 % away from
+//!   its bound (closer ones may fall either way in a short window);
+//! - the direction and rough size of each change the page shows (a change of 1.5x
+//!   or more): the fresh change goes the same way by at least 1.2x and is within a
+//!   factor of 4 of the page's.
+//!
+//! Run with: `cargo test --test workshop_pages` (about 4 minutes of real load).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::BIN;
+use system_simulator::scenario::{self, Scenario};
+use system_simulator::workshop::figures;
+
+/// One figure of a fix's table: its label, bound, and (value, holds) before and after.
+#[derive(Debug)]
+struct Row {
+    label: String,
+    bound: f64,
+    before: (f64, bool),
+    after: (f64, bool),
+}
+
+#[derive(Debug)]
+struct FixTable {
+    name: String,
+    trade_off: bool,
+    rows: Vec<Row>,
+}
+
+fn cell(text: &str) -> (f64, bool) {
+    let mut words = text.split_whitespace();
+    let value = words
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    (value, words.next() == Some("pass"))
+}
+
+/// The tables of a figures block, as `workshop figures` writes them.
+fn tables(block: &str) -> Vec<FixTable> {
+    let mut found: Vec<FixTable> = Vec::new();
+    for line in block.lines() {
+        if let Some(rest) = line.strip_prefix("Fix `") {
+            found.push(FixTable {
+                name: rest.split('`').next().unwrap_or_default().to_owned(),
+                trade_off: line.contains("a trade-off"),
+                rows: Vec::new(),
+            });
+        } else if line.starts_with("| ")
+            && !line.starts_with("| figure")
+            && !line.starts_with("| ---")
+        {
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            let bound = cells[1]
+                .trim_start_matches(['<', '>', ' '])
+                .parse()
+                .unwrap_or(f64::NAN);
+            if let Some(table) = found.last_mut() {
+                table.rows.push(Row {
+                    label: cells[0].to_owned(),
+                    bound,
+                    before: cell(cells[2]),
+                    after: cell(cells[3]),
+                });
+            }
+        }
+    }
+    found
+}
+
+fn block_of(page: &str) -> &str {
+    let start = page.find(figures::BEGIN).expect("a figures:begin marker");
+    let end = page.find(figures::END).expect("a figures:end marker");
+    &page[start..end]
+}
+
+fn page_text(scenario: &Scenario) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = figures::page_of(root, scenario).unwrap();
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn words(text: &str) -> String {
+    text.split_whitespace()
+        .map(|w| w.trim_start_matches('>'))
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
+    for scenario in scenario::bundled().unwrap() {
+        let page = page_text(&scenario);
+        assert!(
+            !scenario.ticket.trim().is_empty(),
+            "{}: no ticket",
+            scenario.name
+        );
+        assert!(
+            words(&page).contains(&words(&scenario.ticket)),
+            "{}: the page's ticket is not the scenario's",
+            scenario.name
+        );
+        for c in &scenario.check {
+            let bound = match (c.below, c.above) {
+                (Some(b), _) => format!("below {b:?}"),
+                (_, Some(a)) => format!("above {a:?}"),
+                _ => unreachable!("parse refuses a condition without a bound"),
+            };
+            let metric = serde_json::to_value(c.metric).unwrap();
+            let line = format!("- {} {bound}", metric.as_str().unwrap());
+            assert!(
+                page.contains(&line),
+                "{}: the page lacks the condition `{line}`",
+                scenario.name
+            );
+        }
+        let measured = tables(block_of(&page));
+        let names: Vec<&str> = measured.iter().map(|t| t.name.as_str()).collect();
+        let fixes: Vec<&str> = scenario.fixes.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names, fixes,
+            "{}: the page's figures cover every fix",
+            scenario.name
+        );
+        for table in &measured {
+            assert_eq!(
+                table.rows.len(),
+                scenario.check.len(),
+                "{}: {}",
+                scenario.name,
+                table.name
+            );
+        }
+    }
+}
+
+/// Whether a value is far enough from its bound that a short window should agree.
+fn clear_of_bound(value: f64, bound: f64) -> bool {
+    (value - bound).abs() > 0.25 * bound.abs()
+}
+
+fn ratio(after: f64, before: f64, bound: f64) -> f64 {
+    let floor = bound.abs() * 0.01;
+    (after.abs() + floor) / (before.abs() + floor)
+}
+
+#[test]
+fn the_pages_figures_still_hold_in_a_shortened_run() {
+    for scenario in scenario::bundled().unwrap() {
+        let out = Command::new(BIN)
+            .args(["workshop", "figures", &scenario.name, "--duration", "8s"])
+            .output()
+            .expect("run workshop figures");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let fresh = tables(&String::from_utf8_lossy(&out.stdout));
+        let page = page_text(&scenario);
+        let claimed = tables(block_of(&page));
+        assert_eq!(fresh.len(), claimed.len(), "{}", scenario.name);
+        for (now, then) in fresh.iter().zip(&claimed) {
+            let at = format!("{} after {}", scenario.name, now.name);
+            assert!(
+                now.rows.iter().any(|r| !r.before.1),
+                "{at}: the check passed before the fix\n{now:?}"
+            );
+            let all_pass = now.rows.iter().all(|r| r.after.1);
+            assert_eq!(
+                all_pass, !then.trade_off,
+                "{at}: the check after the fix\n{now:?}"
+            );
+            for (r, c) in now.rows.iter().zip(&then.rows) {
+                assert_eq!(r.label, c.label, "{at}");
+                for ((value, holds), (claimed_value, claimed_holds)) in
+                    [(r.before, c.before), (r.after, c.after)]
+                {
+                    if clear_of_bound(claimed_value, c.bound) {
+                        assert_eq!(
+                            holds, claimed_holds,
+                            "{at}, {}: {value} now, the page says {claimed_value} against {}",
+                            r.label, c.bound
+                        );
+                    }
+                }
+                let claimed_change = ratio(c.after.0, c.before.0, c.bound);
+                if !(1.0 / 1.5..=1.5).contains(&claimed_change) {
+                    let change = ratio(r.after.0, r.before.0, r.bound);
+                    let same_way = if claimed_change > 1.0 {
+                        change >= 1.2
+                    } else {
+                        change <= 1.0 / 1.2
+                    };
+                    let close = (change / claimed_change).ln().abs() <= 4f64.ln();
+                    assert!(
+                        same_way && close,
+                        "{at}, {}: {:.3} -> {:.3} now, the page says {:.3} -> {:.3}",
+                        r.label,
+                        r.before.0,
+                        r.after.0,
+                        c.before.0,
+                        c.after.0
+                    );
+                }
+            }
+        }
+    }
+}
