@@ -104,7 +104,7 @@ pub fn register() {
 /// the form this platform needs (DTrace for Linux only matches `isim$target`).
 pub fn trace_commands(pid: u32) -> Vec<String> {
     let mut commands = vec![
-        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, cpu-usage)"),
+        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, size, cpu-usage)"),
     ];
     if cfg!(target_os = "linux") {
         commands.push(format!("sudo bpftrace -p {pid} scripts/count.bt"));
