@@ -170,6 +170,7 @@ async fn a_server_restart_mid_run_is_counted_and_the_run_goes_on() {
     let outputs = simulator_clients::Outputs {
         progress: false,
         series: Some(tokio::fs::File::create(&series_path).await.unwrap()),
+        ..Default::default()
     };
     let p = plan(&first.url, 10, 50, for_duration(Duration::from_secs(6)));
     let run = tokio::spawn(async move {

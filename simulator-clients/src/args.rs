@@ -1,14 +1,18 @@
 //! `sim-clients` flags, turned into a [`LoadPlan`].
 
 use std::io::IsTerminal;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+use crate::live::LiveMetrics;
 use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, Stop};
+use crate::shard::{Shard, ShardInfo, ShardSource};
 
 /// N virtual clients against system-simulator: the original simulator's closed
 /// loop (send, wait for the reply, think, repeat) or an open loop at a fixed rate,
@@ -85,6 +89,44 @@ pub struct Args {
     /// sends and p50/p99 latency of that second.
     #[arg(long, value_name = "FILE")]
     pub series: Option<PathBuf>,
+
+    /// Run shard K of N of this load (0-based): with --n C the closed-loop clients
+    /// K, K+N, K+2N... of C, or every N-th send of the open loop's timetable. Without
+    /// it, JOB_COMPLETION_INDEX or NOMAD_ALLOC_INDEX (with --shards) or
+    /// SLURM_PROCID and SLURM_NTASKS name the shard.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+
+    /// The number of shards, for JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's
+    /// completions) or NOMAD_ALLOC_INDEX.
+    #[arg(long, value_name = "N", conflicts_with = "shard")]
+    pub shards: Option<u32>,
+
+    /// Start the first sends at this wall-clock time: RFC 3339
+    /// (2026-11-22T20:00:00Z) or +DURATION from now. Connections open before.
+    #[arg(long, value_name = "TIME", value_parser = crate::start::parse)]
+    pub start_at: Option<crate::start::StartAt>,
+
+    /// Names the run in its report, so `merge` refuses another run's shards
+    /// [default: SLURM_JOB_ID under Slurm, else --start-at's time]; also seeds it
+    /// when --seed is absent.
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+
+    /// Open connections from these local addresses in turn, e.g.
+    /// 127.0.0.2,127.0.0.3 (more ephemeral ports than one address has).
+    #[arg(long, value_name = "IP", value_delimiter = ',')]
+    pub bind: Vec<IpAddr>,
+
+    /// Serve the driver's own Prometheus metrics at http://ADDR/metrics while it
+    /// runs (sent, completed, blocked, errors, late sends, latency buckets).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// With --metrics-listen, keep serving this long after the run, so the last
+    /// scrape sees the final counts.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration, requires = "metrics_listen")]
+    pub metrics_linger: Duration,
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,6 +136,9 @@ pub enum Command {
     /// (with --fix) again after the scenario's fix; a table per minute beside what
     /// the server's model predicts.
     Sweep(SweepArgs),
+    /// Add the JSON reports of a sharded run (`--json` of each shard) into one
+    /// exact report: counts, sums, every percentile of the merged histograms.
+    Merge(crate::merge::MergeArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -181,7 +226,36 @@ impl Args {
             late_after: self.late_after,
             seed: self.seed,
             max_drain: self.max_drain,
+            shard: self.shard.map(|s| ShardInfo {
+                index: s.index,
+                count: s.count,
+                source: ShardSource::Flag,
+            }),
+            start_at: self.start_at.map(|s| s.at),
+            run_id: self.run_id.clone(),
+            bind: self.bind.clone(),
         }
+    }
+
+    /// [`Args::plan`] with the shard and run id that the job engine's variables
+    /// (read through `env`) give when the flags do not.
+    pub fn plan_in(&self, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<LoadPlan> {
+        let mut plan = self.plan();
+        plan.shard = crate::shard::resolve(self.shard, self.shards, &env)?;
+        if plan.run_id.is_none() {
+            plan.run_id = match plan.shard.map(|s| s.source) {
+                Some(ShardSource::Slurm) => env("SLURM_JOB_ID"),
+                _ => None,
+            }
+            .or_else(|| {
+                // An absolute time is the same in every shard; +10s is each one's own.
+                self.start_at
+                    .filter(|s| !s.relative)
+                    .map(|s| humantime::format_rfc3339_nanos(s.at).to_string())
+            });
+        }
+        plan.validate()?;
+        Ok(plan)
     }
 }
 
@@ -200,7 +274,10 @@ fn cancel_on_ctrl_c() -> CancellationToken {
     cancel
 }
 
-fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn write_json(
+    path: &std::path::Path,
+    value: &impl serde::Serialize,
+) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(value)?;
     if path.as_os_str() == "-" {
         println!("{json}");
@@ -257,11 +334,12 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
 
 /// What `main` runs: a sweep, or one run of the plan.
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(Command::Sweep(sweep_args)) = args.command {
-        return sweep(sweep_args).await;
+    match args.command {
+        Some(Command::Sweep(sweep_args)) => return sweep(sweep_args).await,
+        Some(Command::Merge(merge_args)) => return crate::merge::run(&merge_args),
+        None => {}
     }
-    let plan = args.plan();
-    plan.validate()?;
+    let plan = args.plan_in(|var| std::env::var(var).ok())?;
     let series = match &args.series {
         Some(path) => Some(
             crate::series::create(path)
@@ -270,15 +348,62 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let endpoint = match args.metrics_listen {
+        Some(listen) => Some(MetricsEndpoint::start(listen, &plan).await?),
+        None => None,
+    };
     let cancel = cancel_on_ctrl_c();
     let outputs = crate::Outputs {
         progress: std::io::stdout().is_terminal(),
         series,
+        seconds: args.json.is_some(),
+        live: endpoint.as_ref().map(|e| Arc::clone(&e.live)),
     };
-    let report = crate::run_with(&plan, cancel, outputs).await?;
+    let report = crate::run_with(&plan, cancel.clone(), outputs).await?;
     print!("{}", report.render());
     if let Some(path) = &args.json {
         write_json(path, &report)?;
     }
+    if let Some(endpoint) = endpoint {
+        endpoint.linger(args.metrics_linger, &cancel).await;
+    }
     Ok(())
+}
+
+/// The driver's own `/metrics` (`--metrics-listen`), served from before the run
+/// to the end of the linger after it.
+struct MetricsEndpoint {
+    live: Arc<LiveMetrics>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetricsEndpoint {
+    /// Binds now, so a taken port fails before any load is sent.
+    async fn start(listen: std::net::SocketAddr, plan: &LoadPlan) -> anyhow::Result<Self> {
+        let live = Arc::new(LiveMetrics::new(plan.shard(), plan.run_id.as_deref()));
+        let stop = CancellationToken::new();
+        let (bound, task) = crate::live::serve(listen, Arc::clone(&live), stop.clone())
+            .await
+            .with_context(|| format!("--metrics-listen {listen}"))?;
+        eprintln!("sim-clients: metrics at http://{bound}/metrics");
+        Ok(Self { live, stop, task })
+    }
+
+    /// Keeps serving `linger` longer, so the last scrape sees the final counts;
+    /// Ctrl-C ends the wait.
+    async fn linger(self, linger: Duration, cancel: &CancellationToken) {
+        if !linger.is_zero() && !cancel.is_cancelled() {
+            eprintln!(
+                "sim-clients: serving the final metrics for {} more (--metrics-linger)",
+                humantime::format_duration(linger)
+            );
+            tokio::select! {
+                () = tokio::time::sleep(linger) => {}
+                () = cancel.cancelled() => {}
+            }
+        }
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
 }

@@ -11,13 +11,13 @@
 //! carry a `Content-Length` (system-simulator's always do); chunked replies count
 //! as I/O errors.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// Room for a reply in one read; a longer one grows the buffer.
 const READ_BUFFER_BYTES: usize = 1024;
@@ -47,6 +47,8 @@ pub use simulator_api::Reply;
 #[derive(Debug)]
 pub struct Connection {
     addr: SocketAddr,
+    /// The local address to connect from; `None` lets the kernel choose.
+    bind: Option<IpAddr>,
     stream: Option<TcpStream>,
     /// Everything of the request but the body's length and the body.
     head: Vec<u8>,
@@ -64,12 +66,18 @@ impl Connection {
         head.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
         Self {
             addr,
+            bind: None,
             stream: None,
             head,
             request: Vec::new(),
             request_size: None,
             reply: Vec::with_capacity(READ_BUFFER_BYTES),
         }
+    }
+
+    /// Connects from `ip` (port chosen by the kernel) instead of the default address.
+    pub fn bound_to(self, ip: Option<IpAddr>) -> Self {
+        Self { bind: ip, ..self }
     }
 
     /// Opens the connection now, so the run's clock starts with every client
@@ -129,14 +137,25 @@ impl Connection {
             self.stream = None;
         }
         if self.stream.is_none() {
-            let stream = TcpStream::connect(self.addr)
-                .await
-                .map_err(|_| Failure::Connect)?;
+            let stream = match self.bind {
+                None => TcpStream::connect(self.addr).await,
+                Some(ip) => connect_from(ip, self.addr).await,
+            }
+            .map_err(|_| Failure::Connect)?;
             let _ = stream.set_nodelay(true);
             self.stream = Some(stream);
         }
         Ok(())
     }
+}
+
+async fn connect_from(ip: IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = match ip {
+        IpAddr::V4(_) => TcpSocket::new_v4()?,
+        IpAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.bind(SocketAddr::new(ip, 0))?;
+    socket.connect(to).await
 }
 
 /// Whether an idle connection was closed by the server (a keep-alive timeout, a

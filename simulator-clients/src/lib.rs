@@ -10,6 +10,9 @@
 pub mod args;
 pub mod connection;
 pub mod endpoints;
+pub mod hdr;
+pub mod live;
+pub mod merge;
 pub mod plan;
 pub mod progress;
 pub mod record;
@@ -18,6 +21,8 @@ pub mod report;
 pub mod schedule;
 pub mod seed;
 pub mod series;
+pub mod shard;
+pub mod start;
 pub mod sweep;
 pub mod sweep_chart;
 pub mod sweep_table;
@@ -49,10 +54,15 @@ pub struct Outputs {
     pub progress: bool,
     /// Write one JSON line per second here (see [`series`]).
     pub series: Option<tokio::fs::File>,
+    /// Keep every second in the report (for `--json`, so `merge` can add series).
+    pub seconds: bool,
+    /// Count into these live metrics too (`--metrics-listen`, `live.rs`).
+    pub live: Option<Arc<live::LiveMetrics>>,
 }
 
 /// One connection per client, opened before the run's clock starts so that the
-/// start-up burst is one of requests, not of TCP handshakes.
+/// start-up burst is one of requests, not of TCP handshakes. Connections leave
+/// from the plan's bind addresses in turn.
 async fn connect_all(
     plan: &LoadPlan,
     addr: std::net::SocketAddr,
@@ -60,15 +70,15 @@ async fn connect_all(
     cancel: &CancellationToken,
 ) -> Vec<connection::Connection> {
     let mut opening = tokio::task::JoinSet::new();
-    for _ in 0..plan.clients {
-        let mut c = connection::Connection::new(addr, host.clone());
+    for i in 0..plan.local_clients() {
+        let mut c = new_connection(plan, i, addr, host);
         let timeout = plan.timeout;
         opening.spawn(async move {
             c.open(timeout).await;
             c
         });
     }
-    let mut connections = Vec::with_capacity(plan.clients);
+    let mut connections = Vec::with_capacity(plan.local_clients());
     loop {
         tokio::select! {
             joined = opening.join_next() => match joined {
@@ -83,6 +93,16 @@ async fn connect_all(
     connections
 }
 
+fn new_connection(
+    plan: &LoadPlan,
+    i: usize,
+    addr: std::net::SocketAddr,
+    host: &hyper::header::HeaderValue,
+) -> connection::Connection {
+    let bind = (!plan.bind.is_empty()).then(|| plan.bind[i % plan.bind.len()]);
+    connection::Connection::new(addr, host.clone()).bound_to(bind)
+}
+
 /// Runs `plan` until its stop condition or `cancel`, showing progress when asked.
 pub async fn run(
     plan: &LoadPlan,
@@ -91,12 +111,13 @@ pub async fn run(
 ) -> Result<Report, RunError> {
     let outputs = Outputs {
         progress: show_progress,
-        series: None,
+        ..Outputs::default()
     };
     run_with(plan, cancel, outputs).await
 }
 
-/// [`run`], with a per-second series.
+/// [`run`], with a per-second series, the report's seconds and the driver's
+/// own metrics endpoint as asked.
 pub async fn run_with(
     plan: &LoadPlan,
     cancel: CancellationToken,
@@ -104,32 +125,55 @@ pub async fn run_with(
 ) -> Result<Report, RunError> {
     plan.validate()?;
     let (addr, host) = plan::resolve(&plan.target).await?;
+    let live = outputs
+        .live
+        .unwrap_or_else(|| Arc::new(live::LiveMetrics::off()));
+    if plan.start_at.is_some() {
+        if let Some(warning) = start::clock_status().and_then(start::warning) {
+            eprintln!("sim-clients: warning: {warning}");
+        }
+    }
     let before = endpoints::stats(&plan.target).await.ok();
     let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
-    let shared = Arc::new(worker::RunState::new(
+    let (start, start_late) = match plan.start_at {
+        Some(at) => {
+            let (start, late) = start::wait_for(at, &cancel).await;
+            if late > plan.late_after {
+                eprintln!(
+                    "sim-clients: started {} after --start-at",
+                    units::duration(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX))
+                );
+            }
+            (start, Some(late))
+        }
+        None => (tokio::time::Instant::now(), None),
+    };
+    let intervals = outputs.series.is_some() || outputs.seconds;
+    let recorder = record::Recorder::new(plan.late_after, intervals).with_live(Arc::clone(&live));
+    let shared = Arc::new(worker::RunState::starting(
         plan.clone(),
-        cancel,
-        outputs.series.is_some(),
+        cancel.clone(),
+        recorder,
+        start,
     ));
-    let series = outputs
-        .series
-        .map(|file| series::SeriesWriter::start(Arc::clone(&shared), file));
+    let seconds = intervals
+        .then(|| series::SeriesWriter::start(Arc::clone(&shared), outputs.series, outputs.seconds));
     let progress = outputs
         .progress
         .then(|| progress::Progress::start(Arc::clone(&shared)));
-    worker::run_clients(Arc::clone(&shared), |_| {
+    worker::run_clients(Arc::clone(&shared), |i| {
         connections
             .next()
-            .unwrap_or_else(|| connection::Connection::new(addr, host.clone()))
+            .unwrap_or_else(|| new_connection(plan, i, addr, &host))
     })
     .await;
     let elapsed = shared.start.elapsed();
     if let Some(p) = progress {
         p.finish();
     }
-    let series_result = match series {
+    let (seconds, series_result) = match seconds {
         Some(writer) => writer.finish().await,
-        None => Ok(()),
+        None => (Vec::new(), Ok(())),
     };
     let after = endpoints::stats(&plan.target).await.ok();
     let window = before.zip(after).map(|(b, a)| a.counts.since(&b.counts));
@@ -137,11 +181,14 @@ pub async fn run_with(
     if let Err(err) = series_result {
         eprintln!("sim-clients: {}", RunError::Series(err));
     }
-    Ok(Report::new(
+    let mut report = Report::new(
         plan,
         shared.seed(),
         &shared.recorder.tally(),
         elapsed,
         window,
-    ))
+    );
+    report.start_late_ns = start_late.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    report.seconds = seconds;
+    Ok(report)
 }

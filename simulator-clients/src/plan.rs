@@ -6,13 +6,15 @@
 //! The open loop instead sends on a fixed schedule of arrivals, whatever the
 //! server does, over a pool of `clients` connections.
 
-use std::net::SocketAddr;
-use std::time::Duration;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, SystemTime};
 
 use hyper::header::HeaderValue;
 use rand::Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use simulator_api::value::parse_size;
+
+use crate::shard::{Shard, ShardInfo};
 
 /// One load run.
 #[derive(Debug, Clone)]
@@ -32,6 +34,18 @@ pub struct LoadPlan {
     /// After the planned duration, how long to wait for replies still in flight
     /// (queued at a saturated server) before giving up on them.
     pub max_drain: Duration,
+    /// This process's share of a load split over several (`shard.rs`); `None`
+    /// runs it all.
+    pub shard: Option<ShardInfo>,
+    /// Start the first sends at this wall-clock time (`start.rs`) instead of at once.
+    pub start_at: Option<SystemTime>,
+    /// Names the run, so `merge` can tell its shards from another run's; also
+    /// seeds the run when `seed` is not given, so every shard draws the same
+    /// timetable and sizes.
+    pub run_id: Option<String>,
+    /// Local addresses the connections leave from, taken in turn; empty lets the
+    /// kernel choose. Several give more ephemeral ports than one address has.
+    pub bind: Vec<IpAddr>,
 }
 
 /// How long a run waits for replies in flight after its planned duration, unless
@@ -63,7 +77,7 @@ impl Pacing {
 }
 
 /// The spacing of open-loop sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Evenly spaced, 1/rate apart.
@@ -87,6 +101,10 @@ pub enum PlanError {
     OpenLoopRequests,
     #[error("rate {0} is not a number of requests per second in (0, {MAX_RATE}]")]
     Rate(f64),
+    #[error("shard {shard} of {clients} clients (or connections) has none: run at most as many shards as --n")]
+    EmptyShard { shard: Shard, clients: usize },
+    #[error("a sharded Poisson open loop needs every shard to draw the same timetable: give --seed, --run-id or --start-at")]
+    ShardSeed,
 }
 
 impl LoadPlan {
@@ -108,8 +126,50 @@ impl LoadPlan {
                 return Err(PlanError::NoStop);
             }
         }
+        let shard = self.shard();
+        if shard.share(self.clients) == 0 {
+            return Err(PlanError::EmptyShard {
+                shard,
+                clients: self.clients,
+            });
+        }
+        let poisson = matches!(
+            self.pacing,
+            Pacing::Open {
+                arrivals: Arrivals::Poisson,
+                ..
+            }
+        );
+        if poisson && shard.count > 1 && self.shared_seed().is_none() {
+            return Err(PlanError::ShardSeed);
+        }
         Ok(())
     }
+
+    /// This process's shard; the whole load when unsplit.
+    pub fn shard(&self) -> Shard {
+        self.shard.map_or(Shard::WHOLE, |s| s.shard())
+    }
+
+    /// The clients (closed loop) or connections (open loop) this process runs.
+    pub fn local_clients(&self) -> usize {
+        self.shard().share(self.clients)
+    }
+
+    /// The seed every shard of the run agrees on: `--seed`, or one drawn from the
+    /// run's id (FNV-1a, stable across machines and builds); `None` when neither
+    /// is given and each process may draw its own.
+    pub fn shared_seed(&self) -> Option<u64> {
+        self.seed.or_else(|| self.run_id.as_deref().map(fnv1a))
+    }
+}
+
+/// FNV-1a, 64 bits: a fixed hash that every machine and build computes alike
+/// (std's hashers promise no such thing), enough to turn a run's name into a seed.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// When the run ends. With both set, whichever comes first.
@@ -121,7 +181,7 @@ pub struct Stop {
 
 /// The size of each element, sent as a synthetic `{"size": N}` so large elements
 /// cost the client nothing to send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PayloadSize {
     Fixed {
@@ -271,6 +331,10 @@ impl Default for LoadPlan {
             late_after: DEFAULT_LATE_AFTER,
             seed: None,
             max_drain: DEFAULT_MAX_DRAIN,
+            shard: None,
+            start_at: None,
+            run_id: None,
+            bind: Vec::new(),
         }
     }
 }

@@ -2,18 +2,18 @@
 //! however long the run: counters, an HDR histogram of latency (1 ns to 1 h, 3
 //! significant digits) and power-of-two buckets for a DTrace-style quantize.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::connection::{Failure, Reply};
-
-const HIGHEST_NS: u64 = 3_600_000_000_000;
+use crate::hdr::new_histogram;
+use crate::live::LiveMetrics;
 
 /// Failures by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Errors {
     pub connect: u64,
     pub timeout: u64,
@@ -56,10 +56,6 @@ impl Timing {
             after_window: false,
         }
     }
-}
-
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("static histogram bounds are valid")
 }
 
 fn record_ns(h: &mut Histogram<u64>, d: Duration) -> u64 {
@@ -191,6 +187,8 @@ struct Inner {
 pub struct Recorder {
     late_after: Duration,
     inner: Mutex<Inner>,
+    /// The `--metrics-listen` endpoint's counters; no-ops without it.
+    live: Arc<LiveMetrics>,
 }
 
 impl Recorder {
@@ -203,11 +201,23 @@ impl Recorder {
                 total: Tally::default(),
                 interval: intervals.then(Interval::default),
             }),
+            live: Arc::new(LiveMetrics::off()),
         }
+    }
+
+    /// Also counts into `live` for the driver's own `/metrics`.
+    pub fn with_live(self, live: Arc<LiveMetrics>) -> Self {
+        Self { live, ..self }
+    }
+
+    /// The driver's own metrics, as `/metrics` renders them.
+    pub fn live(&self) -> &LiveMetrics {
+        &self.live
     }
 
     pub fn record(&self, outcome: &Result<Reply, Failure>, timing: Timing) {
         let late = timing.lag.is_some_and(|lag| lag > self.late_after);
+        self.live.record(outcome, timing.from_due, timing.lag, late);
         let mut inner = self.lock();
         inner.total.record(outcome, timing, late);
         if let Some(interval) = inner.interval.as_mut() {
@@ -217,6 +227,7 @@ impl Recorder {
 
     /// A request sent but given up on at the drain limit.
     pub fn unanswered(&self) {
+        self.live.unanswered();
         let total = &mut self.lock().total;
         total.sent += 1;
         total.unanswered += 1;

@@ -36,6 +36,50 @@ fn header(r: &Report) -> String {
         duration(r.window_ns),
         r.target
     );
+    if let Some(shard) = r.shard {
+        let _ = writeln!(
+            out,
+            "  shard {}/{} ({}): {} of the {} {}{}; the server column counts every shard's",
+            shard.index,
+            shard.count,
+            match shard.source {
+                crate::shard::ShardSource::Flag => "--shard",
+                crate::shard::ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
+                crate::shard::ShardSource::Nomad => "NOMAD_ALLOC_INDEX",
+                crate::shard::ShardSource::Slurm => "SLURM_PROCID",
+            },
+            shard.shard().share(r.clients),
+            r.clients,
+            if r.mode == "open" {
+                format!(
+                    "connections, sends {}, {}+{}... of the timetable",
+                    shard.index,
+                    shard.index + shard.count,
+                    shard.index + 2 * shard.count
+                )
+            } else {
+                "clients".to_owned()
+            },
+            r.run_id
+                .as_ref()
+                .map_or(String::new(), |id| format!(", run {id}")),
+        );
+    }
+    if let Some(merged) = &r.merged {
+        let shards: Vec<String> = merged.shards.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "  merged: shards {} of {}{}; counts and percentiles exact (HDR histograms added)",
+            shards.join(", "),
+            merged.of,
+            r.run_id
+                .as_ref()
+                .map_or(String::new(), |id| format!(", run {id}")),
+        );
+    }
+    if let (Some(at), Some(late)) = (&r.start_at, r.start_late_ns) {
+        let _ = writeln!(out, "  started at {at}, {} late", duration(late));
+    }
     // A closed-loop client's last think time can end a hair after the window:
     // worth a line only when replies really were still on their way.
     if r.completed_after_window + r.unanswered > 0 {

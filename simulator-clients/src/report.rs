@@ -5,14 +5,16 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
 use crate::record::{Errors, Tally};
+use crate::series::Second;
+use crate::shard::ShardInfo;
 use simulator_api::Counts;
 
 /// Latency figures, in nanoseconds; all 0 when nothing was measured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     pub p50_ns: u64,
     pub p90_ns: u64,
@@ -24,7 +26,7 @@ pub struct Latency {
 }
 
 /// One quantize row: latencies in [value, 2 * value) ns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bucket {
     pub value: u64,
     pub count: u64,
@@ -47,12 +49,31 @@ impl Latency {
     }
 }
 
+/// The run's whole histograms, HDR V2 + DEFLATE in base64 (`hdr.rs`): what
+/// `merge` adds exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Histograms {
+    pub latency: String,
+    /// Open loop only.
+    pub latency_from_send: Option<String>,
+    pub schedule_lag: String,
+}
+
+/// A report that `merge` made of several shards' reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Merged {
+    /// The shards added, by index.
+    pub shards: Vec<u32>,
+    /// How many shards the run had.
+    pub of: u32,
+}
+
 /// Everything a run measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub target: String,
     /// `closed` or `open`.
-    pub mode: &'static str,
+    pub mode: String,
     /// Closed loop: clients. Open loop: connections.
     pub clients: usize,
     /// Closed loop only.
@@ -105,8 +126,26 @@ pub struct Report {
     pub late_after_ns: u64,
     /// Sends that left more than `late_after_ns` behind schedule.
     pub sends_late: u64,
-    /// The server's own counters for the window, when `/stats` answered.
+    /// The server's own counters for the window, when `/stats` answered. They
+    /// count every client of the server, other shards' too.
     pub server: Option<Counts>,
+    /// The plan's duration; `None` when it stops by request count only.
+    pub planned_duration_ns: Option<u64>,
+    pub requests_per_client: Option<u64>,
+    /// This process's share of a split load; `None` when it ran it all.
+    pub shard: Option<ShardInfo>,
+    /// Set by `merge`: the shards it added.
+    pub merged: Option<Merged>,
+    /// The run's name, shared by its shards (`--run-id`).
+    pub run_id: Option<String>,
+    /// When the run's clock started, by this machine's wall clock (RFC 3339).
+    pub started_at: String,
+    /// `--start-at`, and how late after it the first sends could go.
+    pub start_at: Option<String>,
+    pub start_late_ns: Option<u64>,
+    pub histograms: Histograms,
+    /// The run second by second, when it was asked for a report or a series.
+    pub seconds: Vec<Second>,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -143,9 +182,12 @@ impl Report {
                 .collect(),
             _ => Vec::new(),
         };
+        let started_at = std::time::SystemTime::now()
+            .checked_sub(elapsed)
+            .unwrap_or(std::time::UNIX_EPOCH);
         Report {
             target: plan.target.clone(),
-            mode: plan.pacing.mode(),
+            mode: plan.pacing.mode().to_owned(),
             clients: plan.clients,
             think_time_ns: think_time,
             ramp_up_ns: ramp_up,
@@ -180,8 +222,27 @@ impl Report {
             late_after_ns: ns(plan.late_after),
             sends_late: tally.late,
             server,
+            planned_duration_ns: plan.stop.duration.map(ns),
+            requests_per_client: plan.stop.requests_per_client,
+            shard: plan.shard,
+            merged: None,
+            run_id: plan.run_id.clone(),
+            started_at: rfc3339(started_at),
+            start_at: plan.start_at.map(rfc3339),
+            start_late_ns: None,
+            histograms: Histograms {
+                latency: crate::hdr::encode(&tally.latency),
+                latency_from_send: rate.map(|_| crate::hdr::encode(&tally.latency_from_send)),
+                schedule_lag: crate::hdr::encode(&tally.lag),
+            },
+            seconds: Vec::new(),
         }
     }
+}
+
+/// A wall-clock time as the report writes it: RFC 3339, UTC, to the microsecond.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
 }
 
 #[cfg(test)]

@@ -6,6 +6,11 @@
 //! is busy past a send's time, that send leaves late and its latency still counts
 //! from the time it was due: a stalled server shows in the percentiles instead of
 //! silently lowering the offered load (coordinated omission).
+//!
+//! A shard K of N (`shard.rs`) walks the same global timetable and takes the
+//! sends K, K+N, K+2N...: with Poisson arrivals it draws every gap of the whole
+//! timetable from the shared seed and skips the other shards' sends, so the
+//! shards together send exactly the unsplit schedule.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -16,6 +21,7 @@ use rand_distr::{Distribution, Exp};
 use tokio::time::Instant;
 
 use crate::plan::Arrivals;
+use crate::shard::Shard;
 
 #[derive(Debug)]
 pub struct Schedule {
@@ -23,29 +29,42 @@ pub struct Schedule {
     end: Instant,
     rate: f64,
     arrivals: Arrivals,
+    shard: Shard,
     state: Mutex<State>,
 }
 
 #[derive(Debug)]
 struct State {
-    /// Sends handed out so far.
+    /// Sends handed out so far by this shard.
     issued: u64,
-    /// Poisson only: seconds from the start to the next send.
+    /// Poisson only: the global number of the next send of the whole timetable...
+    next_global: u64,
+    /// ...and its time, in seconds from the start.
     next_poisson_s: f64,
     rng: SmallRng,
 }
 
 impl Schedule {
-    /// Sends from `start` (the first is due at once) until `end`, `rate` per second.
-    /// `rate` must be positive and finite; the plan checks that.
-    pub fn new(start: Instant, end: Instant, rate: f64, arrivals: Arrivals, seed: u64) -> Self {
+    /// Sends from `start` (the first is due at once) until `end`, `rate` per second
+    /// in total over all shards; this one hands out `shard`'s. `rate` must be
+    /// positive and finite; the plan checks that.
+    pub fn new(
+        start: Instant,
+        end: Instant,
+        rate: f64,
+        arrivals: Arrivals,
+        seed: u64,
+        shard: Shard,
+    ) -> Self {
         Self {
             start,
             end,
             rate,
             arrivals,
+            shard,
             state: Mutex::new(State {
                 issued: 0,
+                next_global: 0,
                 next_poisson_s: 0.0,
                 rng: SmallRng::seed_from_u64(seed),
             }),
@@ -57,13 +76,20 @@ impl Schedule {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let offset_s = match self.arrivals {
             // k / rate rather than a running sum, so rounding never accumulates.
-            Arrivals::Uniform => state.issued as f64 / self.rate,
-            Arrivals::Poisson => {
-                let now = state.next_poisson_s;
+            Arrivals::Uniform => {
+                let global =
+                    u64::from(self.shard.index) + state.issued * u64::from(self.shard.count);
+                global as f64 / self.rate
+            }
+            Arrivals::Poisson => loop {
+                let (global, now) = (state.next_global, state.next_poisson_s);
                 let gap = Exp::new(self.rate).map_or(0.0, |e| e.sample(&mut state.rng));
                 state.next_poisson_s += gap;
-                now
-            }
+                state.next_global += 1;
+                if self.shard.owns(global) {
+                    break now;
+                }
+            },
         };
         let due = self.start + Duration::try_from_secs_f64(offset_s).ok()?;
         if due >= self.end {
@@ -93,6 +119,7 @@ mod tests {
             300.0,
             Arrivals::Uniform,
             1,
+            Shard::WHOLE,
         );
         let due = all(&s);
         assert_eq!(due.len(), 3000);
@@ -110,6 +137,7 @@ mod tests {
             1000.0,
             Arrivals::Poisson,
             7,
+            Shard::WHOLE,
         );
         let due = all(&s);
         // 100,000 expected; the standard deviation is about 316.
@@ -133,8 +161,48 @@ mod tests {
     fn the_same_seed_gives_the_same_timetable() {
         let start = Instant::now();
         let end = start + Duration::from_secs(1);
-        let a = all(&Schedule::new(start, end, 500.0, Arrivals::Poisson, 3));
-        let b = all(&Schedule::new(start, end, 500.0, Arrivals::Poisson, 3));
+        let a = all(&Schedule::new(
+            start,
+            end,
+            500.0,
+            Arrivals::Poisson,
+            3,
+            Shard::WHOLE,
+        ));
+        let b = all(&Schedule::new(
+            start,
+            end,
+            500.0,
+            Arrivals::Poisson,
+            3,
+            Shard::WHOLE,
+        ));
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn shards_together_send_the_unsplit_timetable_each_send_once() {
+        let start = Instant::now();
+        let end = start + Duration::from_secs(3);
+        for arrivals in [Arrivals::Uniform, Arrivals::Poisson] {
+            let whole = all(&Schedule::new(
+                start,
+                end,
+                997.0,
+                arrivals,
+                11,
+                Shard::WHOLE,
+            ));
+            for count in [2, 3, 4, 7] {
+                let mut together: Vec<Duration> = (0..count)
+                    .flat_map(|index| {
+                        let shard = Shard { index, count };
+                        all(&Schedule::new(start, end, 997.0, arrivals, 11, shard))
+                    })
+                    .collect();
+                together.sort_unstable();
+                assert_eq!(together, whole, "{arrivals:?} over {count} shards");
+            }
+        }
     }
 }

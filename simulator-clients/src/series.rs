@@ -1,12 +1,14 @@
-//! `--series FILE`: one JSON line per second of the run, written as it goes, so a
-//! stall or a fix applied mid-run shows where it happened and a long run still
-//! holds only one second of figures in memory.
+//! The run second by second: `--series FILE` gets one JSON line per second,
+//! written as it goes, so a stall or a fix applied mid-run shows where it
+//! happened; the JSON report keeps every second with its latency histogram
+//! (encoded, a few hundred bytes), so `merge` can add the shards' seconds into one
+//! exact series. Only the current second's histogram is held whole in memory.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::fs::File;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::task::JoinHandle;
@@ -16,7 +18,7 @@ use crate::record::Interval;
 use crate::worker::RunState;
 
 /// One line of the series.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Line {
     /// Seconds from the start of the run to the end of this interval; the last
     /// interval is usually shorter than a second.
@@ -53,11 +55,20 @@ impl Line {
     }
 }
 
-/// The writer running beside a load run.
+/// One second as the JSON report keeps it: the line and its whole histogram.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    #[serde(flatten)]
+    pub line: Line,
+    /// The second's latency histogram, HDR V2 + DEFLATE in base64 (`hdr.rs`).
+    pub latency_hdr: String,
+}
+
+/// The collector running beside a load run.
 #[derive(Debug)]
 pub struct SeriesWriter {
     stop: CancellationToken,
-    task: JoinHandle<std::io::Result<()>>,
+    task: JoinHandle<(Vec<Second>, std::io::Result<()>)>,
 }
 
 /// Creates `path` before the run starts, so a bad path fails before any load is sent.
@@ -66,25 +77,42 @@ pub async fn create(path: &Path) -> std::io::Result<File> {
 }
 
 impl SeriesWriter {
-    pub fn start(shared: Arc<RunState>, file: File) -> Self {
+    /// Takes the run's intervals each second: writes them to `file` when given,
+    /// keeps them for the report when `keep`.
+    pub fn start(shared: Arc<RunState>, file: Option<File>, keep: bool) -> Self {
         let stop = CancellationToken::new();
-        let task = tokio::spawn(write_lines(shared, file, stop.clone()));
+        let task = tokio::spawn(collect(shared, file, keep, stop.clone()));
         Self { stop, task }
     }
 
-    /// Writes the last, partial interval and flushes.
-    pub async fn finish(self) -> std::io::Result<()> {
+    /// Takes the last, partial interval, flushes the file and returns the seconds
+    /// kept, with the file's outcome.
+    pub async fn finish(self) -> (Vec<Second>, std::io::Result<()>) {
         self.stop.cancel();
-        self.task.await.map_err(std::io::Error::other)?
+        self.task
+            .await
+            .unwrap_or_else(|e| (Vec::new(), Err(std::io::Error::other(e))))
     }
 }
 
-async fn write_lines(
+async fn collect(
     shared: Arc<RunState>,
-    file: File,
+    file: Option<File>,
+    keep: bool,
+    stop: CancellationToken,
+) -> (Vec<Second>, std::io::Result<()>) {
+    let mut kept = Vec::new();
+    let written = collect_into(&shared, file, keep.then_some(&mut kept), stop).await;
+    (kept, written)
+}
+
+async fn collect_into(
+    shared: &RunState,
+    file: Option<File>,
+    mut keep: Option<&mut Vec<Second>>,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
-    let mut out = BufWriter::new(file);
+    let mut out = file.map(BufWriter::new);
     let mut ticks = tokio::time::interval_at(
         shared.start + Duration::from_secs(1),
         Duration::from_secs(1),
@@ -105,13 +133,25 @@ async fn write_lines(
         if last && interval.sent == 0 {
             break;
         }
-        let mut line = serde_json::to_vec(&Line::new(t_s, &interval))?;
-        line.push(b'\n');
-        out.write_all(&line).await?;
-        // One flush a second keeps `tail -f` live at no measurable cost.
-        out.flush().await?;
+        let line = Line::new(t_s, &interval);
+        if let Some(out) = out.as_mut() {
+            let mut text = serde_json::to_vec(&line)?;
+            text.push(b'\n');
+            out.write_all(&text).await?;
+            // One flush a second keeps `tail -f` live at no measurable cost.
+            out.flush().await?;
+        }
+        if let Some(kept) = keep.as_deref_mut() {
+            kept.push(Second {
+                line,
+                latency_hdr: crate::hdr::encode(&interval.latency),
+            });
+        }
     }
-    out.flush().await
+    match out.as_mut() {
+        Some(out) => out.flush().await,
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -59,19 +59,36 @@ pub struct RunState {
 }
 
 impl RunState {
-    /// A run of `plan` starting now. `intervals`: keep per-second tallies for `--series`.
+    /// A run of `plan` starting now. `intervals`: keep per-second tallies for
+    /// `--series` and the report's seconds.
     pub fn new(plan: LoadPlan, cancel: CancellationToken, intervals: bool) -> Self {
-        let start = Instant::now();
+        let recorder = Recorder::new(plan.late_after, intervals);
+        Self::starting(plan, cancel, recorder, Instant::now())
+    }
+
+    /// A run of `plan` whose clock starts at `start` (which may be past: a shard
+    /// that came up after `--start-at`), counting into `recorder`.
+    pub fn starting(
+        plan: LoadPlan,
+        cancel: CancellationToken,
+        recorder: Recorder,
+        start: Instant,
+    ) -> Self {
         let deadline = plan.stop.duration.map(|d| start + d);
-        let seed = plan.seed.unwrap_or_else(rand::random);
+        let seed = plan.shared_seed().unwrap_or_else(rand::random);
         let schedule = match (plan.pacing, deadline) {
-            (Pacing::Open { rate, arrivals }, Some(end)) => {
-                Some(Schedule::new(start, end, rate, arrivals, seed))
-            }
+            (Pacing::Open { rate, arrivals }, Some(end)) => Some(Schedule::new(
+                start,
+                end,
+                rate,
+                arrivals,
+                seed,
+                plan.shard(),
+            )),
             _ => None,
         };
         Self {
-            recorder: Recorder::new(plan.late_after, intervals),
+            recorder,
             plan,
             start,
             deadline,
@@ -166,7 +183,8 @@ impl RunState {
 /// and returns when all have stopped.
 pub async fn run_clients<E: Exchange>(shared: Arc<RunState>, mut connect: impl FnMut(usize) -> E) {
     let mut clients = JoinSet::new();
-    for index in 0..shared.plan.clients {
+    // Global ids: a shard runs its own, so sizes and ramp-up match the unsplit run.
+    for index in shared.plan.shard().ids(shared.plan.clients) {
         let exchange = connect(index);
         match shared.plan.pacing {
             Pacing::Closed { .. } => clients.spawn(closed(Arc::clone(&shared), index, exchange)),
