@@ -80,13 +80,15 @@ pub struct Args {
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub max_drain: Duration,
 
-    /// Also write every figure as JSON to FILE (`-` for stdout); the schema is
-    /// simulator-clients/report.schema.json.
+    /// Also write every figure as JSON to FILE (`-` for stdout), with the whole
+    /// run's histograms for `merge`; the schema is
+    /// simulator-clients/schema/report.schema.json. `{shard}` in FILE becomes the
+    /// shard's index.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
     /// Write one JSON line per second to FILE: completed, blocked, errors, late
-    /// sends and p50/p99 latency of that second.
+    /// sends and p50/p99 latency of that second (`{shard}` as for --json).
     #[arg(long, value_name = "FILE")]
     pub series: Option<PathBuf>,
 
@@ -135,7 +137,7 @@ pub enum Command {
     /// client count, repeated, the server's counters reset before every run, then
     /// (with --fix) again after the scenario's fix; a table per minute beside what
     /// the server's model predicts.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Add the JSON reports of a sharded run (`--json` of each shard) into one
     /// exact report: counts, sums, every percentile of the merged histograms.
     Merge(crate::merge::MergeArgs),
@@ -191,6 +193,26 @@ pub struct SweepArgs {
     /// FILE, and the same as PNG beside it (FILE with `.png`).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+
+    /// Run shard K of N of every step (with --start-at): the clients K, K+N...
+    /// of each client count; shard 0 alone configures and resets the server.
+    /// Without it, the job engines' variables name the shard as for a run.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+
+    /// The number of shards, for JOB_COMPLETION_INDEX or NOMAD_ALLOC_INDEX.
+    #[arg(long, value_name = "N", conflicts_with = "shard")]
+    pub shards: Option<u32>,
+
+    /// A sharded sweep's first step starts at this wall-clock time (RFC 3339 or
+    /// +DURATION); step i at TIME + i x (duration + --step-gap).
+    #[arg(long, value_name = "TIME", value_parser = crate::start::parse)]
+    pub start_at: Option<crate::start::StartAt>,
+
+    /// A sharded sweep's pause between steps: the last replies drain and shard 0
+    /// settles and resets the server.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub step_gap: Duration,
 
     /// Do not run: lay out a sweep saved earlier with --json (with --markdown, --svg).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "repeat", "duration", "fix", "scenario"])]
@@ -315,7 +337,18 @@ async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
 }
 
 async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport> {
+    let shard = crate::shard::resolve(args.shard, args.shards, |var| std::env::var(var).ok())?;
+    let together = match (shard, args.start_at) {
+        (None, _) => None,
+        (Some(shard), Some(start)) => Some(crate::sweep_shard::Together {
+            shard,
+            start_at: start.at,
+            step_gap: args.step_gap,
+        }),
+        (Some(_), None) => return Err(crate::sweep::SweepError::NoStartAt.into()),
+    };
     let plan = crate::sweep::SweepPlan {
+        together,
         target: args.target.clone(),
         clients: args.clients.clone(),
         duration: args.duration,
@@ -335,12 +368,17 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
 /// What `main` runs: a sweep, or one run of the plan.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
-        Some(Command::Sweep(sweep_args)) => return sweep(sweep_args).await,
+        Some(Command::Sweep(sweep_args)) => return sweep(*sweep_args).await,
         Some(Command::Merge(merge_args)) => return crate::merge::run(&merge_args),
         None => {}
     }
     let plan = args.plan_in(|var| std::env::var(var).ok())?;
-    let series = match &args.series {
+    let shard_file = |path: &PathBuf| shard_path(path, plan.shard());
+    let (json, series) = (
+        args.json.as_ref().map(shard_file),
+        args.series.as_ref().map(shard_file),
+    );
+    let series = match &series {
         Some(path) => Some(
             crate::series::create(path)
                 .await
@@ -356,18 +394,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let outputs = crate::Outputs {
         progress: std::io::stdout().is_terminal(),
         series,
-        seconds: args.json.is_some(),
+        seconds: json.is_some(),
         live: endpoint.as_ref().map(|e| Arc::clone(&e.live)),
     };
     let report = crate::run_with(&plan, cancel.clone(), outputs).await?;
     print!("{}", report.render());
-    if let Some(path) = &args.json {
+    if let Some(path) = &json {
         write_json(path, &report)?;
     }
     if let Some(endpoint) = endpoint {
         endpoint.linger(args.metrics_linger, &cancel).await;
     }
     Ok(())
+}
+
+/// `path` with `{shard}` replaced by the shard's index, so every shard of a job
+/// given one command line writes its own file (`reports/shard-{shard}.json`).
+pub fn shard_path(path: &std::path::Path, shard: Shard) -> PathBuf {
+    PathBuf::from(
+        path.to_string_lossy()
+            .replace("{shard}", &shard.index.to_string()),
+    )
 }
 
 /// The driver's own `/metrics` (`--metrics-listen`), served from before the run

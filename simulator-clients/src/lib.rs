@@ -25,6 +25,7 @@ pub mod shard;
 pub mod start;
 pub mod sweep;
 pub mod sweep_chart;
+pub mod sweep_shard;
 pub mod sweep_table;
 pub mod units;
 pub mod worker;

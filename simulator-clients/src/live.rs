@@ -39,6 +39,7 @@ pub struct LiveMetrics {
     blocked: Counter,
     unanswered: Counter,
     late: Counter,
+    missed: Counter,
     /// By kind, in [`Failure`]'s order: connect, timeout, http_status, io.
     errors: [Counter; 4],
     latency: Histogram,
@@ -57,6 +58,7 @@ impl LiveMetrics {
             blocked: Counter::noop(),
             unanswered: Counter::noop(),
             late: Counter::noop(),
+            missed: Counter::noop(),
             errors: std::array::from_fn(|_| Counter::noop()),
             latency: Histogram::noop(),
             lag: Histogram::noop(),
@@ -110,6 +112,10 @@ impl LiveMetrics {
                 "sim_clients_sends_late_total",
                 "sends that left later than --late-after behind schedule",
             ),
+            missed: counter(
+                "sim_clients_sends_missed_total",
+                "open loop: sends due in the window that could not leave before it closed",
+            ),
             errors,
             latency: histogram(
                 "sim_clients_latency_seconds",
@@ -156,6 +162,10 @@ impl LiveMetrics {
                 self.errors[kind].increment(1);
             }
         }
+    }
+
+    pub fn missed(&self) {
+        self.missed.increment(1);
     }
 
     pub fn unanswered(&self) {

@@ -249,6 +249,7 @@ fn add_report(tally: &mut Tally, path: &Path, r: &Report) -> Result<(), MergeErr
     tally.errors.http_status += r.errors_by_kind.http_status;
     tally.errors.io += r.errors_by_kind.io;
     tally.late += r.sends_late;
+    tally.missed += r.sends_missed;
     tally.start_spread = tally
         .start_spread
         .max(Duration::from_nanos(r.start_spread_ns));

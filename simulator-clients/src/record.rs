@@ -77,6 +77,9 @@ pub struct Tally {
     pub errors: Errors,
     /// Sends that left more than the plan's `late_after` behind schedule.
     pub late: u64,
+    /// Open loop: sends due in the window still waiting for a connection, late,
+    /// when it closed; not sent.
+    pub missed: u64,
     /// Successful requests, from the time each was due.
     pub latency: Histogram<u64>,
     /// Open loop: successful requests, from the time each left (what most load
@@ -100,6 +103,7 @@ impl Default for Tally {
             blocked: 0,
             errors: Errors::default(),
             late: 0,
+            missed: 0,
             latency: new_histogram(),
             latency_from_send: new_histogram(),
             lag: new_histogram(),
@@ -231,6 +235,12 @@ impl Recorder {
         let total = &mut self.lock().total;
         total.sent += 1;
         total.unanswered += 1;
+    }
+
+    /// An open-loop send missed: still waiting, late, when the window closed.
+    pub fn missed(&self) {
+        self.live.missed();
+        self.lock().total.missed += 1;
     }
 
     /// A closed-loop client's first send left `lag` after its due time.

@@ -178,6 +178,14 @@ impl Report {
             self.sends_late,
             self.requests_sent,
         );
+        if self.sends_missed > 0 {
+            let _ = writeln!(
+                out,
+                "  sends missed: {} were due within the window but still waiting for a free \
+                 connection, late, when it closed: not sent (more --n, or a faster server)",
+                self.sends_missed
+            );
+        }
         if self.mode == "closed" {
             let _ = writeln!(
                 out,

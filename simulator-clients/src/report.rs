@@ -126,6 +126,9 @@ pub struct Report {
     pub late_after_ns: u64,
     /// Sends that left more than `late_after_ns` behind schedule.
     pub sends_late: u64,
+    /// Open loop: sends due within the window that were still waiting for a free
+    /// connection, late, when it closed: not sent, not in the latencies.
+    pub sends_missed: u64,
     /// The server's own counters for the window, when `/stats` answered. They
     /// count every client of the server, other shards' too.
     pub server: Option<Counts>,
@@ -221,6 +224,7 @@ impl Report {
             start_spread_ns: ns(tally.start_spread),
             late_after_ns: ns(plan.late_after),
             sends_late: tally.late,
+            sends_missed: tally.missed,
             server,
             planned_duration_ns: plan.stop.duration.map(ns),
             requests_per_client: plan.stop.requests_per_client,

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::endpoints::{self, EndpointError};
 use crate::plan::{LoadPlan, Pacing, Stop};
 use crate::report::Report;
+use crate::sweep_shard::Together;
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -33,6 +34,8 @@ pub struct SweepPlan {
     pub fix: Option<Option<String>>,
     /// Switch the server to this bundled scenario first (and back after).
     pub scenario: Option<String>,
+    /// This process's share of a sweep split over several (`sweep_shard.rs`).
+    pub together: Option<Together>,
 }
 
 /// Why a sweep stopped.
@@ -52,6 +55,15 @@ pub enum SweepError {
     Run(#[from] crate::RunError),
     #[error("the server still has work in flight after {0:?}: {1} requests, {2} persists")]
     NotSettled(Duration, u64, u64),
+    #[error("--n {clients}: shard {shard} would have no clients; every step needs at least as many clients as shards")]
+    EmptyShard {
+        clients: usize,
+        shard: crate::shard::Shard,
+    },
+    #[error("a sharded sweep needs --start-at: the shards meet at each step's start by the clock")]
+    NoStartAt,
+    #[error("a sharded sweep cannot switch the scenario (the shards would read the server before and after): start the server with `serve --scenario NAME`")]
+    ShardedScenario,
 }
 
 /// The figures of one run, or the mean or the spread of several.
@@ -116,6 +128,10 @@ pub struct SweepReport {
     pub saturation_clients: Option<f64>,
     pub before: Vec<Step>,
     pub after: Option<Vec<Step>>,
+    /// A sharded sweep's shard: the server figures are the whole load's, the
+    /// latency this shard's clients'.
+    #[serde(default)]
+    pub shard: Option<crate::shard::ShardInfo>,
 }
 
 impl SweepPlan {
@@ -129,10 +145,34 @@ impl SweepPlan {
         if let Some(&n) = self.clients.iter().find(|&&n| n == 0) {
             return Err(SweepError::ZeroClients(n));
         }
+        if let Some(t) = &self.together {
+            let shard = t.shard.shard();
+            if let Some(&clients) = self.clients.iter().find(|&&n| shard.share(n) == 0) {
+                return Err(SweepError::EmptyShard { clients, shard });
+            }
+        }
         Ok(())
     }
 
-    fn load(&self, clients: usize) -> LoadPlan {
+    /// Whether this process changes the server (settles, configures, resets):
+    /// always, unless it is a shard other than 0.
+    fn leads(&self) -> bool {
+        self.together.is_none_or(|t| t.leads())
+    }
+
+    /// Step `i`'s load: the whole of it, or this shard's share starting at the
+    /// step's time.
+    fn load(&self, clients: usize, i: u32) -> LoadPlan {
+        let mut plan = self.whole_load(clients);
+        if let Some(t) = &self.together {
+            plan.shard = Some(t.shard);
+            plan.start_at = Some(t.step_start(i, self.duration));
+            plan.max_drain = t.max_drain();
+        }
+        plan
+    }
+
+    fn whole_load(&self, clients: usize) -> LoadPlan {
         LoadPlan {
             target: self.target.clone(),
             clients,
@@ -176,6 +216,9 @@ pub async fn run(
     mut progress: impl FnMut(&str),
 ) -> Result<SweepReport, SweepError> {
     plan.validate()?;
+    if plan.together.is_some() && plan.scenario.is_some() {
+        return Err(SweepError::ShardedScenario);
+    }
     let found = endpoints::stats(&plan.target).await?.scenario;
     if let Some(name) = &plan.scenario {
         endpoints::switch_scenario(&plan.target, name).await?;
@@ -213,6 +256,9 @@ async fn sweep_in_force(
     if let Some(fix) = &fix {
         phases.push((Some(fix), Vec::new()));
     }
+    // Steps counted over every phase, client count and repeat: a sharded sweep's
+    // clock (`sweep_shard.rs`).
+    let mut step_index = 0u32;
     let result = async {
         for (fix, steps) in &mut phases {
             for &clients in &plan.clients {
@@ -232,7 +278,8 @@ async fn sweep_in_force(
                         plan.repeat
                     ));
                     let (figures, step_model, in_force) =
-                        one_run(plan, clients, &body, &cancel).await?;
+                        one_run(plan, clients, &body, &cancel, step_index).await?;
+                    step_index += 1;
                     permits = in_force;
                     runs.push((figures, step_model));
                 }
@@ -249,8 +296,8 @@ async fn sweep_in_force(
     .await;
     // Leave the server as the sweep found it, whatever happened.
     let restored = match &restore {
-        Some(body) => endpoints::configure(&plan.target, body).await.map(|_| ()),
-        None => Ok(()),
+        Some(body) if plan.leads() => endpoints::configure(&plan.target, body).await.map(|_| ()),
+        _ => Ok(()),
     };
     result?;
     restored?;
@@ -278,6 +325,7 @@ async fn sweep_in_force(
         saturation_clients: model.saturation_at(think_s),
         before,
         after,
+        shard: plan.together.map(|t| t.shard),
     })
 }
 
@@ -296,24 +344,66 @@ fn original_values(stats: &Stats, fix: &Fix) -> Result<SettingsUpdate, SweepErro
     serde_json::from_value(body.into()).map_err(|e| SweepError::Fix(e.to_string()))
 }
 
-/// Settles the server, applies `body`, zeroes its window and runs the load.
-/// Returns the run's figures, the model in force for it and its permits.
+/// Settles the server, applies `body`, zeroes its window and runs the load
+/// (step `i` of the sweep). Returns the run's figures, the model in force for it
+/// and its permits. A shard other than 0 leaves the server to shard 0.
 async fn one_run(
     plan: &SweepPlan,
     clients: usize,
     body: &SettingsUpdate,
     cancel: &CancellationToken,
+    i: u32,
 ) -> Result<(Figures, Model, usize), SweepError> {
-    settle(&plan.target, Duration::from_secs(60)).await?;
-    let in_force = endpoints::configure(&plan.target, body).await?;
-    let before = endpoints::reset(&plan.target).await?;
-    let report = crate::run(&plan.load(clients), cancel.clone(), false).await?;
+    let load = plan.load(clients, i);
+    let before = if plan.leads() {
+        prepare(plan, body, load.start_at).await?
+    } else {
+        endpoints::stats(&plan.target).await?
+    };
+    let mut report = crate::run(&load, cancel.clone(), false).await?;
     let after = endpoints::stats(&plan.target).await?;
+    if plan.together.is_some() {
+        // Every shard counts from shard 0's reset before the step: the window
+        // its own run measured may have begun before that reset.
+        report.server = Some(after.counts);
+    }
     let cpu_ns = before
         .process_cpu_ns
         .zip(after.process_cpu_ns)
         .map(|(b, a)| a.saturating_sub(b));
-    Ok((figures(&report, cpu_ns), after.model, in_force.permits))
+    Ok((figures(&report, cpu_ns), after.model, after.config.permits))
+}
+
+/// Shard 0's (or an unsplit sweep's) work before a step: settle the server,
+/// apply the step's configuration, zero its counters. Returns the stats just
+/// before the reset. A sharded step starts at its time whatever happens, so
+/// there a server that does not settle in the gap gets a warning, not an error.
+async fn prepare(
+    plan: &SweepPlan,
+    body: &SettingsUpdate,
+    start_at: Option<std::time::SystemTime>,
+) -> Result<Stats, SweepError> {
+    let until = |at: std::time::SystemTime| {
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default()
+    };
+    if let (Some(at), Some(t)) = (start_at, &plan.together) {
+        // The other shards read the last step's counters in the first half of
+        // the gap (their drain is held to it): reset only in its last quarter.
+        tokio::time::sleep(until(at).saturating_sub(t.step_gap / 4)).await;
+    }
+    let within = match start_at {
+        Some(at) => until(at).saturating_sub(Duration::from_millis(100)),
+        None => Duration::from_secs(60),
+    };
+    match settle(&plan.target, within).await {
+        Err(SweepError::NotSettled(_, requests, persists)) if start_at.is_some() => eprintln!(
+            "sim-clients: warning: the server still had {requests} requests and {persists} persists in flight at the step's start; a longer --step-gap gives it time"
+        ),
+        other => other?,
+    }
+    endpoints::configure(&plan.target, body).await?;
+    Ok(endpoints::reset(&plan.target).await?)
 }
 
 /// Waits (bounded) until nothing is in flight, so a step does not start with the
@@ -441,6 +531,7 @@ mod tests {
             think_time: Duration::from_secs(1),
             fix: Some(None),
             scenario: None,
+            together: None,
         };
         assert!(matches!(
             plan(vec![], 1).validate(),

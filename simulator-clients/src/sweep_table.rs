@@ -25,6 +25,13 @@ pub fn render(report: &SweepReport) -> String {
          server-side (as count.d sees them); mean of the runs, ±half their range",
         report.target, report.duration_s, report.repeat, report.think_time_s
     );
+    if let Some(shard) = report.shard {
+        let _ = writeln!(
+            out,
+            "shard {}/{}: the clients column counts every shard's clients and the server              figures the whole load; the latency is this shard's clients' only",
+            shard.index, shard.count
+        );
+    }
     for (title, steps) in titles(report) {
         phase(&mut out, &title, steps);
     }
@@ -235,6 +242,7 @@ mod tests {
                 step(15, 120, 885.0, 0.0),
                 step(1000, 8000, 59002.0, 0.0),
             ]),
+            shard: None,
         }
     }
 

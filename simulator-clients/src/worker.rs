@@ -170,6 +170,32 @@ impl RunState {
         }
     }
 
+    /// The open loop's wait: until `due`, which the timetable keeps inside the
+    /// window, or `None` on cancel. Unlike [`RunState::wait_until`] it does not
+    /// give up at the deadline: a send due at 1.9995 s of a 2 s run still leaves
+    /// when the timer wakes at 2.0005 s, so the shards of a split run send every
+    /// send of the timetable.
+    async fn wait_for_send(&self, due: Instant) -> Option<Duration> {
+        if self.cancel.is_cancelled() {
+            return None;
+        }
+        if due > Instant::now() {
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return None,
+                () = tokio::time::sleep_until(due) => {}
+            }
+        }
+        Some(Instant::now().saturating_duration_since(due))
+    }
+
+    /// Whether a send `lag` behind its due time is missed: the window has closed
+    /// and the send was not on time (it waited for a free connection). It is
+    /// counted, not sent, so the run ends with its window.
+    fn missed(&self, lag: Duration) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d) && lag > self.plan.late_after
+    }
+
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -244,9 +270,13 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
     };
     let mut rng = shared.payload_rng(index);
     while let Some(due) = schedule.claim() {
-        let Some(lag) = shared.wait_until(due).await else {
+        let Some(lag) = shared.wait_for_send(due).await else {
             return;
         };
+        if shared.missed(lag) {
+            shared.recorder.missed();
+            continue;
+        }
         let size = shared.plan.payload.sample(&mut rng);
         let sent = Instant::now();
         let Some(outcome) = shared.send(&mut exchange, size).await else {

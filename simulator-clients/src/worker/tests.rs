@@ -185,6 +185,26 @@ async fn an_open_loop_sends_exactly_on_its_timetable() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn sends_still_queued_when_the_window_closes_are_missed_and_counted() {
+    // Two connections at 100/s; the server stalls from 8 s to 12 s, past the
+    // 10 s window: the sends due from 8 s on wait for a connection until after
+    // the window closes. Every one of the 1,000 is either sent or missed.
+    let r = run(
+        open_plan(2, 100.0, ms(10_000)),
+        ms(5),
+        Some((ms(8_000), ms(12_000))),
+    )
+    .await;
+    let t = r.shared.recorder.tally();
+    assert_eq!(t.sent + t.missed, 1000, "each send of the timetable once");
+    // Sent: the 800 due before the stall, the two that met it, and the two that
+    // the connections take when it ends at 12 s (due at 8.02 and 8.03 s: later
+    // than late_after, so they are counted missed too, not sent).
+    assert_eq!(t.sent, 802, "sent {}", t.sent);
+    assert_eq!(t.missed, 198);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_stall_shows_in_the_open_loops_latency_and_late_sends() {
     // Two connections at 100/s; the server stalls from 2 s to 4 s.
     let r = run(
