@@ -229,7 +229,12 @@ async fn an_open_loop_split_four_ways_sends_the_unsplit_timetable_once() {
         "each send once: {}",
         merged["schedule_lag"]
     );
-    assert_eq!(count(&merged, "sends_missed"), 0, "{}", merged["schedule_lag"]);
+    assert_eq!(
+        count(&merged, "sends_missed"),
+        0,
+        "{}",
+        merged["schedule_lag"]
+    );
     let shares: Vec<u64> = reports.iter().map(|r| count(r, "requests_sent")).collect();
     assert!(
         shares.iter().all(|&s| s > 0),

@@ -273,7 +273,7 @@ impl Args {
                 // An absolute time is the same in every shard; +10s is each one's own.
                 self.start_at
                     .filter(|s| !s.relative)
-                    .map(|s| humantime::format_rfc3339_nanos(s.at).to_string())
+                    .map(|s| crate::start::name(s.at))
             });
         }
         plan.validate()?;

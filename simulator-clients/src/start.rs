@@ -82,6 +82,19 @@ fn split_offset(text: &str) -> Option<(&str, i8, Duration)> {
     })
 }
 
+/// A start time as a run's name: RFC 3339, to the second when it is a whole
+/// second (as people write it), else to the nanosecond.
+pub fn name(at: SystemTime) -> String {
+    let whole = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .is_ok_and(|d| d.subsec_nanos() == 0);
+    if whole {
+        humantime::format_rfc3339(at).to_string()
+    } else {
+        humantime::format_rfc3339_nanos(at).to_string()
+    }
+}
+
 /// Sleeps until `at` (or `cancel`) and returns the run's start as an instant of
 /// tokio's clock, which is `at` itself, and how late the wake-up was against the
 /// wall clock. When `at` is already past, the start lies that far back.
@@ -187,6 +200,11 @@ mod tests {
             Ok(eight + Duration::from_millis(250))
         );
         assert!(!parse("2026-11-22T20:00:00Z").unwrap().relative);
+        assert_eq!(name(eight), "2026-11-22T20:00:00Z");
+        assert_eq!(
+            name(eight + Duration::from_millis(250)),
+            "2026-11-22T20:00:00.250000000Z"
+        );
         let soon = parse("+10s").unwrap();
         assert!(soon.relative);
         let soon = soon.at;
