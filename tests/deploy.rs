@@ -81,7 +81,11 @@ fn the_indexed_job_runs_one_shard_a_pod_with_flags_sim_clients_accepts() {
         })
         .collect();
     let parsed = parse(&args);
-    assert_eq!(i64::from(parsed.shards.unwrap()), completions, "--shards");
+    assert_eq!(
+        i64::from(parsed.sharding.shards.unwrap()),
+        completions,
+        "--shards"
+    );
     for k in [0, completions - 1] {
         let index = k.to_string();
         let plan = parsed

@@ -175,6 +175,16 @@ fn started_together(reports: &[Value]) {
     }
 }
 
+/// Waits for every shard, checks they started together, and merges their reports.
+fn finish_and_merge(shards: &mut [ShardProcess], dir: &Path) -> (Vec<Value>, Value) {
+    let reports: Vec<Value> = shards
+        .iter_mut()
+        .map(|s| s.finish(Duration::from_secs(60)))
+        .collect();
+    started_together(&reports);
+    (reports, merge(dir))
+}
+
 #[tokio::test]
 async fn an_open_loop_split_four_ways_sends_the_unsplit_timetable_once() {
     let _serial = ONE_AT_A_TIME.lock().await;
@@ -204,12 +214,7 @@ async fn an_open_loop_split_four_ways_sends_the_unsplit_timetable_once() {
     let mut shards: Vec<ShardProcess> = (0..SHARDS)
         .map(|k| start_shard(k, dir.path(), &args))
         .collect();
-    let reports: Vec<Value> = shards
-        .iter_mut()
-        .map(|s| s.finish(Duration::from_secs(60)))
-        .collect();
-    started_together(&reports);
-    let merged = merge(dir.path());
+    let (reports, merged) = finish_and_merge(&mut shards, dir.path());
     let after = settled_stats(&client(), &server.url).await;
 
     // The unsplit timetable, drawn from the same seed.
@@ -373,12 +378,7 @@ async fn four_closed_loop_shards_merge_exactly_and_prometheus_agrees() {
         .collect();
     let targets: Vec<String> = shards.iter().map(ShardProcess::metrics_addr).collect();
     let prometheus = Prometheus::start(&targets);
-    let reports: Vec<Value> = shards
-        .iter_mut()
-        .map(|s| s.finish(Duration::from_secs(60)))
-        .collect();
-    started_together(&reports);
-    let merged = merge(dir.path());
+    let (_, merged) = finish_and_merge(&mut shards, dir.path());
     let after = settled_stats(&client(), &server.url).await;
     let completed = count(&merged, "requests_completed");
     assert!(completed > 1000, "a real load: {completed}");

@@ -92,22 +92,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub series: Option<PathBuf>,
 
-    /// Run shard K of N of this load (0-based): with --n C the closed-loop clients
-    /// K, K+N, K+2N... of C, or every N-th send of the open loop's timetable. Without
-    /// it, JOB_COMPLETION_INDEX or NOMAD_ALLOC_INDEX (with --shards) or
-    /// SLURM_PROCID and SLURM_NTASKS name the shard.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
-
-    /// The number of shards, for JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's
-    /// completions) or NOMAD_ALLOC_INDEX.
-    #[arg(long, value_name = "N", conflicts_with = "shard")]
-    pub shards: Option<u32>,
-
-    /// Start the first sends at this wall-clock time: RFC 3339
-    /// (2026-11-22T20:00:00Z) or +DURATION from now. Connections open before.
-    #[arg(long, value_name = "TIME", value_parser = crate::start::parse)]
-    pub start_at: Option<crate::start::StartAt>,
+    #[command(flatten)]
+    pub sharding: ShardArgs,
 
     /// Names the run in its report, so `merge` refuses another run's shards
     /// [default: SLURM_JOB_ID under Slurm, else --start-at's time]; also seeds it
@@ -129,6 +115,40 @@ pub struct Args {
     /// scrape sees the final counts.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration, requires = "metrics_listen")]
     pub metrics_linger: Duration,
+}
+
+/// Which share of a split load this process runs, and when it starts
+/// (`docs/scale-out.md`); the same for a run and a sweep.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShardArgs {
+    /// Run shard K of N (0-based): the clients K, K+N, K+2N... of --n; in an open
+    /// loop every N-th send of the timetable; in a sweep, of every step, with shard
+    /// 0 alone configuring the server. Without it, JOB_COMPLETION_INDEX or
+    /// NOMAD_ALLOC_INDEX (with --shards), or SLURM_PROCID and SLURM_NTASKS, name
+    /// the shard.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+
+    /// The number of shards, for JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's
+    /// completions) or NOMAD_ALLOC_INDEX.
+    #[arg(long, value_name = "N", conflicts_with = "shard")]
+    pub shards: Option<u32>,
+
+    /// Start the first sends at this wall-clock time: RFC 3339
+    /// (2026-11-22T20:00:00Z) or +DURATION from now; connections open before. A
+    /// sharded sweep's step i starts at TIME + i x (duration + --step-gap).
+    #[arg(long, value_name = "TIME", value_parser = crate::start::parse)]
+    pub start_at: Option<crate::start::StartAt>,
+}
+
+impl ShardArgs {
+    /// The shard, from the flags or the job engine's variables read through `env`.
+    pub fn resolve(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ShardInfo>, crate::shard::ShardError> {
+        crate::shard::resolve(self.shard, self.shards, env)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,20 +214,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
-    /// Run shard K of N of every step (with --start-at): the clients K, K+N...
-    /// of each client count; shard 0 alone configures and resets the server.
-    /// Without it, the job engines' variables name the shard as for a run.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
-
-    /// The number of shards, for JOB_COMPLETION_INDEX or NOMAD_ALLOC_INDEX.
-    #[arg(long, value_name = "N", conflicts_with = "shard")]
-    pub shards: Option<u32>,
-
-    /// A sharded sweep's first step starts at this wall-clock time (RFC 3339 or
-    /// +DURATION); step i at TIME + i x (duration + --step-gap).
-    #[arg(long, value_name = "TIME", value_parser = crate::start::parse)]
-    pub start_at: Option<crate::start::StartAt>,
+    #[command(flatten)]
+    pub sharding: ShardArgs,
 
     /// A sharded sweep's pause between steps: the last replies drain and shard 0
     /// settles and resets the server.
@@ -248,12 +256,12 @@ impl Args {
             late_after: self.late_after,
             seed: self.seed,
             max_drain: self.max_drain,
-            shard: self.shard.map(|s| ShardInfo {
+            shard: self.sharding.shard.map(|s| ShardInfo {
                 index: s.index,
                 count: s.count,
                 source: ShardSource::Flag,
             }),
-            start_at: self.start_at.map(|s| s.at),
+            start_at: self.sharding.start_at.map(|s| s.at),
             run_id: self.run_id.clone(),
             bind: self.bind.clone(),
         }
@@ -263,7 +271,7 @@ impl Args {
     /// (read through `env`) give when the flags do not.
     pub fn plan_in(&self, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<LoadPlan> {
         let mut plan = self.plan();
-        plan.shard = crate::shard::resolve(self.shard, self.shards, &env)?;
+        plan.shard = self.sharding.resolve(&env)?;
         if plan.run_id.is_none() {
             plan.run_id = match plan.shard.map(|s| s.source) {
                 Some(ShardSource::Slurm) => env("SLURM_JOB_ID"),
@@ -271,7 +279,8 @@ impl Args {
             }
             .or_else(|| {
                 // An absolute time is the same in every shard; +10s is each one's own.
-                self.start_at
+                self.sharding
+                    .start_at
                     .filter(|s| !s.relative)
                     .map(|s| crate::start::name(s.at))
             });
@@ -337,8 +346,8 @@ async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
 }
 
 async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport> {
-    let shard = crate::shard::resolve(args.shard, args.shards, |var| std::env::var(var).ok())?;
-    let together = match (shard, args.start_at) {
+    let shard = args.sharding.resolve(|var| std::env::var(var).ok())?;
+    let together = match (shard, args.sharding.start_at) {
         (None, _) => None,
         (Some(shard), Some(start)) => Some(crate::sweep_shard::Together {
             shard,
