@@ -9,7 +9,7 @@ use clap::Parser;
 
 // One thread: the clients spend their time waiting, a single-threaded runtime
 // wakes them without handing tasks between threads, and the other core is left
-// to the server under test (scripts/bench-clients.py measures the result).
+// to the server under test (scripts/bench/clients-vs-wrk.py measures the result).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     simulator_clients::args::run(simulator_clients::args::Args::parse()).await

@@ -27,38 +27,38 @@ impl Events {
     pub fn request_start(&self, id: u64, bytes: u64) {
         isim::request__start!(|| (id, bytes));
         self.stats.record(|c| c.requests_started += 1);
-        metrics::counter!(m::REQUESTS_STARTED).increment(1);
+        m::handles().requests_started.increment(1);
     }
 
     pub fn request_nonblock(&self, id: u64, available: usize) {
         isim::request__nonblock!(|| (id, available as u64));
         self.stats.record(|c| c.requests_nonblocked += 1);
-        metrics::counter!(m::REQUESTS_NONBLOCKED).increment(1);
+        m::handles().requests_nonblocked.increment(1);
     }
 
     pub fn request_block(&self, id: u64, permits: usize) {
         isim::request__block!(|| (id, permits as u64));
         self.stats.record(|c| c.requests_blocked += 1);
-        metrics::counter!(m::REQUESTS_BLOCKED).increment(1);
+        m::handles().requests_blocked.increment(1);
     }
 
     /// A blocked request refused at once (after its request-block).
     pub fn request_shed(&self, id: u64, permits: usize) {
         isim::request__shed!(|| (id, permits as u64));
         self.stats.record(|c| c.requests_shed += 1);
-        metrics::counter!(m::REQUESTS_SHED).increment(1);
+        m::handles().requests_shed.increment(1);
     }
 
     pub fn request_unblock(&self, id: u64, waited: Duration) {
         isim::request__unblock!(|| (id, nanos(waited)));
-        metrics::histogram!(m::PERMIT_WAIT).record(waited.as_secs_f64());
+        m::handles().permit_wait.record(waited.as_secs_f64());
     }
 
     pub fn request_done(&self, id: u64, lifetime: Duration, blocked: bool) {
         isim::request__done!(|| (id, nanos(lifetime), u64::from(blocked)));
         self.stats.record(|c| c.requests_done += 1);
-        metrics::counter!(m::REQUESTS_DONE).increment(1);
-        metrics::histogram!(m::REQUEST_LIFETIME).record(lifetime.as_secs_f64());
+        m::handles().requests_done.increment(1);
+        m::handles().request_lifetime.record(lifetime.as_secs_f64());
     }
 
     pub fn persist_start(&self, id: u64, bytes: u64, permits_free: usize) {
@@ -67,7 +67,7 @@ impl Events {
             .record(|c| c.persists_started += 1)
             .persists_in_flight();
         isim::persist__start!(|| (id, bytes, in_flight, permits_free as u64));
-        metrics::counter!(m::PERSISTS_STARTED).increment(1);
+        m::handles().persists_started.increment(1);
     }
 
     /// `timed_out` persists are failed ones too (`ok` is false).
@@ -81,14 +81,14 @@ impl Events {
             })
             .persists_in_flight();
         isim::persist__done!(|| (id, u64::from(ok), nanos(latency), in_flight));
-        metrics::counter!(m::PERSISTS_DONE).increment(1);
+        m::handles().persists_done.increment(1);
         if !ok {
-            metrics::counter!(m::PERSISTS_FAILED).increment(1);
+            m::handles().persists_failed.increment(1);
         }
         if timed_out {
-            metrics::counter!(m::PERSISTS_TIMED_OUT).increment(1);
+            m::handles().persists_timed_out.increment(1);
         }
-        metrics::histogram!(m::PERSIST_LATENCY).record(latency.as_secs_f64());
+        m::handles().persist_latency.record(latency.as_secs_f64());
     }
 }
 
@@ -97,7 +97,7 @@ impl Events {
     pub fn persist_hedge(&self, id: u64, after: Duration) {
         isim::persist__hedge!(|| (id, nanos(after)));
         self.stats.record(|c| c.persists_hedged += 1);
-        metrics::counter!(m::PERSISTS_HEDGED).increment(1);
+        m::handles().persists_hedged.increment(1);
     }
 
     /// The element went into the persistence queue; returns nothing, the depth
@@ -105,29 +105,29 @@ impl Events {
     pub fn queue_enqueue(&self, id: u64) {
         let depth = self.stats.record(|c| c.queue_enqueued += 1).queued();
         isim::queue__enqueue!(|| (id, depth));
-        metrics::counter!(m::QUEUE_ENQUEUED).increment(1);
+        m::handles().queue_enqueued.increment(1);
     }
 
     /// A worker took the element after it waited `waited` in the queue.
     pub fn queue_dequeue(&self, id: u64, waited: Duration) {
         let depth = self.stats.record(|c| c.queue_dequeued += 1).queued();
         isim::queue__dequeue!(|| (id, nanos(waited), depth));
-        metrics::counter!(m::QUEUE_DEQUEUED).increment(1);
-        metrics::histogram!(m::QUEUE_WAIT).record(waited.as_secs_f64());
+        m::handles().queue_dequeued.increment(1);
+        m::handles().queue_wait.record(waited.as_secs_f64());
     }
 
     /// The queue was full and the request is refused (the element never queued).
     pub fn queue_refuse(&self, id: u64) {
         let depth = self.stats.record(|c| c.queue_refused += 1).queued();
         isim::queue__refuse!(|| (id, depth));
-        metrics::counter!(m::QUEUE_REFUSED).increment(1);
+        m::handles().queue_refused.increment(1);
     }
 
     /// A dequeued element was dropped: it waited `waited`, over `limit`.
     pub fn queue_drop(&self, id: u64, waited: Duration, limit: Duration) {
         self.stats.record(|c| c.queue_dropped += 1);
         isim::queue__drop!(|| (id, nanos(waited), nanos(limit)));
-        metrics::counter!(m::QUEUE_DROPPED).increment(1);
+        m::handles().queue_dropped.increment(1);
     }
 }
 
@@ -137,23 +137,23 @@ impl Events {
     pub fn work_start(&self, id: u64, bytes: u64, on: u64) {
         isim::work__start!(|| (id, bytes, on));
         self.stats.record(|c| c.work_started += 1);
-        metrics::counter!(m::WORK_STARTED).increment(1);
+        m::handles().work_started.increment(1);
     }
 
     /// The work ran for `ran` after waiting `waited` for a slot or a thread.
     pub fn work_done(&self, id: u64, ran: Duration, waited: Duration, on: u64) {
         isim::work__done!(|| (id, nanos(ran), nanos(waited), on));
         self.stats.record(|c| c.work_done += 1);
-        metrics::counter!(m::WORK_DONE).increment(1);
-        metrics::histogram!(m::WORK_TIME).record(ran.as_secs_f64());
-        metrics::histogram!(m::WORK_WAIT).record(waited.as_secs_f64());
+        m::handles().work_done.increment(1);
+        m::handles().work_time.record(ran.as_secs_f64());
+        m::handles().work_wait.record(waited.as_secs_f64());
     }
 
     /// The runtime's canary woke `late` after its `interval` was up. Not a
     /// `/stats` counter: the runtime watch keeps the canary's own figures.
     pub fn canary_tick(seq: u64, late: Duration, interval: Duration) {
         isim::canary__tick!(|| (seq, nanos(late), nanos(interval)));
-        metrics::histogram!(m::TIMER_LATENESS).record(late.as_secs_f64());
+        m::handles().timer_lateness.record(late.as_secs_f64());
     }
 }
 

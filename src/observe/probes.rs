@@ -20,6 +20,7 @@
 /// `persist-hedge` for a persist that got a second attempt, and the persistence
 /// queue's `queue-enqueue`, `queue-dequeue`, `queue-refuse` and `queue-drop`, the CPU work's `work-start` and
 /// `work-done`, and the runtime's `canary-tick`.
+#[cfg(feature = "probes")]
 #[usdt::provider]
 pub mod isim {
     /// A request entered the data processor path. (id, element bytes)
@@ -70,6 +71,111 @@ pub mod isim {
     fn canary__tick(seq: u64, late_ns: u64, interval_ns: u64) {}
 }
 
+/// The same probe sites with the `probes` feature off (`cargo build
+/// --no-default-features`): each macro takes the argument closure and drops it
+/// uncalled, so the binary has no stapsdt notes and the event path no probe
+/// sites at all. `scripts/bench/probes.py` measures a build with probes compiled
+/// in but not enabled against this one (`docs/performance.md`).
+#[cfg(not(feature = "probes"))]
+pub mod isim {
+    macro_rules! request__start {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use request__start;
+    macro_rules! request__nonblock {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use request__nonblock;
+    macro_rules! request__block {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use request__block;
+    macro_rules! request__unblock {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use request__unblock;
+    macro_rules! request__shed {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use request__shed;
+    macro_rules! request__done {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use request__done;
+    macro_rules! persist__start {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use persist__start;
+    macro_rules! persist__done {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use persist__done;
+    macro_rules! persist__hedge {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use persist__hedge;
+    macro_rules! queue__enqueue {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use queue__enqueue;
+    macro_rules! queue__dequeue {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use queue__dequeue;
+    macro_rules! queue__refuse {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use queue__refuse;
+    macro_rules! queue__drop {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use queue__drop;
+    macro_rules! work__start {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use work__start;
+    macro_rules! work__done {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use work__done;
+    macro_rules! canary__tick {
+        ($args:expr) => {
+            let _ = $args;
+        };
+    }
+    pub(crate) use canary__tick;
+}
+
 /// Every probe name, as tracers see it. Tests check the binary against this list.
 pub const PROBE_NAMES: [&str; 16] = [
     "request-start",
@@ -94,15 +200,21 @@ pub const PROBE_NAMES: [&str; 16] = [
 /// registration, so a failure only matters on DTrace systems; it is logged, not fatal,
 /// because the simulator is still useful without tracing.
 pub fn register() {
+    #[cfg(feature = "probes")]
     if let Err(err) = usdt::register_probes() {
         tracing::warn!(%err, "could not register the isim USDT probes; tracing will see nothing");
     }
+    #[cfg(not(feature = "probes"))]
+    tracing::warn!("built without the probes feature: no isim probes to trace");
 }
 
 /// Ready-to-paste commands that trace process `pid`, for the banners of `serve` and
 /// `demo`: the bundled scripts through `scripts/trace`, and each tool by hand in
 /// the form this platform needs (DTrace for Linux only matches `isim$target`).
 pub fn trace_commands(pid: u32) -> Vec<String> {
+    if cfg!(not(feature = "probes")) {
+        return vec!["(built without the probes feature: nothing to trace; rebuild with the default features)".into()];
+    }
     let mut commands = vec![
         format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, size, cpu-usage)"),
     ];

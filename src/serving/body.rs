@@ -6,7 +6,7 @@
 //! gets 408 (`body_read_timeout`), one over `max_body_bytes` 413. A route that
 //! reads none leaves it unread, and hyper closes that connection after the reply.
 //! An extractor, not a middleware: buffering every request in a middleware cost
-//! 20 % of peak throughput (`scripts/bench-server.py`).
+//! 20 % of peak throughput (`scripts/bench/server-builds.py`).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};

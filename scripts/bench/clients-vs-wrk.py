@@ -14,8 +14,8 @@ p99 lateness < 5 ms. wrk gets the same think time through scripts/wrk-think.lua.
 
 Run from the repository root (needs wrk and GNU time: apt-get install wrk time):
 
-  python3 scripts/bench-clients.py                 # both scenarios, 3 runs, 20 s each
-  python3 scripts/bench-clients.py --scenario a --runs 5 --duration 30
+  python3 scripts/bench/clients-vs-wrk.py                 # both scenarios, 3 runs, 20 s each
+  python3 scripts/bench/clients-vs-wrk.py --scenario a --runs 5 --duration 30
 
 Machines here are noisy: quote the medians and the ratios, not one run.
 """
@@ -23,17 +23,14 @@ Machines here are noisy: quote the medians and the ratios, not one run.
 import argparse
 import json
 import os
-import re
-import resource
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVER = os.path.join(ROOT, "target/release/system-simulator")
-CLIENTS = os.path.join(ROOT, "target/release/sim-clients")
+sys.path.insert(0, os.path.dirname(__file__))
+import benchlib  # noqa: E402
+from benchlib import CLIENTS, ROOT, timed  # noqa: E402
+
 LUA = os.path.join(ROOT, "scripts/wrk-think.lua")
 
 SCENARIOS = {
@@ -42,45 +39,9 @@ SCENARIOS = {
 }
 
 
-def raise_fd_limit():
-    # 10,000 clients need 10,000 sockets in each process.
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def timed(cmd, env=None):
-    """Runs cmd under GNU time; returns (stdout, cpu seconds, peak RSS in MB)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
-        out = subprocess.run(
-            ["/usr/bin/time", "-f", "%U %S %M", "-o", t.name] + cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            preexec_fn=raise_fd_limit,
-        )
-        if out.returncode != 0:
-            sys.exit(f"{cmd[0]} failed ({out.returncode}):\n{out.stderr}")
-        user, system, rss_kb = t.read().split()[-3:]
-    return out.stdout, float(user) + float(system), int(rss_kb) / 1024
-
-
 def start_server():
-    server = subprocess.Popen(
-        [SERVER, "serve", "--listen", "127.0.0.1:0", "--permits", "1000000",
-         "--network-delay", "0", "--persist-latency", "1ms"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "RUST_LOG": "warn"},
-        preexec_fn=raise_fd_limit,
-    )
-    first = server.stdout.readline()
-    url = re.search(r"http://\S+", first)
-    if not url:
-        server.kill()
-        sys.exit(f"server did not print its address: {first!r}")
-    return server, url.group(0)
+    return benchlib.start([benchlib.SERVER, "serve", "--listen", "127.0.0.1:0", "--permits", "1000000",
+                           "--network-delay", "0", "--persist-latency", "1ms"])
 
 
 def run_sim(url, s, duration):
@@ -167,18 +128,15 @@ def main():
     p.add_argument("--duration", type=int, default=20, help="seconds per run")
     p.add_argument("--no-build", action="store_true")
     args = p.parse_args()
-    for tool in ("wrk", "/usr/bin/time"):
-        if not shutil.which(tool):
-            sys.exit(f"{tool} is missing: apt-get install wrk time")
+    benchlib.need("wrk", "/usr/bin/time")
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "--workspace", "--locked"], cwd=ROOT, check=True)
+        benchlib.build("--workspace")
     server, url = start_server()
     try:
         names = ["a", "b"] if args.scenario == "all" else [args.scenario]
         met = [scenario(n, url, args.runs, args.duration) for n in names]
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        benchlib.stop(server)
     print("\nall targets met" if all(met) else "\nsome targets NOT met")
     sys.exit(0 if all(met) else 1)
 

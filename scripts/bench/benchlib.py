@@ -1,0 +1,127 @@
+"""What every benchmark in scripts/bench/ shares: building, starting a server on a
+free loopback port, driving it with wrk, timing a command's CPU and memory, and
+the summary each prints: the median of the runs with their min and max, and the
+subject's ratio to a baseline measured in the same run, runs alternating so that
+drift on a noisy machine hits both alike.
+
+Traffic goes only to 127.0.0.1. Needs wrk and GNU time (apt-get install wrk time).
+"""
+
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RELEASE = os.path.join(ROOT, "target", "release")
+SERVER = os.path.join(RELEASE, "system-simulator")
+CLIENTS = os.path.join(RELEASE, "sim-clients")
+BARE_AXUM = os.path.join(RELEASE, "examples", "bare_axum")
+
+# The request path at its cheapest: no simulated delay, permits never short.
+ZERO_COST_SERVER = ["--permits", "1000000", "--network-delay", "0", "--persist-latency", "0"]
+
+
+def need(*tools):
+    for tool in tools:
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is missing: apt-get install wrk time linux-perf")
+
+
+def build(*cargo_args, target_dir=None):
+    """cargo build --release with these arguments (into target_dir if given)."""
+    command = ["cargo", "build", "--release", "--locked", *cargo_args]
+    if target_dir:
+        command += ["--target-dir", target_dir]
+    subprocess.run(command, cwd=ROOT, check=True)
+
+
+def raise_fd_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def start(command):
+    """Starts a server that prints its http:// address on its first line."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env={**os.environ, "RUST_LOG": "warn"},
+                               preexec_fn=raise_fd_limit)
+    first = process.stdout.readline()
+    url = re.search(r"http://127\.0\.0\.1:\d+", first)
+    if not url:
+        process.kill()
+        sys.exit(f"{command[0]} did not print its address: {first!r}")
+    return process, url.group(0)
+
+
+def stop(process):
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds a running process has used (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(url, path="/requests", post=True, seconds=10, connections=64, threads=1):
+    """Requests per second wrk reached; exits on any failed request."""
+    command = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", url + path]
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        if post:
+            script.write('wrk.method = "POST"\nwrk.body = "{\\"size\\": 1024}"\n'
+                         'wrk.headers["content-type"] = "application/json"\n')
+            script.flush()
+            command[1:1] = ["-s", script.name]
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        sys.exit(f"{errors.group(1)} failed requests from {url}{path}:\n{out}")
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+
+def timed(command, env=None):
+    """Runs a command under GNU time: (stdout, CPU seconds, peak RSS in MB)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        out = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", t.name] + command,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env, preexec_fn=raise_fd_limit)
+        if out.returncode != 0:
+            sys.exit(f"{command[0]} failed ({out.returncode}):\n{out.stderr}")
+        user, system, rss_kb = t.read().split()[-3:]
+    return out.stdout, float(user) + float(system), int(rss_kb) / 1024
+
+
+def alternate(runs, subjects):
+    """Runs each (name, function) in turn, `runs` times, flipping the order every
+    round; prints each result as it comes; returns {name: [results]}."""
+    results = {name: [] for name, _ in subjects}
+    for i in range(runs):
+        for name, measure in (subjects if i % 2 == 0 else subjects[::-1]):
+            value = measure()
+            results[name].append(value)
+            print(f"  run {i + 1} {name:<24} {value:14,.2f}", flush=True)
+    return results
+
+
+def summary(name, values, unit=""):
+    """One line: the median, min and max of a list of numbers."""
+    return (f"  {name:<24} median {statistics.median(values):12,.2f}{unit}"
+            f"   min {min(values):12,.2f}   max {max(values):12,.2f}   ({len(values)} runs)")
+
+
+def report(results, baseline, unit=""):
+    """Prints every subject's summary and its median's ratio to the baseline's."""
+    base = statistics.median(results[baseline])
+    for name, values in results.items():
+        print(summary(name, values, unit))
+    for name, values in results.items():
+        if name != baseline:
+            print(f"  ratio {name} / {baseline}: {statistics.median(values) / base:.3f}")
+    return {name: statistics.median(values) / base for name, values in results.items()}

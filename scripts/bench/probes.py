@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""What the isim probes cost: compiled out, compiled in but not enabled, and
+enabled under scripts/count.bt. The probe effect is a lesson of its own.
+
+Three builds of one server under the same wrk load (POST /requests, the request
+path at its cheapest), alternating, 5 runs each by default:
+
+  compiled out   cargo build --release --no-default-features (target/noprobes)
+  not enabled    the default build (probes compiled in, nobody tracing)
+  count.bt       the default build with `bpftrace -p PID scripts/count.bt` attached
+                 (needs root and bpftrace; skipped with a note otherwise)
+
+Prints requests/s and the server's CPU microseconds per request (medians, min,
+max), each mode's ratio to the compiled-out build, and from the CPU difference
+the cost of one fired probe in ns (count.bt's own counts give probes per request).
+
+  sudo python3 scripts/bench/probes.py [--runs 5] [--seconds 10] [--no-build]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import benchlib  # noqa: E402
+
+NOPROBES_DIR = os.path.join(benchlib.ROOT, "target", "noprobes")
+NOPROBES = os.path.join(NOPROBES_DIR, "release", "system-simulator")
+COUNT_BT = os.path.join(benchlib.ROOT, "scripts", "count.bt")
+
+
+class Probes:
+    """probes fired per request, from count.bt's counts, across traced runs"""
+    fired = 0
+    requests = 0
+
+
+def attach_count_bt(pid):
+    tracer = subprocess.Popen(["bpftrace", "-p", str(pid), COUNT_BT, "3600"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # BEGIN prints "Counting ..." once every probe is attached.
+    for line in tracer.stdout:
+        if "Counting" in line:
+            break
+    else:
+        sys.exit("bpftrace exited before attaching its probes")
+    return tracer
+
+
+def detach(tracer):
+    tracer.send_signal(signal.SIGINT)
+    out, _ = tracer.communicate(timeout=60)
+    return sum(int(n) for n in re.findall(r"@counts\[[^\]]*\]: (\d+)", out))
+
+
+def measure(binary, traced, args, per_request):
+    def run():
+        server, url = benchlib.start([binary, "serve", "--listen", "127.0.0.1:0",
+                                      *benchlib.ZERO_COST_SERVER])
+        tracer = attach_count_bt(server.pid) if traced else None
+        try:
+            cpu_before = benchlib.cpu_seconds(server.pid)
+            rps = benchlib.wrk(url, "/requests", True, args.seconds, args.connections)
+            cpu = benchlib.cpu_seconds(server.pid) - cpu_before
+            requests = rps * args.seconds
+            per_request.append(cpu / requests * 1e6)
+            if tracer:
+                Probes.fired += detach(tracer)
+                Probes.requests += requests
+            return rps
+        finally:
+            if tracer and tracer.poll() is None:
+                tracer.kill()
+            benchlib.stop(server)
+    return run
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--no-build", action="store_true")
+    args = p.parse_args()
+    benchlib.need("wrk")
+    if not args.no_build:
+        benchlib.build("--bin", "system-simulator")
+        benchlib.build("--bin", "system-simulator", "--no-default-features", target_dir=NOPROBES_DIR)
+    traced = os.geteuid() == 0 and shutil.which("bpftrace")
+    if not traced:
+        print("count.bt runs skipped: they need root and bpftrace")
+    cpu = {"compiled out": [], "not enabled": [], "count.bt": []}
+    subjects = [("compiled out", measure(NOPROBES, False, args, cpu["compiled out"])),
+                ("not enabled", measure(benchlib.SERVER, False, args, cpu["not enabled"]))]
+    if traced:
+        subjects.append(("count.bt", measure(benchlib.SERVER, True, args, cpu["count.bt"])))
+    print(f"POST /requests, requests per second (wrk -t 1 -c {args.connections}, {args.seconds} s a run)")
+    results = benchlib.alternate(args.runs, subjects)
+    benchlib.report(results, "compiled out", " req/s")
+    print("server CPU per request, microseconds:")
+    cpu = {k: v for k, v in cpu.items() if v}
+    ratios = benchlib.report(cpu, "compiled out", " us")
+    print(f"  not enabled vs compiled out, CPU per request: {100 * (ratios['not enabled'] - 1):+.1f} % "
+          f"(target within 1 %)")
+    if traced and Probes.requests:
+        per_request = Probes.fired / Probes.requests
+        extra_us = statistics.median(cpu["count.bt"]) - statistics.median(cpu["not enabled"])
+        print(f"  count.bt: {per_request:.2f} probes fired per request; "
+              f"{extra_us * 1000 / per_request:,.0f} ns of server CPU per fired probe")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Compare the HTTP serving path of two system-simulator builds with wrk.
+
+Starts each build in turn on a free loopback port with the request path at its
+cheapest (no simulated delay, permits never short) and drives it with wrk:
+GET /healthz (the HTTP layer alone) and POST /requests (the whole request path).
+Runs alternate between the builds; prints each run, the medians with min and max,
+and NEW / BASELINE.
+
+  git worktree add ../old <commit> && (cd ../old && cargo build --release)
+  python3 scripts/bench/server-builds.py ../old/target/release/system-simulator \\
+      target/release/system-simulator --runs 5 --seconds 10
+"""
+
+import argparse
+import sys
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+import benchlib  # noqa: E402
+
+
+def measure(binary, path, post, args):
+    def run():
+        server, url = benchlib.start([binary, "serve", "--listen", "127.0.0.1:0",
+                                      *benchlib.ZERO_COST_SERVER])
+        try:
+            return benchlib.wrk(url, path, post, args.seconds, args.connections)
+        finally:
+            benchlib.stop(server)
+    return run
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("baseline")
+    p.add_argument("new")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--connections", type=int, default=50)
+    args = p.parse_args()
+    benchlib.need("wrk")
+    for route, path, post in (("GET /healthz", "/healthz", False), ("POST /requests", "/requests", True)):
+        print(f"\n{route}, requests per second (wrk -c {args.connections})")
+        results = benchlib.alternate(args.runs, [("baseline", measure(args.baseline, path, post, args)),
+                                                 ("new", measure(args.new, path, post, args))])
+        benchlib.report(results, "baseline", " req/s")
+
+
+if __name__ == "__main__":
+    main()

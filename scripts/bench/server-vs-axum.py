@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""system-simulator's serving path against a bare axum server, same load, same run.
+
+The baseline is examples/bare_axum.rs: the least axum can do to answer
+POST /requests with the same JSON. The subject is `system-simulator serve` with
+the request path at its cheapest (no simulated delay, 1,000,000 permits), so the
+ratio is what the simulator adds on top of HTTP: its request path, probes (compiled
+in, not enabled), counters, metrics and connection limits. Runs alternate; prints
+each run, the medians with min and max, and the ratio (target: at least 0.9).
+
+  python3 scripts/bench/server-vs-axum.py                 # builds both, 5 runs of 10 s
+  python3 scripts/bench/server-vs-axum.py --runs 3 --seconds 5 --no-build
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import benchlib  # noqa: E402
+
+
+def measure(command, args):
+    def run():
+        server, url = benchlib.start(command)
+        try:
+            return benchlib.wrk(url, "/requests", True, args.seconds, args.connections)
+        finally:
+            benchlib.stop(server)
+    return run
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--no-build", action="store_true")
+    args = p.parse_args()
+    benchlib.need("wrk")
+    if not args.no_build:
+        benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
+    print(f"POST /requests, requests per second (wrk -t 1 -c {args.connections}, {args.seconds} s a run)")
+    results = benchlib.alternate(args.runs, [
+        ("bare axum", measure([benchlib.BARE_AXUM, "127.0.0.1:0"], args)),
+        ("system-simulator", measure([benchlib.SERVER, "serve", "--listen", "127.0.0.1:0",
+                                      *benchlib.ZERO_COST_SERVER], args)),
+    ])
+    ratios = benchlib.report(results, "bare axum", " req/s")
+    ratio = ratios["system-simulator"]
+    print(f"  target system-simulator / bare axum >= 0.9: {'met' if ratio >= 0.9 else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main()
