@@ -30,6 +30,7 @@
 //! holds, and the persists still running are reported as abandoned.
 
 pub mod admission;
+pub mod delay;
 mod element;
 pub mod network;
 pub mod persistence;

@@ -20,7 +20,7 @@ pub async fn traverse(delay: &Delay, abandon: &CancellationToken) -> Result<(), 
         return Ok(());
     }
     tokio::select! {
-        () = tokio::time::sleep(delay) => Ok(()),
+        () = super::delay::sleep(delay) => Ok(()),
         () = abandon.cancelled() => Err(CutShort),
     }
 }

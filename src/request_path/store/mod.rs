@@ -101,11 +101,7 @@ impl Store {
                 // held across the await, where the task may move to another thread.
                 let latency = settings.persist_latency.sample(&mut rand::rng())
                     + per_mib_cost(settings, element.len());
-                // A zero latency is no wait: tokio's sleep(0) still waits for its
-                // next 1 ms tick, and costs a timer entry per persist.
-                if !latency.is_zero() {
-                    tokio::time::sleep(latency).await;
-                }
+                crate::request_path::delay::sleep(latency).await;
                 Ok(())
             }
             Medium::Files(files) => {

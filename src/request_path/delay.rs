@@ -1,0 +1,116 @@
+//! Simulated delays (a network traverse, a persist) that last, on average, what
+//! they are configured to.
+//!
+//! tokio's timer works in whole milliseconds: a sleep ends at the first tick at
+//! or after its deadline, and the wake-up lands later still, so measured here a
+//! 1.5 ms traverse lasted about 2.5 ms and a 60 ms persist about 61 ms (the
+//! default scenario's plateau came out at 7,855/min where 8 permits / 60 ms
+//! give 8,000). Spinning to the exact instant would cost a core. Instead each
+//! sleep asks to wake early by the timer's recent overshoot, an exponentially
+//! weighted mean of how late wake-ups have been against what was asked: single
+//! delays still carry the timer's jitter (about +-0.5 ms), but their mean, and
+//! so every rate and plateau built on it, is the configured one. Delays shorter
+//! than the overshoot cannot be shortened further; they last about one tick.
+//!
+//! The calibration is per process: every server in it shares tokio's timer
+//! behaviour. On paused time (the tests') the timer is exact for whole
+//! milliseconds, the overshoot stays 0 and nothing changes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The weight of the newest observation, as a shift: 1/32. About 100 sleeps to
+/// settle; quick enough for a run, slow enough that one late wake-up on a busy
+/// machine moves it little.
+const WEIGHT_SHIFT: u32 = 5;
+/// The most a sleep is shortened by: beyond a few ticks an overshoot is a
+/// stalled runtime, not the timer's rounding, and must show.
+const MAX_BIAS: Duration = Duration::from_millis(2);
+
+/// The timer's recent overshoot: how much later than asked sleeps wake.
+#[derive(Debug)]
+pub struct Calibration {
+    overshoot_ns: AtomicU64,
+}
+
+impl Calibration {
+    pub const fn new() -> Self {
+        Self {
+            overshoot_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// How much earlier than its deadline a sleep should ask to wake.
+    pub fn bias(&self) -> Duration {
+        Duration::from_nanos(self.overshoot_ns.load(Ordering::Relaxed)).min(MAX_BIAS)
+    }
+
+    /// A wake-up came `late` after the instant it asked for. Racing updates may
+    /// lose one observation now and then; the mean does not need them all.
+    pub fn observe(&self, late: Duration) {
+        let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+        let old = self.overshoot_ns.load(Ordering::Relaxed);
+        let new = old - (old >> WEIGHT_SHIFT) + (late >> WEIGHT_SHIFT);
+        self.overshoot_ns.store(new, Ordering::Relaxed);
+    }
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+static CALIBRATION: Calibration = Calibration::new();
+
+/// Waits `delay`, on average exactly (see the module comment); no wait at all
+/// for zero, which tokio would round up to a tick.
+pub async fn sleep(delay: Duration) {
+    if delay.is_zero() {
+        return;
+    }
+    let start = Instant::now();
+    let wake = (start + delay)
+        .checked_sub(CALIBRATION.bias())
+        .filter(|w| *w > start)
+        .unwrap_or(start);
+    tokio::time::sleep_until(wake).await;
+    CALIBRATION.observe(Instant::now().saturating_duration_since(wake));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bias_follows_the_timers_overshoot_and_is_capped() {
+        let c = Calibration::new();
+        assert_eq!(c.bias(), Duration::ZERO);
+        for _ in 0..400 {
+            c.observe(Duration::from_micros(1_000));
+        }
+        let bias = c.bias().as_micros();
+        assert!((980..=1_000).contains(&bias), "{bias} us");
+        // One stall moves it by 1/32 of the difference only.
+        c.observe(Duration::from_millis(33));
+        assert!(c.bias() < Duration::from_millis(2));
+        for _ in 0..400 {
+            c.observe(Duration::from_secs(1));
+        }
+        assert_eq!(c.bias(), MAX_BIAS, "a stalled runtime is not corrected for");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn on_exact_time_a_delay_lasts_exactly_its_length() {
+        for ms in [1, 60, 250] {
+            let start = Instant::now();
+            sleep(Duration::from_millis(ms)).await;
+            assert_eq!(start.elapsed(), Duration::from_millis(ms));
+        }
+        let start = Instant::now();
+        sleep(Duration::ZERO).await;
+        assert_eq!(start.elapsed(), Duration::ZERO, "zero is no wait");
+    }
+}
