@@ -58,6 +58,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Arrivals::Uniform, requires = "rate")]
     pub arrivals: Arrivals,
 
+    /// Pace sends and think times with a nanosecond timer per client (Linux
+    /// timerfd) instead of tokio's 1 ms ticks: sends leave within tens of
+    /// microseconds of their time, for a file descriptor per client and a little
+    /// CPU (docs/performance.md).
+    #[arg(long)]
+    pub precise_pacing: bool,
+
     /// A send leaving later than this after its scheduled time counts as late.
     #[arg(long, default_value = "5ms", value_parser = humantime::parse_duration)]
     pub late_after: Duration,
@@ -264,6 +271,7 @@ impl Args {
             start_at: self.sharding.start_at.map(|s| s.at),
             run_id: self.run_id.clone(),
             bind: self.bind.clone(),
+            precise_pacing: self.precise_pacing,
         }
     }
 

@@ -14,6 +14,8 @@ pub mod hdr;
 pub mod live;
 pub mod merge;
 pub mod plan;
+#[cfg(target_os = "linux")]
+pub mod precise;
 pub mod progress;
 pub mod record;
 pub mod render;

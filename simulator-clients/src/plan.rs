@@ -46,6 +46,9 @@ pub struct LoadPlan {
     /// Local addresses the connections leave from, taken in turn; empty lets the
     /// kernel choose. Several give more ephemeral ports than one address has.
     pub bind: Vec<IpAddr>,
+    /// Wait for sends and think times with a timer per client of nanosecond
+    /// resolution (`precise.rs`, Linux) instead of tokio's millisecond wheel.
+    pub precise_pacing: bool,
 }
 
 /// How long a run waits for replies in flight after its planned duration, unless
@@ -105,6 +108,8 @@ pub enum PlanError {
     EmptyShard { shard: Shard, clients: usize },
     #[error("a sharded Poisson open loop needs every shard to draw the same timetable: give --seed, --run-id or --start-at")]
     ShardSeed,
+    #[error("--precise-pacing needs Linux (timerfd)")]
+    PreciseElsewhere,
 }
 
 impl LoadPlan {
@@ -142,6 +147,9 @@ impl LoadPlan {
         );
         if poisson && shard.count > 1 && self.shared_seed().is_none() {
             return Err(PlanError::ShardSeed);
+        }
+        if self.precise_pacing && !cfg!(target_os = "linux") {
+            return Err(PlanError::PreciseElsewhere);
         }
         Ok(())
     }
@@ -335,6 +343,7 @@ impl Default for LoadPlan {
             start_at: None,
             run_id: None,
             bind: Vec::new(),
+            precise_pacing: false,
         }
     }
 }

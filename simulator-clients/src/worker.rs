@@ -149,7 +149,7 @@ impl RunState {
     /// Waits until `due` and returns how late the wake-up was, or `None` when the
     /// run ends first. A client with nothing more to send waits out the deadline
     /// too, so the run's elapsed time is the planned duration.
-    async fn wait_until(&self, due: Instant) -> Option<Duration> {
+    async fn wait_until(&self, due: Instant, pacer: &mut Pacer) -> Option<Duration> {
         let now = Instant::now();
         // Already due: go at once. tokio's timer would round even a zero sleep up
         // to its next 1 ms tick, which capped a think-time-0 client at ~1,000
@@ -162,7 +162,7 @@ impl RunState {
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            () = tokio::time::sleep_until(until) => {
+            () = pacer.sleep_until(until) => {
                 let now = Instant::now();
                 let over = self.deadline.is_some_and(|d| now >= d);
                 (!over).then(|| now.saturating_duration_since(due))
@@ -175,7 +175,7 @@ impl RunState {
     /// give up at the deadline: a send due at 1.9995 s of a 2 s run still leaves
     /// when the timer wakes at 2.0005 s, so the shards of a split run send every
     /// send of the timetable.
-    async fn wait_for_send(&self, due: Instant) -> Option<Duration> {
+    async fn wait_for_send(&self, due: Instant, pacer: &mut Pacer) -> Option<Duration> {
         if self.cancel.is_cancelled() {
             return None;
         }
@@ -183,7 +183,7 @@ impl RunState {
             tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => return None,
-                () = tokio::time::sleep_until(due) => {}
+                () = pacer.sleep_until(due) => {}
             }
         }
         Some(Instant::now().saturating_duration_since(due))
@@ -202,6 +202,45 @@ impl RunState {
 
     fn payload_rng(&self, index: usize) -> SmallRng {
         SmallRng::seed_from_u64(self.seed ^ (index as u64).rotate_left(32))
+    }
+}
+
+/// How one client waits for its next send: tokio's timer (1 ms ticks), or with
+/// `--precise-pacing` a timer of its own with nanosecond resolution (`precise.rs`).
+#[derive(Debug, Default)]
+pub struct Pacer {
+    #[cfg(target_os = "linux")]
+    precise: Option<crate::precise::PreciseTimer>,
+}
+
+impl Pacer {
+    fn for_plan(plan: &LoadPlan) -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            let precise = plan.precise_pacing.then(|| {
+                crate::precise::PreciseTimer::new()
+                    .map_err(|e| eprintln!("sim-clients: no precise timer ({e}); this client paces by tokio's timer"))
+                    .ok()
+            });
+            Self {
+                precise: precise.flatten(),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = plan;
+            Self::default()
+        }
+    }
+
+    async fn sleep_until(&mut self, at: Instant) {
+        #[cfg(target_os = "linux")]
+        if let Some(timer) = self.precise.as_mut() {
+            if timer.sleep_until(at).await.is_ok() {
+                return;
+            }
+        }
+        tokio::time::sleep_until(at).await;
     }
 }
 
@@ -237,10 +276,11 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         return;
     };
     let mut rng = shared.payload_rng(index);
+    let mut pacer = Pacer::for_plan(plan);
     let mut due = shared.start + ramp_up.mul_f64(index as f64 / plan.clients.max(1) as f64);
     let mut sent = 0u64;
     while plan.stop.requests_per_client.is_none_or(|max| sent < max) {
-        let Some(lag) = shared.wait_until(due).await else {
+        let Some(lag) = shared.wait_until(due, &mut pacer).await else {
             break;
         };
         let size = plan.payload.sample(&mut rng);
@@ -269,8 +309,9 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
         return;
     };
     let mut rng = shared.payload_rng(index);
+    let mut pacer = Pacer::for_plan(&shared.plan);
     while let Some(due) = schedule.claim() {
-        let Some(lag) = shared.wait_for_send(due).await else {
+        let Some(lag) = shared.wait_for_send(due, &mut pacer).await else {
             return;
         };
         if shared.missed(lag) {
@@ -292,7 +333,7 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
         shared.recorder.record(&outcome, timing);
     }
     if let Some(deadline) = shared.deadline {
-        shared.wait_until(deadline).await;
+        shared.wait_until(deadline, &mut pacer).await;
     }
 }
 
