@@ -195,6 +195,14 @@ fn describe() {
             QUEUE_DEQUEUED,
             "Elements a worker took from the persistence queue (probe queue-dequeue).",
         ),
+        (
+            QUEUE_REFUSED,
+            "Requests refused with 503 because the persistence queue was full (probe queue-refuse).",
+        ),
+        (
+            QUEUE_DROPPED,
+            "Elements dropped unpersisted after waiting past queue_wait_limit (probe queue-drop).",
+        ),
         (WORK_STARTED, "Works begun on elements (probe work-start)."),
         (WORK_DONE, "Works finished (probe work-done)."),
         (
