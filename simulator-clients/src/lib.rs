@@ -6,6 +6,11 @@
 //! (`record.rs`), the per-second series (`series.rs`), the report (`report.rs`),
 //! the server's endpoints (`endpoints.rs`) and the seed's sweep (`sweep.rs`, laid
 //! out by `sweep_table.rs` and `sweep_chart.rs`) each have their own file.
+//! Load beyond one machine (`docs/scale-out.md`): which share a process runs
+//! (`shard.rs`), starting together (`start.rs`), the histograms in the report
+//! (`hdr.rs`), adding reports up (`merge.rs`), the driver's own `/metrics`
+//! (`live.rs`) and sharded sweeps (`sweep_shard.rs`); `precise.rs` is the
+//! sub-millisecond pacing of `--precise-pacing`.
 
 pub mod args;
 pub mod connection;
