@@ -7,6 +7,7 @@ drift on a noisy machine hits both alike.
 Traffic goes only to 127.0.0.1. Needs wrk and GNU time (apt-get install wrk time).
 """
 
+import argparse
 import os
 import re
 import resource
@@ -24,6 +25,18 @@ BARE_AXUM = os.path.join(RELEASE, "examples", "bare_axum")
 
 # The request path at its cheapest: no simulated delay, permits never short.
 ZERO_COST_SERVER = ["--permits", "1000000", "--network-delay", "0", "--persist-latency", "0"]
+
+
+def arguments(doc, runs=5, seconds=10, connections=64):
+    """The options every benchmark takes: --runs, --seconds, --connections (None: no
+    such option) and --no-build; add more to the parser it returns."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=runs)
+    p.add_argument("--seconds", type=int, default=seconds)
+    if connections is not None:
+        p.add_argument("--connections", type=int, default=connections)
+    p.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    return p
 
 
 def need(*tools):

@@ -13,7 +13,6 @@ the one lock of the /stats counters serializes two threads.
   python3 scripts/bench/event-path.py [--runs 5] [--requests 2000000] [--no-build]
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -35,10 +34,8 @@ def lines(binary, requests, work_ns):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", type=int, default=5)
+    p = benchlib.arguments(__doc__, connections=None)
     p.add_argument("--requests", type=int, default=2_000_000)
-    p.add_argument("--no-build", action="store_true")
     args = p.parse_args()
     if not args.no_build:
         benchlib.build("--example", "event_path")

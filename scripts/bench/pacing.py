@@ -11,7 +11,6 @@ ratios precise / tokio. Target: p99 lateness at most 250 us.
   python3 scripts/bench/pacing.py [--rate 20000] [--runs 5] [--seconds 10] [--no-build]
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -41,11 +40,8 @@ def run(url, args, precise):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = benchlib.arguments(__doc__, connections=None)
     p.add_argument("--rate", type=int, default=20_000)
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--seconds", type=int, default=10)
-    p.add_argument("--no-build", action="store_true")
     p.add_argument("--pin", action="store_true",
                    help="the driver on CPU 0, the server on the others (taskset), so the "
                         "server's threads do not preempt the driver")

@@ -17,7 +17,6 @@ the cost of one fired probe in ns (count.bt's own counts give probes per request
   sudo python3 scripts/bench/probes.py [--runs 5] [--seconds 10] [--no-build]
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -81,12 +80,7 @@ def measure(binary, traced, args, per_request):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--seconds", type=int, default=10)
-    p.add_argument("--connections", type=int, default=64)
-    p.add_argument("--no-build", action="store_true")
-    args = p.parse_args()
+    args = benchlib.arguments(__doc__).parse_args()
     benchlib.need("wrk")
     if not args.no_build:
         benchlib.build("--bin", "system-simulator")

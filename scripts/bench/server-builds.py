@@ -12,7 +12,6 @@ and NEW / BASELINE.
       target/release/system-simulator --runs 5 --seconds 10
 """
 
-import argparse
 import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
@@ -31,12 +30,9 @@ def measure(binary, path, post, args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = benchlib.arguments(__doc__, connections=50)
     p.add_argument("baseline")
     p.add_argument("new")
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--seconds", type=int, default=10)
-    p.add_argument("--connections", type=int, default=50)
     args = p.parse_args()
     benchlib.need("wrk")
     for route, path, post in (("GET /healthz", "/healthz", False), ("POST /requests", "/requests", True)):

@@ -12,7 +12,6 @@ each run, the medians with min and max, and the ratio (target: at least 0.9).
   python3 scripts/bench/server-vs-axum.py --runs 3 --seconds 5 --no-build
 """
 
-import argparse
 import os
 import sys
 
@@ -31,12 +30,7 @@ def measure(command, args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--seconds", type=int, default=10)
-    p.add_argument("--connections", type=int, default=64)
-    p.add_argument("--no-build", action="store_true")
-    args = p.parse_args()
+    args = benchlib.arguments(__doc__).parse_args()
     benchlib.need("wrk")
     if not args.no_build:
         benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
