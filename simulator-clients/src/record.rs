@@ -214,11 +214,6 @@ impl Recorder {
         Self { live, ..self }
     }
 
-    /// The driver's own metrics, as `/metrics` renders them.
-    pub fn live(&self) -> &LiveMetrics {
-        &self.live
-    }
-
     pub fn record(&self, outcome: &Result<Reply, Failure>, timing: Timing) {
         let late = timing.lag.is_some_and(|lag| lag > self.late_after);
         self.live.record(outcome, timing.from_due, timing.lag, late);
