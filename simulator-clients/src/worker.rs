@@ -201,8 +201,15 @@ impl RunState {
     }
 
     fn payload_rng(&self, index: usize) -> SmallRng {
-        SmallRng::seed_from_u64(self.seed ^ (index as u64).rotate_left(32))
+        payload_rng(self.seed, index)
     }
+}
+
+/// The generator of client `index`'s payload sizes in a run seeded with `seed`:
+/// each client draws its own stream, so a client's sizes do not depend on how
+/// the others' requests interleave.
+pub fn payload_rng(seed: u64, index: usize) -> SmallRng {
+    SmallRng::seed_from_u64(seed ^ (index as u64).rotate_left(32))
 }
 
 /// How one client waits for its next send: tokio's timer (1 ms ticks), or with
