@@ -65,6 +65,14 @@ pub struct Args {
     #[arg(long)]
     pub precise_pacing: bool,
 
+    /// Threads driving the clients (like wrk's -t): 1 leaves the other cores to
+    /// a server on the same machine; think-time-0 or high-rate loads go faster on
+    /// 2 or more (docs/performance.md); 0 means one per core. The sim-clients
+    /// process only: a load run inside system-simulator (demo, workshop) shares
+    /// the server's runtime. At most 1024.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub threads: u16,
+
     /// A send leaving later than this after its scheduled time counts as late.
     #[arg(long, default_value = "5ms", value_parser = humantime::parse_duration)]
     pub late_after: Duration,
@@ -383,6 +391,22 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
 }
 
 /// What `main` runs: a sweep, or one run of the plan.
+/// The runtime the sim-clients process runs on: `--threads 1` a current-thread
+/// runtime (clients that mostly wait are woken without handing tasks between
+/// threads), more a work-stealing one with that many workers, 0 one per core.
+pub fn runtime(threads: u16) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        0 => tokio::runtime::Builder::new_multi_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(usize::from(n));
+            b
+        }
+    };
+    builder.enable_all().build()
+}
+
 pub async fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
         Some(Command::Sweep(sweep_args)) => return sweep(*sweep_args).await,

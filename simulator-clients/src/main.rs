@@ -6,11 +6,9 @@
 //! percentiles and a DTrace-style quantize of request lifetimes.
 
 use clap::Parser;
+use simulator_clients::args::{self, Args};
 
-// One thread: the clients spend their time waiting, a single-threaded runtime
-// wakes them without handing tasks between threads, and the other core is left
-// to the server under test (scripts/bench/clients-vs-wrk.py measures the result).
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
-    simulator_clients::args::run(simulator_clients::args::Args::parse()).await
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    args::runtime(args.threads)?.block_on(args::run(args))
 }
