@@ -53,9 +53,18 @@ def build(*cargo_args, target_dir=None):
     subprocess.run(command, cwd=ROOT, check=True)
 
 
-def raise_fd_limit():
+def raise_fd_limit(want=None):
+    """Soft descriptor limit up to the hard one; with `want`, as root, the hard one
+    up to `want` first (children inherit both)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if want and want > hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+            return want
+        except (ValueError, OSError):
+            pass  # needs CAP_SYS_RESOURCE, which a container may not grant
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
 
 
 def start(command):
