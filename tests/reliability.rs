@@ -369,6 +369,50 @@ async fn shutdown_answers_every_request_and_balances_the_books() {
     );
 }
 
+/// A client that hangs up while its request waits for a permit does not take the
+/// request with it: the request still gets its permit, hands its element on and
+/// fires request-done (the server runs the rest of it on a task of its own).
+#[tokio::test]
+async fn a_request_whose_client_hangs_up_still_runs_to_its_end() {
+    let server = Server::start(&["--permits", "1", "--persist-latency", "1500ms"]);
+    let client = client();
+    // The first request's persist holds the only permit for 1.5 s.
+    let first = send(
+        &client,
+        Method::POST,
+        &format!("{}/requests", server.url),
+        &[],
+        "x",
+    )
+    .await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    // The second waits for it, and its client gives up after 200 ms.
+    let (answer, _) = exchange_off_thread(
+        server.addr(),
+        b"POST /requests HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+        Duration::from_millis(200),
+    )
+    .await;
+    assert!(
+        answer.is_empty(),
+        "answered while the permit was held: {answer}"
+    );
+    wait_for(
+        &client,
+        &server.url,
+        "the second request's connection closed",
+        |s| s["connections"]["open"].as_u64() <= Some(1),
+    )
+    .await;
+    wait_for(
+        &client,
+        &server.url,
+        "the abandoned request ran to its end",
+        |s| s["requests_done"] == 2 && s["persists_started"] == 2,
+    )
+    .await;
+}
+
 /// With `--durable`, a reply means the element is on disk: after `kill -9` in the
 /// middle of a load, every acknowledged element is there, whole.
 #[tokio::test]

@@ -19,7 +19,8 @@ use rand::Rng;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
 use serde::{Deserialize, Serialize};
 
-/// The longest any single term of a delay may be. Anything longer is almost
+/// The longest any single term of a delay may be, and the fixed terms together
+/// (`30m + 40m` is refused as `70m` would be). Anything longer is almost
 /// certainly a typo (`60s` for `60ms`) and would make a workshop server look hung.
 pub const MAX_TERM: Duration = Duration::from_secs(3600);
 
@@ -139,7 +140,14 @@ impl FromStr for Delay {
             }
             saw_term = true;
             match term.split_once('(') {
-                None => delay.base += parse_duration(term)?,
+                None => {
+                    delay.base += parse_duration(term)?;
+                    // The fixed terms add up to one: within the limit together, as
+                    // the delay prints them back as one.
+                    if delay.base > MAX_TERM {
+                        return Err(DelayError::TooLong(text.trim().to_owned()));
+                    }
+                }
                 Some((name, rest)) => {
                     if delay.shape != Shape::None {
                         return Err(DelayError::TwoShapes(term.to_owned()));
@@ -269,6 +277,15 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn fixed_terms_are_held_to_the_limit_together() {
+        assert_eq!("30m + 30m".parse::<Delay>().map(|d| d.to_string()), Ok("1h".to_owned()));
+        assert_eq!(
+            "3511s + 1.5m".parse::<Delay>(),
+            Err(DelayError::TooLong("3511s + 1.5m".to_owned()))
+        );
     }
 
     #[test]

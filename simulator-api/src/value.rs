@@ -272,7 +272,7 @@ impl SettingValue for Delay {
         self.to_string()
     }
     fn allowed(_: &Bounds) -> String {
-        "a base plus at most one of normal(MEAN, SD), exp(MEAN), uniform(LOW, HIGH); each term at most 1h".into()
+        "a base plus at most one of normal(MEAN, SD), exp(MEAN), uniform(LOW, HIGH); each term, and the fixed ones together, at most 1h".into()
     }
     fn write<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_text())

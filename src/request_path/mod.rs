@@ -19,9 +19,10 @@
 //! handful of permits throttles the whole server: each is held for a full persist
 //! (~60 ms) although the request that took it is done in ~3.5 ms.
 //!
-//! Requests run in tasks of their own ([`DataProcessor::submit`]), not in the HTTP
-//! handler's future, so a client that hangs up mid-request cannot cancel a request
-//! between its request-start and its request-done.
+//! A client that hangs up mid-request cannot cancel a request between its
+//! request-start and its request-done: a request runs in the HTTP handler's
+//! future until it is dropped, and then the rest of it on a task of its own
+//! ([`DataProcessor::submit`], `run_to_end.rs`).
 //!
 //! **Durable mode** makes the request wait for its persist, so the reply means "on
 //! disk". **Shutdown** ([`DataProcessor::drain`]) waits until its deadline, then
@@ -34,6 +35,7 @@ pub mod delay;
 mod element;
 pub mod network;
 pub mod persistence;
+mod run_to_end;
 pub mod store;
 pub mod work;
 
@@ -185,15 +187,16 @@ impl DataProcessor {
         })
     }
 
-    /// Runs one request to completion in its own task and waits for the reply.
-    /// Dropping the returned future (a client hanging up) does not stop the request.
+    /// Runs one request to completion and waits for the reply. Dropping the
+    /// returned future (a client hanging up) does not stop the request: the rest
+    /// of it runs on a task of its own (`run_to_end.rs`).
     pub async fn submit(&self, element: Element) -> Result<Reply, RequestError> {
         let this = self.clone();
-        self.inner
-            .requests
-            .spawn(async move { this.handle(element).await })
-            .await
-            .unwrap_or(Err(RequestError::ShuttingDown))
+        run_to_end::RunToEnd::new(
+            &self.inner.requests,
+            async move { this.handle(element).await },
+        )
+        .await
     }
 
     /// The request path. Call through [`Self::submit`] unless the caller itself
