@@ -281,7 +281,10 @@ mod tests {
 
     #[test]
     fn fixed_terms_are_held_to_the_limit_together() {
-        assert_eq!("30m + 30m".parse::<Delay>().map(|d| d.to_string()), Ok("1h".to_owned()));
+        assert_eq!(
+            "30m + 30m".parse::<Delay>().map(|d| d.to_string()),
+            Ok("1h".to_owned())
+        );
         assert_eq!(
             "3511s + 1.5m".parse::<Delay>(),
             Err(DelayError::TooLong("3511s + 1.5m".to_owned()))
