@@ -18,7 +18,7 @@ requests than wrk. wrk gets the same think time through scripts/wrk-think.lua.
 
 Run from the repository root (needs wrk and GNU time: apt-get install wrk time):
 
-  python3 scripts/bench/clients-vs-wrk.py                 # every scenario, 3 runs, 20 s each
+  python3 scripts/bench/clients-vs-wrk.py                 # every scenario, 5 runs, 20 s each
   python3 scripts/bench/clients-vs-wrk.py --scenario c --runs 5 --duration 10
   python3 scripts/bench/clients-vs-wrk.py --scenario a --runs 5 --duration 30
 
@@ -154,7 +154,7 @@ def measure(name, s, url, runs, duration):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
-    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--runs", type=int, default=5)
     p.add_argument("--duration", type=int, default=20, help="seconds per run")
     p.add_argument("--no-build", action="store_true")
     args = p.parse_args()
