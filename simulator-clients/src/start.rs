@@ -161,8 +161,7 @@ mod linux {
     use super::ClockStatus;
 
     /// adjtimex(2) with `modes` = 0 only reads the kernel's clock state. No crate
-    /// wraps it safely (nix and rustix do not have it), so this one call is the
-    /// crate's only unsafe code.
+    /// wraps it safely (nix and rustix do not have it), hence one unsafe call.
     #[allow(unsafe_code)]
     pub fn clock_status() -> Option<ClockStatus> {
         // SAFETY: `timex` is plain integers, for which all zeroes is a valid value
