@@ -222,8 +222,12 @@ async fn starving(run: &Running) -> (Window, f64) {
         before.persists_per_s()
     );
     assert_eq!(before.most_in_flight, 8, "every permit held");
+    // Most requests find every permit taken. Not "more than 90 %": the load is
+    // only about 1 % over the gate now that a persist lasts its 60 ms exactly
+    // (delay.rs): six runs measured 0.910 to 0.924, one CI run 0.900.
+    // The seed's 0.999 came from a slower real store.
     assert!(
-        before.counts.blocked_share() > 0.9,
+        before.counts.blocked_share() > 0.8,
         "blocked share {:.3}",
         before.counts.blocked_share()
     );
