@@ -108,6 +108,18 @@ def wrk(url, path="/requests", post=True, seconds=10, connections=64, threads=1)
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
 
+def wrk_against(command, args, path="/requests", post=True):
+    """A measurement for `alternate`: start the server `command` on a free port,
+    wrk it for args.seconds over args.connections, stop it; returns requests/s."""
+    def run():
+        server, url = start(command)
+        try:
+            return wrk(url, path, post, args.seconds, args.connections)
+        finally:
+            stop(server)
+    return run
+
+
 def timed(command, env=None):
     """Runs a command under GNU time: (stdout, CPU seconds, peak RSS in MB)."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:

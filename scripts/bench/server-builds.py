@@ -19,14 +19,8 @@ import benchlib  # noqa: E402
 
 
 def measure(binary, path, post, args):
-    def run():
-        server, url = benchlib.start([binary, "serve", "--listen", "127.0.0.1:0",
-                                      *benchlib.ZERO_COST_SERVER])
-        try:
-            return benchlib.wrk(url, path, post, args.seconds, args.connections)
-        finally:
-            benchlib.stop(server)
-    return run
+    return benchlib.wrk_against([binary, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER],
+                                args, path, post)
 
 
 def main():

@@ -19,16 +19,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import benchlib  # noqa: E402
 
 
-def measure(command, args):
-    def run():
-        server, url = benchlib.start(command)
-        try:
-            return benchlib.wrk(url, "/requests", True, args.seconds, args.connections)
-        finally:
-            benchlib.stop(server)
-    return run
-
-
 def main():
     args = benchlib.arguments(__doc__).parse_args()
     benchlib.need("wrk")
@@ -36,9 +26,9 @@ def main():
         benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
     print(f"POST /requests, requests per second (wrk -t 1 -c {args.connections}, {args.seconds} s a run)")
     results = benchlib.alternate(args.runs, [
-        ("bare axum", measure([benchlib.BARE_AXUM, "127.0.0.1:0"], args)),
-        ("system-simulator", measure([benchlib.SERVER, "serve", "--listen", "127.0.0.1:0",
-                                      *benchlib.ZERO_COST_SERVER], args)),
+        ("bare axum", benchlib.wrk_against([benchlib.BARE_AXUM, "127.0.0.1:0"], args)),
+        ("system-simulator", benchlib.wrk_against(
+            [benchlib.SERVER, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER], args)),
     ])
     ratios = benchlib.report(results, "bare axum", " req/s")
     ratio = ratios["system-simulator"]

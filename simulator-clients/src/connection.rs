@@ -182,7 +182,7 @@ fn choose_port_at_connect(socket: &TcpSocket) {
             libc::IPPROTO_IP,
             libc::IP_BIND_ADDRESS_NO_PORT,
             std::ptr::from_ref(&on).cast(),
-            libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).unwrap_or(4),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
 }
