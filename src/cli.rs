@@ -10,10 +10,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use simulator_api::settings::AdminListen;
 use simulator_api::Settings;
 
 use crate::config::{self, SettingFlags};
-use crate::observe::probes;
+use crate::observe::{machine, probes};
 use crate::scenario::{self, Scenario};
 use crate::serving::{self, shutdown};
 
@@ -140,21 +141,17 @@ pub async fn serve_with(
     let addr = listener.local_addr()?;
     // From the configured address, not the bound one: a data port of 0 gives the
     // operator an ephemeral port too, never a guess at the port after a random one.
-    let operator = match config.admin_listen.address(config.listen) {
-        Some(at) => Some(serving::bind(at).with_context(|| {
-            format!("cannot listen on {at} for the operator's routes (--admin-listen; `off` serves them on the data port only)")
-        })?),
-        None => None,
-    };
+    let (operator, operator_missing) = bind_operator(&config)?;
     let pid = std::process::id();
     // The first two lines are a contract: tests and scripts read the addresses.
     println!("system-simulator listening on http://{addr} (pid {pid})");
-    match &operator {
-        Some(l) => println!(
+    match (&operator, operator_missing) {
+        (Some(l), _) => println!(
             "  operator routes (/stats, /metrics, /admin/...) also on http://{}",
             l.local_addr()?
         ),
-        None => println!("  operator routes on the data port only (--admin-listen off)"),
+        (None, Some(why)) => println!("  operator routes on the data port only: {why}"),
+        (None, None) => println!("  operator routes on the data port only (--admin-listen off)"),
     }
     println!(
         "  scenario {}: {} permits, persistence {}, persist latency {}, network delay {} each way",
@@ -164,6 +161,12 @@ pub async fn serve_with(
         config.persist_latency,
         config.network_delay
     );
+    // Measure the machine now, before any request needs the work's calibration.
+    if config.work != simulator_api::settings::WorkKind::None {
+        crate::request_path::work::bytes_per_work(&config);
+    }
+    let machine = machine::snapshot(&config, std::time::Duration::ZERO);
+    println!("  {}", machine::banner(&config, &machine));
     for (i, command) in probes::trace_commands(pid).iter().enumerate() {
         let lead = if i == 0 { "trace it:" } else { "" };
         println!("  {lead:<10} {command}");
@@ -174,6 +177,30 @@ pub async fn serve_with(
     let report = serving::run(listener, operator, config, scenario, shutdown::signal()).await?;
     print!("{}", shutdown::final_report(&report));
     Ok(())
+}
+
+/// The operator's listener. With `auto` (the data port + 1) a port already taken
+/// is no reason not to start, since any of the thousands of ephemeral ports a load
+/// uses can hold it: the routes then stay on the data port only, and the second
+/// value says why for the banner. A port the user named must be had.
+fn bind_operator(
+    config: &Settings,
+) -> anyhow::Result<(Option<tokio::net::TcpListener>, Option<String>)> {
+    let Some(at) = config.admin_listen.address(config.listen) else {
+        return Ok((None, None));
+    };
+    match serving::bind(at) {
+        Ok(listener) => Ok((Some(listener), None)),
+        Err(e) if config.admin_listen == AdminListen::Auto => Ok((
+            None,
+            Some(format!(
+                "{at} (the data port + 1, --admin-listen auto) is taken ({e}); name a free one with --admin-listen ADDR"
+            )),
+        )),
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "cannot listen on {at} for the operator's routes (--admin-listen; `off` serves them on the data port only)"
+        ))),
+    }
 }
 
 #[cfg(test)]

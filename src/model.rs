@@ -8,19 +8,32 @@
 //! permit for a whole persist (C = permits, W = mean persist time) unless the permit
 //! is held only for the hand-off; a persistence pool keeps each worker busy for a
 //! whole persist (C = workers); a store with `store_concurrency` serves that many
-//! writes at once (C = store_concurrency). The path passes
-//! at most the smallest of these; a task per element with nothing else bounding it
-//! has no such limit.
+//! writes at once (C = store_concurrency); CPU work runs on at most as many threads
+//! as its place allows and the machine has cores (C), each work for its CPU time
+//! (W = `work_cpu`, or `work_bytes` at the throughput calibrated here). The path
+//! passes at most the smallest of these; a task per element with nothing else
+//! bounding it has no such limit.
+//!
+//! With a `timer_tick`, every simulated delay ends on the next tick after it and
+//! then wakes on tokio's own next millisecond, uncalibrated, as the original's
+//! did: on average about one tick later than its mean (measured with a 1 ms tick:
+//! the plateau 7,761/min, a persist of 61.8 ms), and the model adds one tick.
 
-use simulator_api::settings::{AdmissionKind, PermitUntil, PersistenceKind, WhenFull};
+use std::time::Duration;
+
+use simulator_api::settings::{
+    AdmissionKind, PermitUntil, PersistenceKind, WhenFull, WorkKind, WorkOn,
+};
 use simulator_api::{Model, Settings};
 
-use crate::observe::nanos;
+use crate::observe::{machine, nanos};
+use crate::request_path::work::calibration;
 use crate::scenario::Scenario;
 
 /// The model for `settings`, with the scenario's load and first fix.
 pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
-    let persist = settings.persist_latency.mean();
+    let tick = settings.timer_tick;
+    let persist = settings.persist_latency.mean() + tick;
     let persist_s = persist.as_secs_f64();
     let persist_ms = persist_s * 1e3;
     let mut bounds: Vec<(f64, String)> = Vec::new();
@@ -79,12 +92,28 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
             ),
         ));
     }
-    let tightest = bounds
-        .into_iter()
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .filter(|_| persist_s > 0.0);
+    // Each bound as a rate: C / W.
+    let mut rates: Vec<(f64, String)> = match persist_s > 0.0 {
+        true => bounds
+            .into_iter()
+            .map(|(c, why)| (c / persist_s, why))
+            .collect(),
+        false => Vec::new(),
+    };
+    let work = work_cost(settings);
+    if let Some(cost) = work.filter(|w| !w.is_zero()) {
+        let (threads, place) = work_threads(settings);
+        rates.push((
+            threads as f64 / cost.as_secs_f64(),
+            format!(
+                "CPU work: {threads} at a time ({place}), each {:.1} ms of CPU",
+                cost.as_secs_f64() * 1e3
+            ),
+        ));
+    }
+    let tightest = rates.into_iter().min_by(|a, b| a.0.total_cmp(&b.0));
     let (capacity_per_s, limited_by) = match tightest {
-        Some((concurrency, why)) => (Some(concurrency / persist_s), why),
+        Some((rate, why)) => (Some(rate), why),
         None => (
             None,
             "nothing: no part bounds how many persist at once".to_owned(),
@@ -94,13 +123,38 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
         capacity_per_s,
         limited_by,
         persist_mean_ns: nanos(persist),
-        lifetime_unblocked_ns: nanos(settings.network_delay.mean() * 2),
+        lifetime_unblocked_ns: nanos(
+            (settings.network_delay.mean() + tick) * 2 + work.unwrap_or_default(),
+        ),
         think_time_ns: nanos(scenario.think_time()),
         saturation_clients: None,
         fix: scenario.fixes.first().cloned(),
     };
     model.saturation_clients = model.saturation_at(scenario.think_time().as_secs_f64());
     model
+}
+
+/// The CPU one work costs, where it is known: `work_cpu`, or `work_bytes` at the
+/// throughput measured here (unknown until the machine has been measured).
+fn work_cost(settings: &Settings) -> Option<Duration> {
+    match settings.work {
+        WorkKind::None => None,
+        WorkKind::Zstd if !settings.work_cpu.is_zero() => Some(settings.work_cpu),
+        WorkKind::Zstd => calibration::measured()
+            .map(|c| Duration::from_secs_f64(settings.work_bytes as f64 / c.bytes_per_cpu_s)),
+    }
+}
+
+/// How many works can run at once, and where: never more than the cores.
+fn work_threads(settings: &Settings) -> (usize, &'static str) {
+    let cores = machine::cores();
+    let (threads, place) = match settings.work_on {
+        WorkOn::AsyncWorker => (cores, "the async workers, one per core"),
+        WorkOn::BlockingPool => (settings.work_limit, "the blocking pool's limit"),
+        WorkOn::Rayon => (settings.work_limit, "the rayon pool's threads"),
+    };
+    let threads = if threads == 0 { cores } else { threads };
+    (threads.min(cores).max(1), place)
 }
 
 #[cfg(test)]
@@ -112,9 +166,10 @@ mod tests {
     fn the_original_plateaus_at_8_over_60ms_and_saturates_near_134_clients() {
         let scenario = Scenario::original();
         let model = predict(&scenario.settings(), &scenario);
-        assert!((model.capacity_per_s.unwrap() - 133.33).abs() < 0.01);
-        assert_eq!(model.lifetime_unblocked_ns, 3_000_000);
-        assert!((model.saturation_clients.unwrap() - 133.73).abs() < 0.01);
+        // 8 permits / (60 ms + the original's 1 ms tick); 2 x (1.5 ms + 1 ms).
+        assert!((model.capacity_per_s.unwrap() - 131.15).abs() < 0.01);
+        assert_eq!(model.lifetime_unblocked_ns, 5_000_000);
+        assert!((model.saturation_clients.unwrap() - 131.80).abs() < 0.01);
         assert!(model.limited_by.contains("8 permits"));
         assert_eq!(model.fix.unwrap().name, "permits-per-client");
     }
@@ -127,6 +182,7 @@ mod tests {
             persistence: PersistenceKind::Pool,
             persist_workers: 16,
             persist_latency: simulator_api::Delay::fixed(Duration::from_millis(60)),
+            timer_tick: Duration::ZERO,
             ..scenario.settings()
         };
         let model = predict(&settings, &scenario);
@@ -145,6 +201,7 @@ mod tests {
             persistence: PersistenceKind::Pool,
             persist_workers: 1,
             persist_latency: simulator_api::Delay::fixed(Duration::from_millis(60)),
+            timer_tick: Duration::ZERO,
             ..scenario.settings()
         };
         let model = predict(&settings, &scenario);

@@ -9,89 +9,24 @@
 //!   `workshop check` failing before and passing after each documented fix;
 //! - which bounds hold, for every figure the page shows at least 25 % away from
 //!   its bound (closer ones may fall either way in a short window);
-//! - the direction and rough size of each change the page shows (a change of 1.5x
-//!   or more): the fresh change goes the same way by at least 1.2x and is within a
-//!   factor of 4 of the page's.
+//! - the direction of each change the page shows (a change of 1.5x or more): the
+//!   fresh change goes the same way by at least 1.2x. Not its size: a page's
+//!   figures come from one machine, and how far a latency falls depends on the
+//!   machine's timer and cores (semaphore-starvation's p99 after the fix was
+//!   5.3 ms on one 2-core VM and 29.6 ms on another); the bounds are what every
+//!   laptop meets (tests/exercises_anywhere.rs holds them on one core and half a
+//!   core too).
 //!
 //! Run with: `cargo test --test workshop_pages` (about 4 minutes of real load).
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
+use common::figures::{block_of, page_text, tables, verdict_errors};
 use common::BIN;
-use system_simulator::scenario::{self, Scenario};
-use system_simulator::workshop::figures;
-
-/// One figure of a fix's table: its label, bound, and (value, holds) before and after.
-#[derive(Debug)]
-struct Row {
-    label: String,
-    bound: f64,
-    before: (f64, bool),
-    after: (f64, bool),
-}
-
-#[derive(Debug)]
-struct FixTable {
-    name: String,
-    trade_off: bool,
-    rows: Vec<Row>,
-}
-
-fn cell(text: &str) -> (f64, bool) {
-    let mut words = text.split_whitespace();
-    let value = words
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN);
-    (value, words.next() == Some("pass"))
-}
-
-/// The tables of a figures block, as `workshop figures` writes them.
-fn tables(block: &str) -> Vec<FixTable> {
-    let mut found: Vec<FixTable> = Vec::new();
-    for line in block.lines() {
-        if let Some(rest) = line.strip_prefix("Fix `") {
-            found.push(FixTable {
-                name: rest.split('`').next().unwrap_or_default().to_owned(),
-                trade_off: line.contains("a trade-off"),
-                rows: Vec::new(),
-            });
-        } else if line.starts_with("| ")
-            && !line.starts_with("| figure")
-            && !line.starts_with("| ---")
-        {
-            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-            let bound = cells[1]
-                .trim_start_matches(['<', '>', ' '])
-                .parse()
-                .unwrap_or(f64::NAN);
-            if let Some(table) = found.last_mut() {
-                table.rows.push(Row {
-                    label: cells[0].to_owned(),
-                    bound,
-                    before: cell(cells[2]),
-                    after: cell(cells[3]),
-                });
-            }
-        }
-    }
-    found
-}
-
-fn block_of(page: &str) -> &str {
-    let start = page.find(figures::BEGIN).expect("a figures:begin marker");
-    let end = page.find(figures::END).expect("a figures:end marker");
-    &page[start..end]
-}
-
-fn page_text(scenario: &Scenario) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = figures::page_of(root, scenario).unwrap();
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use system_simulator::scenario;
+use system_simulator::workshop::figures::world_line;
 
 fn words(text: &str) -> String {
     text.split_whitespace()
@@ -113,6 +48,12 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
         assert!(
             words(&page).contains(&words(&scenario.ticket)),
             "{}: the page's ticket is not the scenario's",
+            scenario.name
+        );
+        assert!(
+            words(&page).contains(&words(&world_line(&scenario))),
+            "{}: the page does not state the world as the scenario has it (`workshop figures {} --write`)",
+            scenario.name,
             scenario.name
         );
         for c in &scenario.check {
@@ -175,17 +116,11 @@ fn the_pages_figures_still_hold_in_a_shortened_run() {
         let page = page_text(&scenario);
         let claimed = tables(block_of(&page));
         assert_eq!(fresh.len(), claimed.len(), "{}", scenario.name);
+        let errors = verdict_errors(&scenario.name, &fresh);
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
         for (now, then) in fresh.iter().zip(&claimed) {
             let at = format!("{} after {}", scenario.name, now.name);
-            assert!(
-                now.rows.iter().any(|r| !r.before.1),
-                "{at}: the check passed before the fix\n{now:?}"
-            );
-            let all_pass = now.rows.iter().all(|r| r.after.1);
-            assert_eq!(
-                all_pass, !then.trade_off,
-                "{at}: the check after the fix\n{now:?}"
-            );
+            assert_eq!(now.trade_off, then.trade_off, "{at}");
             for (r, c) in now.rows.iter().zip(&then.rows) {
                 assert_eq!(r.label, c.label, "{at}");
                 for ((value, holds), (claimed_value, claimed_holds)) in
@@ -207,15 +142,10 @@ fn the_pages_figures_still_hold_in_a_shortened_run() {
                     } else {
                         change <= 1.0 / 1.2
                     };
-                    let close = (change / claimed_change).ln().abs() <= 4f64.ln();
                     assert!(
-                        same_way && close,
+                        same_way,
                         "{at}, {}: {:.3} -> {:.3} now, the page says {:.3} -> {:.3}",
-                        r.label,
-                        r.before.0,
-                        r.after.0,
-                        c.before.0,
-                        c.after.0
+                        r.label, r.before.0, r.after.0, c.before.0, c.after.0
                     );
                 }
             }

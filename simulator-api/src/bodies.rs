@@ -192,6 +192,8 @@ pub struct Stats {
     pub process_cpu_ns: Option<u64>,
     /// The async runtime: its workers, how busy they are, and how late its timers fire.
     pub runtime: RuntimeStats,
+    /// The machine as the exercises depend on it: cores, quota, timer, the work's calibration.
+    pub machine: Machine,
     /// The scenario in force (the one the server started in, or switched to live).
     pub scenario: String,
     /// Its fixes, each the exact `PUT /admin/config` body that applies it.
@@ -202,6 +204,25 @@ pub struct Stats {
     pub model: Model,
     /// The configuration in force, live changes included.
     pub config: Settings,
+}
+
+/// The machine the server measured: what a scenario's CPU costs are scaled to and
+/// what its timers can do. A figure that differs from a page's is read against it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Cores this process may run on (CPU affinity and cgroup quota, rounded up).
+    pub cores: usize,
+    /// The CPU a cgroup quota allows, in cores, where one is set.
+    pub cpu_quota_cores: Option<f64>,
+    /// The async runtime's timer tick (tokio's: 1,000 us).
+    pub timer_tick_us: u64,
+    /// How much later than asked the runtime's sleeps wake now, on average.
+    pub timer_overshoot_us: u64,
+    /// zstd on the work's text, bytes per CPU second, measured here once a scenario
+    /// asks for CPU work by time (`work_cpu`); null before.
+    pub zstd_bytes_per_cpu_s: Option<f64>,
+    /// Bytes one work compresses under the settings in force; null with `work = none`.
+    pub work_bytes: Option<u64>,
 }
 
 /// The tokio runtime the server runs on, from its stable metrics, and the

@@ -12,8 +12,8 @@ pub mod settings;
 pub mod value;
 
 pub use bodies::{
-    ConnectionCounts, Counts, ErrorBody, Fix, Model, Reply, RuntimeStats, ScenarioInfo, Stats,
-    SEED_COUNTS,
+    ConnectionCounts, Counts, ErrorBody, Fix, Machine, Model, Reply, RuntimeStats, ScenarioInfo,
+    Stats, SEED_COUNTS,
 };
 pub use delay::Delay;
 pub use settings::{Settings, SettingsError, SettingsUpdate, SETTINGS};

@@ -27,6 +27,11 @@ pub const MAX_PERMITS: u64 = usize::MAX as u64 >> 3;
 /// The longest any timeout or cost may be: longer is almost certainly a typo.
 pub const MAX_SPAN: Duration = Duration::from_secs(3600);
 
+/// The most CPU one work may be asked to cost.
+pub const MAX_WORK_CPU: Duration = Duration::from_secs(10);
+/// The coarsest simulated timer tick (Windows' default is 15.6 ms).
+pub const MAX_TIMER_TICK: Duration = Duration::from_secs(1);
+
 /// The original's persistence latency: 50 ms + Normal(10 ms, 5 ms).
 pub fn default_persist_latency() -> Delay {
     Delay::base_plus_normal(
@@ -174,122 +179,134 @@ impl SettingValue for AdminListen {
 }
 
 /// The one list of settings; `$callback!` receives every entry as
-/// `/// help  name: Type = default; bounds; live|restart; "section";`.
+/// `/// help  name: Type = default; bounds; live|restart; world|service; "section";`.
+///
+/// `world` marks what a ticket takes as given and an attendee could not change in
+/// real life: the store's latency, faults and slots, the network's delay, the CPU
+/// cost of the work, the timer. `service` is what the code decides. A fix changes
+/// the service only: `workshop check` refuses to judge a server whose world
+/// differs from its scenario's ([`Settings::world_changes`]).
 #[macro_export]
 macro_rules! with_settings {
     ($callback:ident) => {
         $callback! {
             /// Address to listen on; port 0 picks a free port.
             listen: std::net::SocketAddr = $crate::settings::DEFAULT_LISTEN;
-                $crate::value::Bounds::Any; restart; "serving";
+                $crate::value::Bounds::Any; restart; service; "serving";
             /// Where the operator's routes (/stats, /metrics, /healthz, /scenarios, /admin/*) also listen, with a connection limit of their own; they stay on the data port too.
             admin_listen: $crate::settings::AdminListen = $crate::settings::AdminListen::Auto;
-                $crate::value::Bounds::Any; restart; "serving";
+                $crate::value::Bounds::Any; restart; service; "serving";
             /// Connections open at once on the data port; beyond it a new connection gets a JSON 503 and is closed.
             max_connections: usize = 10_000;
-                $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; restart; "serving";
+                $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; restart; service; "serving";
             /// Close a connection that has not sent a whole request head within this of opening or going idle.
             header_read_timeout: std::time::Duration = std::time::Duration::from_secs(10);
-                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; restart; "serving";
+                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; restart; service; "serving";
             /// Answer 408 when a request body has not fully arrived within this.
             body_read_timeout: std::time::Duration = std::time::Duration::from_secs(30);
-                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; restart; "serving";
+                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; restart; service; "serving";
             /// Largest raw request body accepted (413 beyond), e.g. `64k`, `16MiB`.
             max_body_bytes: u64 = 16 << 20;
-                $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; "serving";
+                $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; service; "serving";
             /// Largest synthetic element (`{"size": N}`) accepted (413 beyond).
             max_element_bytes: u64 = 1 << 30;
-                $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; "serving";
+                $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; service; "serving";
             /// How long shutdown waits for requests and persists in flight.
             drain_timeout: std::time::Duration = std::time::Duration::from_secs(10);
-                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; restart; "serving";
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; restart; service; "serving";
             /// Require `Authorization: Bearer TOKEN` on admin routes, from any address (also ISIM_ADMIN_TOKEN); without it admin routes answer loopback clients only.
             admin_token: $crate::value::Secret = $crate::value::Secret::default();
-                $crate::value::Bounds::Any; restart; "serving";
+                $crate::value::Bounds::Any; restart; service; "serving";
             /// Simulated network delay, applied on the way in and again on the way out, inside the request lifetime.
             network_delay: $crate::delay::Delay = $crate::settings::default_network_delay();
-                $crate::value::Bounds::Any; live; "request path";
+                $crate::value::Bounds::Any; live; world; "request path";
             /// What the processor does with each element before persisting it.
             work: $crate::settings::WorkKind = $crate::settings::WorkKind::None;
-                $crate::value::Bounds::Any; live; "request path";
+                $crate::value::Bounds::Any; live; world; "request path";
             /// With `work = zstd`: bytes compressed per element, e.g. `1MiB` (the element stands for a WAL segment's worth of records).
             work_bytes: u64 = 1 << 20;
-                $crate::value::Bounds::Count { min: 1, max: 64 << 20 }; live; "request path";
+                $crate::value::Bounds::Count { min: 1, max: 64 << 20 }; live; world; "request path";
+            /// With `work = zstd`: the CPU time one work costs, e.g. `35ms`; the server measures once how many bytes of zstd take that long on this machine (thread CPU time, not wall time), so the work costs the same CPU on a slow laptop and a fast one (0 = compress exactly `work_bytes` everywhere).
+            work_cpu: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_WORK_CPU }; live; world; "request path";
             /// Where the work runs: `async-worker` (inline, blocking the runtime), `blocking-pool` (spawn_blocking) or `rayon`.
             work_on: $crate::settings::WorkOn = $crate::settings::WorkOn::AsyncWorker;
-                $crate::value::Bounds::Any; live; "request path";
+                $crate::value::Bounds::Any; live; service; "request path";
             /// With `work_on = blocking-pool`: works running at once, the rest wait their turn (0 = no limit: up to tokio's 512 blocking threads); with `rayon`: the pool's threads (0 = one per core).
             work_limit: usize = 1;
-                $crate::value::Bounds::Count { min: 0, max: 512 }; live; "request path";
+                $crate::value::Bounds::Count { min: 0, max: 512 }; live; service; "request path";
             /// What a request must obtain before its element is handed on: `semaphore`.
             admission: $crate::settings::AdmissionKind = $crate::settings::AdmissionKind::Semaphore;
-                $crate::value::Bounds::Any; restart; "request path";
+                $crate::value::Bounds::Any; restart; service; "request path";
             /// Persistence permits: how many persists may run at once (the original's PERSIST_N).
             permits: usize = $crate::settings::DEFAULT_PERMITS;
-                $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; "request path";
+                $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; service; "request path";
             /// Byte-weighted admission: an element takes one permit per this many bytes, rounded up (at least 1, at most `permits`); 0 = one permit per element, whatever its size (the original).
             permit_bytes: u64 = 0;
-                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; "request path";
+                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; service; "request path";
             /// A lane for small elements: those of at most this many bytes take their permits from `small_lane_permits` of their own, so they never queue behind large ones (0 = one lane for all).
             small_lane_bytes: u64 = 0;
-                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; "request path";
+                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; service; "request path";
             /// With `small_lane_bytes`: the small lane's permits (the rest of the elements keep `permits`).
             small_lane_permits: usize = $crate::settings::DEFAULT_PERMITS;
-                $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; "request path";
+                $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; service; "request path";
             /// What a request that finds no permit free, or the persistence queue full, does: `wait` or `shed` (503 at once).
             when_full: $crate::settings::WhenFull = $crate::settings::WhenFull::Wait;
-                $crate::value::Bounds::Any; live; "request path";
+                $crate::value::Bounds::Any; live; service; "request path";
             /// How long a permit is held: `persist-done` (the original) or `hand-off` (only until the element is handed to persistence).
             permit_until: $crate::settings::PermitUntil = $crate::settings::PermitUntil::PersistDone;
-                $crate::value::Bounds::Any; live; "request path";
+                $crate::value::Bounds::Any; live; service; "request path";
             /// How elements reach the store: `task-per-element` or `pool`.
             persistence: $crate::settings::PersistenceKind = $crate::settings::PersistenceKind::TaskPerElement;
-                $crate::value::Bounds::Any; live; "request path";
+                $crate::value::Bounds::Any; live; service; "request path";
             /// With `persistence = pool`: workers persisting at once (1 drains sequentially).
             persist_workers: usize = 32;
-                $crate::value::Bounds::Count { min: 1, max: 65_536 }; live; "request path";
+                $crate::value::Bounds::Count { min: 1, max: 65_536 }; live; service; "request path";
             /// With `persistence = pool`: elements the queue holds before a request waits for room.
             persist_queue: usize = 1024;
-                $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; live; "request path";
+                $crate::value::Bounds::Count { min: 1, max: 1 << 20 }; live; service; "request path";
             /// With `persistence = pool`: an element that waited longer than this in the queue is dropped, not persisted (CoDel-style: stale work is worth less than fresh); 0 = never.
             queue_wait_limit: std::time::Duration = std::time::Duration::ZERO;
-                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; "request path";
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; service; "request path";
             /// Multipart: an element larger than this is written as parts of this size, `parts_at_once` at a time, and its persist ends with its last part (0 = whole elements; simulated store only).
             part_bytes: u64 = 0;
-                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; "store and faults";
+                $crate::value::Bounds::Count { min: 0, max: u64::MAX }; live; service; "store and faults";
             /// With `part_bytes`: parts of one element written at once.
             parts_at_once: usize = 4;
-                $crate::value::Bounds::Count { min: 1, max: 1024 }; live; "store and faults";
+                $crate::value::Bounds::Count { min: 1, max: 1024 }; live; service; "store and faults";
+            /// The simulated timer's tick: every simulated delay (network, store) ends on the first tick at or after its deadline, as the original's tokio timer rounded every sleep up to its 1 ms tick, which kept clients released together in step (0 = delays last what they are configured to, on average).
+            timer_tick: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_TIMER_TICK }; live; world; "store and faults";
             /// Simulated store latency per element, e.g. `60ms`, `exp(60ms)`, `uniform(50ms, 70ms)`.
             persist_latency: $crate::delay::Delay = $crate::settings::default_persist_latency();
-                $crate::value::Bounds::Any; live; "store and faults";
+                $crate::value::Bounds::Any; live; world; "store and faults";
             /// Writes the store serves at once; the rest wait inside it, in order, and that wait counts in the persist (0 = no limit; applies to writes that start after a change).
             store_concurrency: usize = 0;
-                $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; live; "store and faults";
+                $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; live; world; "store and faults";
             /// Extra simulated store time per MiB of element.
             persist_cost_per_mib: std::time::Duration = std::time::Duration::ZERO;
-                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; "store and faults";
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; world; "store and faults";
             /// Share of persists that fail on purpose.
             persist_error_rate: f64 = 0.0;
-                $crate::value::Bounds::Share; live; "store and faults";
+                $crate::value::Bounds::Share; live; world; "store and faults";
             /// Share of persists that hang until `persist_timeout` ends them (a stuck store).
             persist_stall_rate: f64 = 0.0;
-                $crate::value::Bounds::Share; live; "store and faults";
+                $crate::value::Bounds::Share; live; world; "store and faults";
             /// Hedging: a persist still running after this starts a second attempt, and the first to finish counts (0 = never; simulated store only).
             hedge_after: std::time::Duration = std::time::Duration::ZERO;
-                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; "store and faults";
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; service; "store and faults";
             /// A persist still running after this fails and gives its permit back.
             persist_timeout: std::time::Duration = std::time::Duration::from_secs(30);
-                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; live; "store and faults";
+                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; live; service; "store and faults";
             /// Write every element to DIR/<id>.bin instead of simulating the store (real I/O; files are kept).
             persist_dir: Option<std::path::PathBuf> = None;
-                $crate::value::Bounds::Any; restart; "durability";
+                $crate::value::Bounds::Any; restart; world; "durability";
             /// With `persist_dir`: fsync each file before the persist counts as done.
             persist_fsync: bool = false;
-                $crate::value::Bounds::Any; restart; "durability";
+                $crate::value::Bounds::Any; restart; world; "durability";
             /// With `persist_dir`: reply only once the element is fsync'd, so a crash loses no acknowledged element.
             durable: bool = false;
-                $crate::value::Bounds::Any; restart; "durability";
+                $crate::value::Bounds::Any; restart; service; "durability";
         }
     };
 }
@@ -304,6 +321,9 @@ pub struct SettingInfo {
     pub bounds: Bounds,
     /// Changeable through `PUT /admin/config` while the server runs.
     pub live: bool,
+    /// Part of the world a ticket takes as given (the store, the network, the
+    /// work's cost), not of the service a fix may change.
+    pub world: bool,
     pub section: &'static str,
     /// A flag that takes no value.
     pub switch: bool,
@@ -347,6 +367,15 @@ pub enum SettingsError {
     Other(String),
 }
 
+macro_rules! is_world {
+    (world) => {
+        true
+    };
+    (service) => {
+        false
+    };
+}
+
 macro_rules! is_live {
     (live) => {
         true
@@ -357,7 +386,7 @@ macro_rules! is_live {
 }
 
 macro_rules! define_settings {
-    ($( $(#[doc = $doc:literal])+ $name:ident : $ty:ty = $default:expr ; $bounds:expr ; $live:ident ; $section:literal ; )*) => {
+    ($( $(#[doc = $doc:literal])+ $name:ident : $ty:ty = $default:expr ; $bounds:expr ; $live:ident ; $kind:ident ; $section:literal ; )*) => {
         /// The whole configuration in force. Every field is always present: a file,
         /// a scenario or the flags are [`SettingsUpdate`]s laid over the defaults.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -394,6 +423,7 @@ macro_rules! define_settings {
                     value_name: <$ty as SettingValue>::VALUE_NAME,
                     bounds: $bounds,
                     live: is_live!($live),
+                    world: is_world!($kind),
                     section: $section,
                     switch: <$ty as SettingValue>::IS_SWITCH,
                     allowed: {
@@ -431,6 +461,22 @@ macro_rules! define_settings {
             pub fn with(mut self, update: &SettingsUpdate) -> Self {
                 $( if let Some(v) = &update.$name { self.$name = v.clone(); } )*
                 self
+            }
+
+            /// The world settings (see [`with_settings!`]) whose value here differs from
+            /// `scenario`'s: (key, scenario's value, this value), as the flag would take them.
+            pub fn world_changes(&self, scenario: &Settings) -> Vec<(&'static str, String, String)> {
+                let mut moved = Vec::new();
+                $(
+                    if is_world!($kind) && self.$name != scenario.$name {
+                        moved.push((
+                            stringify!($name),
+                            SettingValue::to_text(&scenario.$name),
+                            SettingValue::to_text(&self.$name),
+                        ));
+                    }
+                )*
+                moved
             }
 
             /// Each setting's value as the flag would take it, in declaration order.
@@ -542,8 +588,8 @@ pub fn markdown_table() -> String {
     for section in sections {
         out.push_str(&format!(
             "\n### {section}\n\n\
-             | setting (TOML / JSON key) | flag | default | allowed | live | what it does |\n\
-             | --- | --- | --- | --- | --- | --- |\n"
+             | setting (TOML / JSON key) | flag | default | allowed | live | world or service | what it does |\n\
+             | --- | --- | --- | --- | --- | --- | --- |\n"
         ));
         for s in SETTINGS.iter().filter(|s| s.section == section) {
             let default = (s.default_text)();
@@ -558,10 +604,11 @@ pub fn markdown_table() -> String {
                 format!("`--{} {}`", s.flag(), s.value_name)
             };
             out.push_str(&format!(
-                "| `{}` | {flag} | {default} | {} | {} | {} |\n",
+                "| `{}` | {flag} | {default} | {} | {} | {} | {} |\n",
                 s.key,
                 (s.allowed)(),
                 if s.live { "yes" } else { "restart" },
+                if s.world { "world" } else { "service" },
                 s.help.trim().replace('|', "\\|"),
             ));
         }

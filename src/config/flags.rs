@@ -42,7 +42,7 @@ fn flag<T: SettingValue>(key: &'static str) -> Arg {
 }
 
 macro_rules! setting_flags {
-    ($( $(#[doc = $doc:literal])+ $name:ident : $ty:ty = $default:expr ; $bounds:expr ; $live:ident ; $section:literal ; )*) => {
+    ($( $(#[doc = $doc:literal])+ $name:ident : $ty:ty = $default:expr ; $bounds:expr ; $live:ident ; $kind:ident ; $section:literal ; )*) => {
         impl FromArgMatches for SettingFlags {
             fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
                 Ok(Self(SettingsUpdate {

@@ -2,9 +2,11 @@
 //! fires each probe (`probes.rs`), moves its `/stats` counter (`stats.rs`) and
 //! records its Prometheus metric (`metrics.rs`) in one call, so the three views
 //! never disagree; `process.rs` reads the process's own CPU time, `runtime.rs` watches the
-//! async runtime (its metrics and a timer-lateness canary).
+//! async runtime (its metrics and a timer-lateness canary), `machine.rs` the cores,
+//! quota, timer and calibration an exercise's figures depend on.
 
 pub mod events;
+pub mod machine;
 pub mod metrics;
 pub mod probes;
 pub mod process;

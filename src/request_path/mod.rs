@@ -230,7 +230,7 @@ impl DataProcessor {
         progress: &mut Progress,
     ) -> Result<(), RequestError> {
         let s = &*self.inner;
-        network::traverse(&settings.network_delay, &s.abandon).await?;
+        network::traverse(&settings.network_delay, settings.timer_tick, &s.abandon).await?;
         self.work()
             .run(id, &settings, &s.events, &s.abandon)
             .await?;
@@ -278,7 +278,7 @@ impl DataProcessor {
                 () = s.abandon.cancelled() => return Err(RequestError::ShuttingDown),
             }
         }
-        network::traverse(&settings.network_delay, &s.abandon).await?;
+        network::traverse(&settings.network_delay, settings.timer_tick, &s.abandon).await?;
         Ok(())
     }
 

@@ -6,6 +6,8 @@
 //! Shutdown's cancellation ends the sleep at once, so no request waits past the
 //! drain deadline here.
 
+use std::time::Duration;
+
 use simulator_api::Delay;
 use tokio_util::sync::CancellationToken;
 
@@ -13,14 +15,18 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CutShort;
 
-/// One traverse, one way.
-pub async fn traverse(delay: &Delay, abandon: &CancellationToken) -> Result<(), CutShort> {
+/// One traverse, one way, ending on the next `tick` after it (`timer_tick`).
+pub async fn traverse(
+    delay: &Delay,
+    tick: Duration,
+    abandon: &CancellationToken,
+) -> Result<(), CutShort> {
     let delay = delay.sample(&mut rand::rng());
     if delay.is_zero() {
         return Ok(());
     }
     tokio::select! {
-        () = super::delay::sleep(delay) => Ok(()),
+        () = super::delay::sleep(delay, tick) => Ok(()),
         () = abandon.cancelled() => Err(CutShort),
     }
 }

@@ -7,8 +7,8 @@ use simulator_api::Stats;
 
 use super::connections::ConnectionStats;
 use crate::model;
-use crate::observe::process;
 use crate::observe::runtime::RuntimeWatch;
+use crate::observe::{machine, process};
 use crate::request_path::DataProcessor;
 use crate::scenario::Scenario;
 
@@ -61,6 +61,7 @@ impl AppState {
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             runtime: self.runtime.snapshot(counts.work_in_flight()),
+            machine: machine::snapshot(&settings, crate::request_path::delay::overshoot()),
             scenario: scenario.name.clone(),
             fixes: scenario.fixes.clone(),
             store: settings.store_name().to_owned(),

@@ -8,7 +8,8 @@
 //! say it runs the exercise's), by another load running beside it (the server
 //! must have seen about as many requests as the check sent), or by a "fix" that
 //! gives up what the ticket asks for: the conditions hold the throughput and the
-//! answered share as well as the symptom.
+//! answered share as well as the symptom, or by changing the world instead of the
+//! service (a faster store, a cheaper work: [`world_moved`]).
 
 use std::time::Duration;
 
@@ -113,6 +114,9 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
             stats.scenario, scenario.name, scenario.name
         )));
     }
+    if let Some(reason) = world_moved(&stats.config, scenario) {
+        return Ok(refuse(reason));
+    }
     let mut load = scenario.load_plan(target, Some(window.max(MIN_WINDOW)))?;
     load.seed = load.seed.or(Some(CHECK_SEED));
     let report = simulator_clients::run(&load, CancellationToken::new(), false).await?;
@@ -151,6 +155,27 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
     })
 }
 
+/// Why the server's world is not the scenario's, if it is not: every world
+/// setting (the store, the network, the work's cost, the timer) that differs, from
+/// what to what. However it moved (`PUT /admin/config`, a flag, a `--config` file,
+/// an edited scenario file), a fix changes the service only.
+pub fn world_moved(config: &simulator_api::Settings, scenario: &Scenario) -> Option<String> {
+    let moved = config.world_changes(&scenario.settings());
+    if moved.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = moved
+        .iter()
+        .map(|(key, from, to)| format!("{key} moved from `{from}` to `{to}`"))
+        .collect();
+    Some(format!(
+        "the world differs from scenario {}'s: {}. These settings are the world the ticket takes as given (the store, the network, the cost of the work); a fix changes the service only. Put them back (`PUT /admin/config {{\"scenario\": \"{}\"}}` restores the scenario) and check again",
+        scenario.name,
+        list.join("; "),
+        scenario.name
+    ))
+}
+
 /// One metric of the window.
 fn figure(
     metric: Metric,
@@ -181,6 +206,33 @@ fn figure(
 mod tests {
     use super::*;
     use crate::scenario;
+
+    #[test]
+    fn a_moved_world_is_named_and_a_fix_to_the_service_is_not() {
+        for s in scenario::bundled().unwrap() {
+            let settings = s.settings();
+            assert_eq!(world_moved(&settings, &s), None, "{}", s.name);
+            for fix in &s.fixes {
+                let fixed = settings.clone().with(&fix.config);
+                assert_eq!(
+                    world_moved(&fixed, &s),
+                    None,
+                    "{}: fix {} must change the service only",
+                    s.name,
+                    fix.name
+                );
+            }
+            let faster_store = simulator_api::SettingsUpdate {
+                persist_latency: Some(simulator_api::Delay::fixed(Duration::from_millis(1))),
+                ..Default::default()
+            };
+            let reason = world_moved(&settings.clone().with(&faster_store), &s).unwrap();
+            assert!(
+                reason.contains("persist_latency moved from `") && reason.contains("` to `1ms`"),
+                "{reason}"
+            );
+        }
+    }
     use simulator_clients::worker::payload_rng;
     use simulator_clients::{Pacing, PayloadSize};
 

@@ -11,13 +11,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
 use simulator_clients::endpoints;
 
 use super::check::{self, Verdict};
+use super::confine::{Cgroup, Confinement};
 use crate::scenario::Scenario;
 
 pub const BEGIN: &str = "<!-- figures:begin";
@@ -27,13 +28,25 @@ pub const END: &str = "<!-- figures:end -->";
 struct ChildServer {
     child: Child,
     url: String,
+    /// The cgroup it runs in, removed after it ends (field order: after `child`).
+    _cgroup: Option<Cgroup>,
 }
 
 impl ChildServer {
-    fn start(scenario: &str) -> anyhow::Result<Self> {
-        let mut child = Command::new(std::env::current_exe()?)
-            .args(["serve", "--scenario", scenario, "--listen", "127.0.0.1:0"])
-            .args(["--admin-listen", "off"])
+    fn start(scenario: &str, confinement: &Confinement) -> anyhow::Result<Self> {
+        let (mut command, cgroup) = confinement.command(
+            &std::env::current_exe()?,
+            &[
+                "serve",
+                "--scenario",
+                scenario,
+                "--listen",
+                "127.0.0.1:0",
+                "--admin-listen",
+                "off",
+            ],
+        )?;
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -49,7 +62,11 @@ impl ChildServer {
             .find(|w| w.starts_with("http://"))
             .with_context(|| format!("the server's banner has no address: {first}"))?
             .to_owned();
-        Ok(Self { child, url })
+        Ok(Self {
+            child,
+            url,
+            _cgroup: cgroup,
+        })
     }
 }
 
@@ -60,15 +77,25 @@ impl Drop for ChildServer {
     }
 }
 
-/// The figures block for one exercise: each fix before and after.
-pub async fn measure(scenario: &Scenario, window: Duration) -> anyhow::Result<String> {
+/// The figures block for one exercise: each fix before and after, on servers
+/// confined as `confinement` says.
+pub async fn measure(
+    scenario: &Scenario,
+    window: Duration,
+    confinement: &Confinement,
+) -> anyhow::Result<String> {
     let mut out = format!(
         "{BEGIN}: made by `system-simulator workshop figures {} --write` ({} s windows); do not edit by hand -->\n",
         scenario.name,
         window.as_secs()
     );
+    out.push_str(&format!("\n{}\n", world_line(scenario)));
+    let mut machine = None;
     for fix in &scenario.fixes {
-        let server = ChildServer::start(&scenario.name)?;
+        let server = ChildServer::start(&scenario.name, confinement)?;
+        if machine.is_none() {
+            machine = Some(endpoints::stats(&server.url).await?.machine);
+        }
         let before = check::check(scenario, &server.url, window).await?;
         let body = fix
             .config_for(scenario.clients())
@@ -86,6 +113,20 @@ pub async fn measure(scenario: &Scenario, window: Duration) -> anyhow::Result<St
             }
         ));
         out.push_str(&table(&before, &after));
+    }
+    if let Some(m) = machine {
+        out.push_str(&format!(
+            "\nMeasured on {}: {} core{} ({}), timer tick {} ms{}.\n",
+            cpu_model(),
+            m.cores,
+            if m.cores == 1 { "" } else { "s" },
+            confinement.describe(),
+            m.timer_tick_us as f64 / 1e3,
+            m.zstd_bytes_per_cpu_s.map_or(String::new(), |r| format!(
+                ", zstd {:.0} MB per CPU second",
+                r / 1e6
+            )),
+        ));
     }
     out.push_str(END);
     out.push('\n');
@@ -114,6 +155,38 @@ fn table(before: &Verdict, after: &Verdict) -> String {
         ));
     }
     out
+}
+
+/// The page's statement of the world: every world setting and its value in the
+/// scenario, which `workshop check` holds the server to.
+pub fn world_line(scenario: &Scenario) -> String {
+    let settings = scenario.settings();
+    let world: Vec<String> = settings
+        .texts()
+        .into_iter()
+        .filter(|(key, _)| simulator_api::settings::info(key).is_some_and(|i| i.world))
+        .map(|(key, value)| match value.is_empty() {
+            true => format!("`{key}` unset"),
+            false => format!("`{key} = {value}`"),
+        })
+        .collect();
+    format!(
+        "The world, which a fix may not change (`workshop check` refuses to judge a server where any of it moved): {}; and the ticket's load.",
+        world.join(", ")
+    )
+}
+
+/// The CPU's model name, where the OS says it (Linux: /proc/cpuinfo).
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
 }
 
 /// Three significant figures, the way the pages print them.

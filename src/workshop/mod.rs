@@ -14,7 +14,9 @@
 //! `ticket`, `[[check]]`), so a page, the server and the check cannot disagree.
 
 pub mod check;
+pub mod confine;
 pub mod figures;
+pub mod fit;
 
 use std::time::Duration;
 
@@ -65,6 +67,9 @@ pub enum WorkshopCommand {
         /// Write the figures into docs/workshop/NN-NAME.md (run from the repository).
         #[arg(long)]
         write: bool,
+        /// Measure on servers with less CPU than this machine has.
+        #[command(flatten)]
+        confinement: confine::Confinement,
     },
 }
 
@@ -85,6 +90,7 @@ pub fn exercise(name: &str) -> anyhow::Result<Scenario> {
 pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
     match args.command {
         WorkshopCommand::List => {
+            let machine = local_machine();
             for (i, s) in scenario::bundled()?.iter().enumerate() {
                 println!(
                     "{:>2}. {:<22} (seed {}) {}",
@@ -93,6 +99,9 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
                     s.seed,
                     s.headline
                 );
+                for warning in fit::warnings(s, &machine) {
+                    println!("      on this machine: {warning}");
+                }
             }
             println!("\nstart one with `system-simulator workshop start NAME`; docs/workshop/ has the pages");
             Ok(std::process::ExitCode::SUCCESS)
@@ -116,13 +125,15 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
             exercise: name,
             duration,
             write,
+            confinement,
         } => {
             let chosen = match name {
                 Some(name) => vec![exercise(&name)?],
                 None => scenario::bundled()?,
             };
             for s in chosen {
-                let block = figures::measure(&s, duration.max(check::MIN_WINDOW)).await?;
+                let block =
+                    figures::measure(&s, duration.max(check::MIN_WINDOW), &confinement).await?;
                 if write {
                     let page = figures::page_of(std::path::Path::new("."), &s)?;
                     figures::write_into(&page, &block)?;
@@ -160,6 +171,15 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
             })
         }
     }
+}
+
+/// This machine as a server started here would see it (no calibration: a
+/// scenario's CPU work is stated in time).
+fn local_machine() -> simulator_api::Machine {
+    crate::observe::machine::snapshot(
+        &simulator_api::Settings::default(),
+        std::time::Duration::ZERO,
+    )
 }
 
 /// A load's arguments without its `--duration` (the check sets its own).
@@ -202,4 +222,7 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
     println!("when you think it is fixed (stop your load first; the check brings its own):");
     println!("  cargo run --release -- workshop check {}{target}", s.name);
     println!("hints and the solution: docs/workshop/ ({}).\n", s.name);
+    for warning in fit::warnings(s, &local_machine()) {
+        println!("NOTE, on this machine: {warning}\n");
+    }
 }

@@ -3,6 +3,8 @@
 //! dodge a race.
 #![allow(dead_code)] // each test file uses a different part of the harness
 
+pub mod figures;
+
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;

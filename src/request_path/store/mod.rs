@@ -101,7 +101,7 @@ impl Store {
                 // held across the await, where the task may move to another thread.
                 let latency = settings.persist_latency.sample(&mut rand::rng())
                     + per_mib_cost(settings, element.len());
-                crate::request_path::delay::sleep(latency).await;
+                crate::request_path::delay::sleep(latency, settings.timer_tick).await;
                 Ok(())
             }
             Medium::Files(files) => {

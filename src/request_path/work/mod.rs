@@ -4,9 +4,10 @@
 //! **Contract.** [`Work::run`] runs once per request, on the request's own task,
 //! and returns when the work is finished (or shutdown cut its wait short). With
 //! `work = none` (the original) it does nothing and fires nothing. With
-//! `work = zstd` it compresses `work_bytes` of WAL-like text (`corpus.rs`), as
-//! seed 001 archives WAL segments, between `work-start` and `work-done`, and where
-//! `work_on` says:
+//! `work = zstd` it compresses WAL-like text (`corpus.rs`), as seed 001 archives
+//! WAL segments, between `work-start` and `work-done`: as many bytes as cost
+//! `work_cpu` of CPU on this machine (`calibration.rs`), or exactly `work_bytes`
+//! when `work_cpu` is 0; and where `work_on` says:
 //!
 //! - `async-worker`: right here, on the runtime's async worker thread. For the
 //!   milliseconds it takes, that worker polls nothing else: timers, other requests,
@@ -24,6 +25,7 @@
 //! the compression. A live change of `work`, `work_on` or `work_limit` builds a new
 //! `Work` for new requests ([`Work::matches`]); requests under way keep theirs.
 
+pub mod calibration;
 mod corpus;
 
 use std::sync::Arc;
@@ -39,6 +41,10 @@ use crate::observe::Events;
 
 /// zstd's default level, the one seed 001 archives with.
 const ZSTD_LEVEL: i32 = 3;
+/// The most text compressed in one call: a larger work compresses the text again
+/// in pieces of this size, so a long `work_cpu` on a fast machine needs no larger
+/// text (the text is kept in memory for the life of the process).
+const MAX_PIECE: usize = 16 << 20;
 
 /// The work configured now.
 #[derive(Debug, Clone)]
@@ -81,7 +87,8 @@ impl Work {
             )),
         };
         if settings.work == WorkKind::Zstd {
-            corpus::corpus(settings.work_bytes as usize);
+            // Measured here, when the setting is applied, never inside a request.
+            corpus::corpus(bytes_per_work(settings).min(MAX_PIECE as u64) as usize);
         }
         Ok(Self {
             kind: settings.work,
@@ -96,6 +103,8 @@ impl Work {
         self.kind == settings.work
             && self.on() == settings.work_on
             && self.limit == settings.work_limit
+            // A `work_cpu` set live needs the machine measured before a request does.
+            && (settings.work_cpu.is_zero() || calibration::measured().is_some())
     }
 
     fn on(&self) -> WorkOn {
@@ -129,7 +138,7 @@ impl Work {
         if self.kind == WorkKind::None {
             return Ok(());
         }
-        let bytes = settings.work_bytes as usize;
+        let bytes = bytes_per_work(settings) as usize;
         events.work_start(id, bytes as u64, self.code());
         let asked = Instant::now();
         let outcome = match &self.place {
@@ -174,6 +183,16 @@ impl Work {
     }
 }
 
+/// Bytes one work compresses under `settings`: what `work_cpu` costs here, or
+/// `work_bytes` when it is 0. The first call with a `work_cpu` measures the machine.
+pub fn bytes_per_work(settings: &Settings) -> u64 {
+    if settings.work_cpu.is_zero() {
+        settings.work_bytes
+    } else {
+        calibration::calibration().bytes_for(settings.work_cpu)
+    }
+}
+
 /// A work that never ran: its work-done, with run 0, and the request cut short.
 fn finish(events: &Events, id: u64, asked: Instant, code: u64) -> Result<(), CutShort> {
     events.work_done(id, Duration::ZERO, asked.elapsed(), code);
@@ -186,9 +205,17 @@ fn timed(f: impl FnOnce() -> usize) -> Duration {
     start.elapsed()
 }
 
-/// Compresses the first `bytes` of the shared text; returns the compressed size.
+/// Compresses `bytes` of the shared text, in pieces of at most [`MAX_PIECE`];
+/// returns the compressed size.
 fn compress(bytes: usize) -> usize {
-    let text = corpus::corpus(bytes);
-    // Compressing a slice of memory into a Vec cannot fail at a valid level.
-    zstd::bulk::compress(&text[..bytes], ZSTD_LEVEL).map_or(0, |out| out.len())
+    let text = corpus::corpus(bytes.min(MAX_PIECE));
+    let mut left = bytes;
+    let mut out = 0;
+    while left > 0 {
+        let piece = left.min(MAX_PIECE);
+        // Compressing a slice of memory into a Vec cannot fail at a valid level.
+        out += zstd::bulk::compress(&text[..piece], ZSTD_LEVEL).map_or(0, |c| c.len());
+        left -= piece;
+    }
+    out
 }

@@ -1,0 +1,156 @@
+//! Confining a measured server to less CPU than the machine has: a few cores
+//! (`taskset -c`) or a share of the CPU (a cgroup quota), to show that an
+//! exercise's symptom and cure hold on a laptop with one core or with half the
+//! speed of this one. Only the server is confined; the load that measures it is
+//! not, so a slow driver cannot pass for a slow server.
+//!
+//! The quota is a cgroup of our own (v2 `cpu.max` where the unified hierarchy
+//! has the cpu controller, else v1's `cpu.cfs_quota_us`), made for one server,
+//! entered by the server's shell wrapper before it execs (so the runtime sizes
+//! itself inside it), and removed when the server ends. It needs root; without
+//! it the error says so. Written by hand: no crate in the project's set manages
+//! cgroups, and this is a handful of file writes.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+/// Where to confine a server; nothing by default.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct Confinement {
+    /// Run the measured servers on these CPUs only (`taskset -c LIST`, e.g. `0`).
+    #[arg(long, value_name = "LIST")]
+    pub server_cpus: Option<String>,
+    /// Cap the measured servers' CPU at this many cores through a cgroup quota
+    /// (e.g. `0.5`: half a core; needs root).
+    #[arg(long, value_name = "CORES", value_parser = parse_cores)]
+    pub server_cpu_quota: Option<f64>,
+}
+
+fn parse_cores(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(c) if (0.01..=1024.0).contains(&c) => Ok(c),
+        _ => Err(format!(
+            "`{text}` is not a number of cores from 0.01 to 1024"
+        )),
+    }
+}
+
+/// A cgroup made for one server, removed on drop.
+#[derive(Debug)]
+pub struct Cgroup {
+    dir: PathBuf,
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // The server has ended by now (its owner kills and waits for it first);
+        // an empty cgroup is removed with rmdir.
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+impl Confinement {
+    pub fn is_none(&self) -> bool {
+        self == &Self::default()
+    }
+
+    /// How the pages and reports name it: `2 cores`, `CPU 0 only`, `0.5 cores`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(cpus) = &self.server_cpus {
+            parts.push(format!("server on CPU {cpus} only"));
+        }
+        if let Some(quota) = self.server_cpu_quota {
+            parts.push(format!("server capped at {quota} cores (cgroup quota)"));
+        }
+        if parts.is_empty() {
+            parts.push("server on the whole machine".into());
+        }
+        parts.join(", ")
+    }
+
+    /// The command that runs `program` with `args` confined, and the cgroup it
+    /// enters (kept alive as long as the server runs).
+    pub fn command(
+        &self,
+        program: &std::path::Path,
+        args: &[&str],
+    ) -> anyhow::Result<(Command, Option<Cgroup>)> {
+        let mut words: Vec<String> = Vec::new();
+        if let Some(cpus) = &self.server_cpus {
+            words.extend(["taskset".into(), "-c".into(), cpus.clone()]);
+        }
+        words.push(program.display().to_string());
+        words.extend(args.iter().map(|a| (*a).to_owned()));
+        let cgroup = self.server_cpu_quota.map(make_cgroup).transpose()?;
+        let command = match &cgroup {
+            None => {
+                let mut c = Command::new(&words[0]);
+                c.args(&words[1..]);
+                c
+            }
+            Some(group) => {
+                // The shell enters the group, then becomes the server.
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg("echo $$ > \"$0\" && exec \"$@\"")
+                    .arg(group.dir.join("cgroup.procs"))
+                    .args(&words);
+                c
+            }
+        };
+        Ok((command, cgroup))
+    }
+}
+
+/// A new cgroup with a CPU quota of `cores`, v2 if the cpu controller is there,
+/// else v1.
+fn make_cgroup(cores: f64) -> anyhow::Result<Cgroup> {
+    const PERIOD_US: u64 = 10_000;
+    let quota_us = (cores * PERIOD_US as f64).round().max(1_000.0) as u64;
+    let name = format!("isim-confine-{}-{}", std::process::id(), next_id());
+    let v2 = PathBuf::from("/sys/fs/cgroup");
+    let v2_has_cpu = std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+        .is_ok_and(|c| c.split_whitespace().any(|w| w == "cpu"));
+    let (dir, files) = if v2_has_cpu {
+        (
+            v2.join(&name),
+            vec![("cpu.max", format!("{quota_us} {PERIOD_US}"))],
+        )
+    } else {
+        let v1 = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.join("cpu.cfs_quota_us").exists());
+        let Some(v1) = v1 else {
+            bail!("no cgroup cpu controller here (neither v2's cpu.max nor v1's cpu.cfs_quota_us): cannot cap the server's CPU");
+        };
+        (
+            v1.join(&name),
+            vec![
+                ("cpu.cfs_period_us", PERIOD_US.to_string()),
+                ("cpu.cfs_quota_us", quota_us.to_string()),
+            ],
+        )
+    };
+    std::fs::create_dir(&dir).with_context(|| {
+        format!(
+            "cannot make the cgroup {} (a CPU quota needs root)",
+            dir.display()
+        )
+    })?;
+    let group = Cgroup { dir };
+    for (file, value) in files {
+        std::fs::write(group.dir.join(file), &value)
+            .with_context(|| format!("cannot set {file} = {value} in {}", group.dir.display()))?;
+    }
+    Ok(group)
+}
+
+fn next_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

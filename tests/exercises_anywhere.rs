@@ -1,0 +1,70 @@
+//! Every exercise on a smaller machine: `workshop figures` for all six with the
+//! measured servers on one core (`taskset -c 0`) and capped at half a core (a
+//! cgroup CPU quota), and for each fix the win condition as `workshop check` gives
+//! it: failing before the fix, passing after (or, for a fix the page marks as a
+//! trade-off, still failing). The load is not confined, so a slow driver cannot
+//! pass for a slow server. tests/workshop_pages.rs does the same on the whole
+//! machine and holds the pages' figures.
+//!
+//! The CPU work's cost is calibrated in CPU time on the server at start
+//! (`work_cpu`), so a laptop 3x slower per core runs the same exercise as this
+//! one; what this test adds is fewer cores and less CPU than a core.
+//!
+//! The quota needs root (a cgroup of our own); without it the half-core run skips
+//! with the reason, and fails instead under CI.
+//!
+//! Run with: `cargo test --test exercises_anywhere` (about 5 minutes of real load).
+
+mod common;
+
+use std::process::Command;
+
+use common::figures::{tables, verdict_errors};
+use common::{have, is_root, skip_or_fail, BIN};
+use system_simulator::scenario;
+
+/// Every exercise's figures with the servers confined by `flags`; the verdict
+/// errors of all of them.
+fn figures_confined(flags: &[&str]) -> Vec<String> {
+    let out = Command::new(BIN)
+        .args(["workshop", "figures", "--duration", "6s"])
+        .args(flags)
+        .output()
+        .expect("run workshop figures");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "workshop figures {flags:?}: {}\n{printed}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut errors = Vec::new();
+    let blocks: Vec<&str> = printed.split("<!-- figures:end -->").collect();
+    let names = scenario::names();
+    assert_eq!(blocks.len(), names.len() + 1, "{printed}");
+    for (name, block) in names.iter().zip(&blocks) {
+        assert!(
+            block.contains(&format!("figures {name} --write")),
+            "{block}"
+        );
+        let fresh = tables(block);
+        assert!(!fresh.is_empty(), "{name}: no figures\n{block}");
+        errors.extend(verdict_errors(name, &fresh));
+    }
+    errors
+}
+
+#[test]
+fn every_exercise_shows_its_symptom_and_cure_on_one_core_and_half_a_core() {
+    let mut errors = Vec::new();
+    if have("taskset") {
+        errors.extend(figures_confined(&["--server-cpus", "0"]));
+    } else {
+        skip_or_fail("no taskset (util-linux) to put the server on one core");
+    }
+    if is_root() {
+        errors.extend(figures_confined(&["--server-cpu-quota", "0.5"]));
+    } else {
+        skip_or_fail("a CPU quota needs root (a cgroup of our own)");
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
