@@ -3,7 +3,7 @@
  * count script ("requests started", "blocked requests", ...).
  *
  * USAGE:  sudo dtrace -s scripts/count.d [SECONDS]      macOS, illumos, FreeBSD
- *         scripts/trace count [PID] [SECONDS]            any platform (Linux too)
+ *         scripts/trace count [PID] [--seconds N]            any platform (Linux too)
  *
  * Runs for SECONDS (default 60) or until Ctrl-C, then prints the counts, the
  * smallest first, as the seed's DTrace output did. A count line appears only once

@@ -3,7 +3,7 @@
  * the seed's layout (TIMESTAMP PID %CPU PROCESS) with the CPU milliseconds too.
  *
  * USAGE:  sudo dtrace -p PID -s scripts/cpu-usage.d [SECONDS] [INTERVAL]
- *         scripts/trace cpu-usage [PID] [SECONDS] [INTERVAL]
+ *         scripts/trace cpu-usage [PID] [--seconds N] [--interval N]
  *
  * Samples every CPU 1000 times a second and counts the samples that catch the
  * server's threads on CPU; each is about a millisecond of CPU, so CPU-MS is the

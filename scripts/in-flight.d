@@ -5,7 +5,7 @@
  * this shows the gate fill up (no permit free, blocking climbs) as clients grow.
  *
  * USAGE:  sudo dtrace -s scripts/in-flight.d [SECONDS]   macOS, illumos, FreeBSD
- *         scripts/trace in-flight [PID] [SECONDS]         any platform
+ *         scripts/trace in-flight [PID] [--seconds N]         any platform
  *
  * The figures come from the probes' own arguments (persist-start: arg2 persists
  * in flight counting this one, arg3 permits free; persist-done: arg3 persists in

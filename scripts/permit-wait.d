@@ -4,7 +4,7 @@
  * scripts could not see this; it is where the time of a saturated gate goes.
  *
  * USAGE:  sudo dtrace -s scripts/permit-wait.d [SECONDS]   macOS, illumos, FreeBSD
- *         scripts/trace permit-wait [PID] [SECONDS]         any platform
+ *         scripts/trace permit-wait [PID] [--seconds N]         any platform
  *
  * Pairs by request id (arg0) and process. "blocked requests" counts every
  * request-block in the window; "permits granted" counts the waits that ended in

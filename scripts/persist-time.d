@@ -4,7 +4,7 @@
  * does not wait for them, but each one holds a permit until it ends.
  *
  * USAGE:  sudo dtrace -s scripts/persist-time.d [SECONDS]   macOS, illumos, FreeBSD
- *         scripts/trace persist-time [PID] [SECONDS]         any platform
+ *         scripts/trace persist-time [PID] [--seconds N]         any platform
  *
  * Pairs the two probes by request id (arg0) and process, never with self->: the
  * persist runs as its own tokio task, on whichever thread is free, so the seed's

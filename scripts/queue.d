@@ -6,7 +6,7 @@
  * worker; spawn-per-request's fixes: refusals or drops instead of a pile-up.
  *
  * USAGE:  sudo dtrace -s scripts/queue.d [SECONDS]      macOS, illumos, FreeBSD
- *         scripts/trace queue [PID] [SECONDS]           any platform
+ *         scripts/trace queue [PID] [--seconds N]           any platform
  *
  * queue-enqueue carries the depth after the element went in (arg1); queue-dequeue
  * the nanoseconds the element waited (arg1), measured by the server, so nothing

@@ -3,7 +3,7 @@
  * the network traverses included, as the seed's request lifetime script measured.
  *
  * USAGE:  sudo dtrace -s scripts/request-lifetime.d [SECONDS]   macOS, illumos, FreeBSD
- *         scripts/trace request-lifetime [PID] [SECONDS]         any platform
+ *         scripts/trace request-lifetime [PID] [--seconds N]         any platform
  *
  * Pairs the two probes by request id (arg0) and process, never with self->:
  * a tokio task may start a request on one OS thread and finish it on another,

@@ -7,7 +7,7 @@
  * of milliseconds late while its middle is on time.
  *
  * USAGE:  sudo dtrace -s scripts/runtime.d [SECONDS]      macOS, illumos, FreeBSD
- *         scripts/trace runtime [PID] [SECONDS]           any platform
+ *         scripts/trace runtime [PID] [--seconds N]           any platform
  *
  * canary-tick carries the lateness in ns (arg1); work-done the ns the work ran
  * (arg1), the ns it waited (arg2) and where it ran (arg3: 0 async worker, 1

@@ -7,7 +7,7 @@
  * them for permits.
  *
  * USAGE:  sudo dtrace -s scripts/size.d [SECONDS]      macOS, illumos, FreeBSD
- *         scripts/trace size [PID] [SECONDS]           any platform
+ *         scripts/trace size [PID] [--seconds N]           any platform
  *
  * request-start and persist-start carry the element's bytes (arg1), kept per
  * request id (arg0) until request-done (lifetime ns, arg1) and persist-done

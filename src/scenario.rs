@@ -311,6 +311,19 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_exercise_holds_its_clients_answered() {
+        for s in bundled_or_panic() {
+            assert!(
+                s.check
+                    .iter()
+                    .any(|c| c.metric == Metric::OkShare && c.above.is_some_and(|a| a >= 0.5)),
+                "{}: a win condition without an answered share passes a service that refuses its clients",
+                s.name
+            );
+        }
+    }
+
     fn bundled_or_panic() -> Vec<Scenario> {
         bundled().unwrap()
     }

@@ -7,11 +7,14 @@
 //! next fix, all on one server so the phases compete for the cores with nothing
 //! but each other.
 //!
-//! Bounds (also on docs/scenarios.md): before, the canary's p99 at least 15 ms
-//! with its p50 under 5 ms, the workers busy at least a quarter of the time and a
-//! /healthz p99 of at least 10 ms; after each fix, canary and /healthz p99 at most
-//! 8 ms, busy share under 0.1, and at least 80 % of the works done before.
-//! Measured here: 40 ms p99 before, about 2 ms after.
+//! Bounds: before, the canary's p99 at least 15 ms with its p50 under 5 ms, the
+//! workers busy at least a quarter of the time and a /healthz p99 of at least
+//! 10 ms; after each fix, the scenario's own win condition (canary p99 and busy
+//! share under its `[[check]]` bounds, /healthz p99 under the canary's bound) and
+//! at least 80 % of the works done before. The work costs 35 ms of CPU on any
+//! machine (`work_cpu`, calibrated by the server at start), so the load is the
+//! same everywhere. Measured on a 2-vCPU VM: 30-40 ms p99 before, 2-8 ms after
+//! (this test's load runs in the test process, beside a debug server).
 
 mod common;
 
@@ -19,7 +22,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-use system_simulator::scenario::Scenario;
+use system_simulator::scenario::{Metric, Scenario};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -78,18 +81,30 @@ fn assert_stalled(phase: &Phase) {
     );
 }
 
-fn assert_cured(fix: &str, phase: &Phase, before: &Phase) {
+/// The bound of the scenario's win condition on `metric`.
+fn bound(scenario: &Scenario, metric: Metric) -> f64 {
+    scenario
+        .check
+        .iter()
+        .find(|c| c.metric == metric)
+        .and_then(|c| c.below)
+        .unwrap_or_else(|| panic!("blocking-runtime's check bounds {metric:?} from above"))
+}
+
+fn assert_cured(scenario: &Scenario, fix: &str, phase: &Phase, before: &Phase) {
+    let canary_ms = bound(scenario, Metric::CanaryP99Ms);
     assert!(
-        phase.canary_p99_us <= 8_000,
-        "{fix}: the canary is on time again: {phase:?}"
+        (phase.canary_p99_us as f64) < canary_ms * 1e3,
+        "{fix}: the canary is on time again (< {canary_ms} ms): {phase:?}"
     );
     assert!(
-        phase.healthz_p99 <= Duration::from_millis(8),
-        "{fix}: /healthz is answered at once: {phase:?}"
+        phase.healthz_p99.as_secs_f64() * 1e3 < canary_ms,
+        "{fix}: /healthz is answered at once (< {canary_ms} ms): {phase:?}"
     );
+    let busy = bound(scenario, Metric::BusyShare);
     assert!(
-        phase.busy_share < 0.1,
-        "{fix}: the async workers no longer do the work: {phase:?}"
+        phase.busy_share < busy,
+        "{fix}: the async workers no longer do the work (< {busy}): {phase:?}"
     );
     assert!(
         phase.works_per_s >= before.works_per_s * 0.8,
@@ -119,7 +134,7 @@ async fn blocking_runtime_is_cured_by_each_fix_and_returns_without_it() {
         let applied = put_json(&client, &format!("{operator}/admin/config"), &body).await;
         assert_eq!(applied.status, 200, "{}", applied.body);
         let after = measure(&client, &operator).await;
-        assert_cured(&fix.name, &after, &before);
+        assert_cured(&scenario, &fix.name, &after, &before);
         let back = put_json(
             &client,
             &format!("{operator}/admin/config"),

@@ -22,6 +22,15 @@ use common::*;
 use serde_json::Value;
 use tracer::{figures, probes_armed, Tool, Traced};
 
+/// Every test here starts a server and traces it by pid, except the test of the
+/// pages' exact line, which names no pid and so must find the only server
+/// running: it runs alone (the write side), the others together.
+static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn together() -> std::sync::RwLockReadGuard<'static, ()> {
+    ALONE.read().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The load: enough clients, often enough, that 8 permits run out.
 const LOAD: [&str; 6] = ["--n", "40", "--think-time", "100ms", "--duration", "3s"];
 
@@ -87,6 +96,7 @@ async fn traced_run_with(
     if !tool.available() {
         return None;
     }
+    let _together = together();
     let server = Server::start(server_args);
     let pid = server.pid;
     let script = script.to_owned();
@@ -270,8 +280,8 @@ both_tools! {
         }
     };
     runtime_agrees_with_the_server: |tool| async move {
-        // 256 KiB of zstd per element (about a millisecond) on the async workers.
-        let server_args = ["--scenario", "blocking-runtime", "--work-bytes", "256k"];
+        // A millisecond of zstd per element on the async workers, on any machine.
+        let server_args = ["--scenario", "blocking-runtime", "--work-cpu", "1ms"];
         let Some((output, truth)) = traced_run_of(tool, "runtime", &server_args).await else { return };
         let got = figures(&output);
         let works = truth.count("work_done");
@@ -302,6 +312,7 @@ async fn cpu_run(tool: Tool) -> Option<(u64, u64, u32)> {
     if !tool.available() {
         return None;
     }
+    let _together = together();
     let server = Server::start(&[]);
     let pid = server.pid;
     let measured = tokio::task::spawn_blocking(move || {
@@ -327,6 +338,7 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
         return;
     }
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed-count.d");
+    let _together = together();
     let server = Server::start(&[]);
     let pid = server.pid;
     let (traced, server) = tokio::task::spawn_blocking(move || {
@@ -356,4 +368,63 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
         "ended by its own tick:\n{output}"
     );
     check_count(tool, &output, &truth);
+}
+
+/// The line the exercise pages print, typed exactly so while the ticket's load
+/// runs from a second system-simulator process (the load driver, the same
+/// binary): options after the name, no pid, no --keep-cpus-busy. It finds the
+/// server by its listening socket and says which pid it chose, keeps the CPUs
+/// busy by itself where DTrace for Linux needs it, and a trace of `--seconds 20`
+/// ends within 25 s with the persists it saw.
+fn the_pages_trace_line_runs_as_typed(tool: Tool) {
+    if !tool.available() {
+        return;
+    }
+    let _alone = ALONE.write().unwrap_or_else(|p| p.into_inner());
+    let server = Server::start(&[]);
+    let mut load = std::process::Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(["--n", "135", "--think-time", "1s", "--duration", "40s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the load driver");
+    let chosen = match tool {
+        Tool::DTrace => "--dtrace",
+        Tool::Bpftrace => "--bpftrace",
+    };
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace"))
+        .args(["persist-time", "--seconds", "20", chosen])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run scripts/trace");
+    let took = started.elapsed();
+    let _ = load.kill();
+    let _ = load.wait();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(
+        stderr.contains(&format!("tracing pid {}, the system-simulator that listens", server.pid)),
+        "said which process it chose: {stderr}"
+    );
+    assert!(
+        took <= Duration::from_secs(25),
+        "a 20 s trace took {took:?}: {stderr}\n{stdout}"
+    );
+    let writes = figures(&stdout).get("total writes").copied().unwrap_or(0);
+    assert!(writes > 1_000, "{writes} writes traced:\n{stdout}");
+}
+
+#[test]
+fn the_pages_trace_line_runs_as_typed_under_dtrace() {
+    the_pages_trace_line_runs_as_typed(Tool::DTrace);
+}
+
+#[test]
+fn the_pages_trace_line_runs_as_typed_under_bpftrace() {
+    the_pages_trace_line_runs_as_typed(Tool::Bpftrace);
 }

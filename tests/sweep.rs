@@ -59,9 +59,12 @@ fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
     assert!(blocked(1) > 0.0, "15 clients arriving together block");
     for step in &before[2..] {
         let clients = &step["clients"];
+        // The seed: 135 clients 7,734 of 7,742 blocked, 1000 all of them. With the
+        // original's 1 ms timer (timer_tick) the gate passes 8 / 61.8 ms and 135
+        // clients are beyond it (measured 99.8 %; 91.7 % with exact delays).
         assert!(
-            figure(step, "blocked_share") > 0.9,
-            "{clients} clients: nearly all blocked"
+            figure(step, "blocked_share") >= 0.98,
+            "{clients} clients: nearly all blocked, as in the seed"
         );
         let done = figure(step, "requests_done_per_min");
         assert!(

@@ -8,8 +8,10 @@
 //! say it runs the exercise's), by another load running beside it (the server
 //! must have seen about as many requests as the check sent), or by a "fix" that
 //! gives up what the ticket asks for: the conditions hold the throughput and the
-//! answered share as well as the symptom, or by changing the world instead of the
-//! service (a faster store, a cheaper work: [`world_moved`]).
+//! answered share as well as the symptom (every exercise holds an answered share:
+//! a service that refuses its clients fails), or by changing the world instead of
+//! the service (a faster store, a cheaper work: [`world_moved`]), or by a backlog
+//! an earlier load left (the window starts with nothing pending: [`drained`]).
 
 use std::time::Duration;
 
@@ -34,6 +36,35 @@ pub const MIN_WINDOW: Duration = Duration::from_secs(6);
 /// below holds its sizes in the middle half of 400 seeds' (a first pick sent 1.48x
 /// the mean bytes, heavier than 99 % of seeds, and failed a sound fix).
 pub const CHECK_SEED: u64 = 319;
+
+/// The longest the check waits for persists an earlier load left pending.
+pub const MAX_DRAIN_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits (at most [`MAX_DRAIN_WAIT`]) until the server has no persist pending
+/// (in flight or queued) from before the check, so that every persist counted in
+/// the window is one of the check's own elements: a backlog left by an
+/// observation load drains at the fixed rate and would pass for throughput (a
+/// "fix" that refused every request passed so). `None` once drained; the number
+/// still pending if it does not drain in time.
+async fn drained(target: &str, mut stats: simulator_api::Stats) -> anyhow::Result<Option<u64>> {
+    let pending = |s: &simulator_api::Stats| s.persists_in_flight + s.persists_queued;
+    let deadline = tokio::time::Instant::now() + MAX_DRAIN_WAIT;
+    if pending(&stats) > 0 {
+        eprintln!(
+            "waiting for {} persists left by an earlier load (at most {} s)",
+            pending(&stats),
+            MAX_DRAIN_WAIT.as_secs()
+        );
+    }
+    while pending(&stats) > 0 {
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(Some(pending(&stats)));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stats = endpoints::stats(target).await?;
+    }
+    Ok(None)
+}
 
 /// One condition, measured.
 #[derive(Debug, Clone)]
@@ -116,6 +147,13 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
     }
     if let Some(reason) = world_moved(&stats.config, scenario) {
         return Ok(refuse(reason));
+    }
+    if let Some(left) = drained(target, stats).await? {
+        return Ok(refuse(format!(
+            "{left} persists left by an earlier load are still pending after {} s: the check counts only what happens to its own requests, so it starts on a server with nothing pending; wait for them, or restart the server (`workshop start {}`)",
+            MAX_DRAIN_WAIT.as_secs(),
+            scenario.name
+        )));
     }
     let mut load = scenario.load_plan(target, Some(window.max(MIN_WINDOW)))?;
     load.seed = load.seed.or(Some(CHECK_SEED));
