@@ -16,6 +16,7 @@ use simulator_api::Settings;
 use crate::config::{self, SettingFlags};
 use crate::observe::{machine, probes};
 use crate::scenario::{self, Scenario};
+use crate::serving::answers::Answers;
 use crate::serving::{self, shutdown};
 
 /// A deliberately imperfect, USDT-instrumented data processor for practising
@@ -57,6 +58,12 @@ pub struct ServeArgs {
     /// TOML file with any of the settings below (keys are the flag names with `_`).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// Whether `/stats` and `/scenarios` name the cause and the fixes, or keep them
+    /// back until asked with `?answers=show` [default: shown; hidden under
+    /// `workshop start`].
+    #[arg(long, value_enum)]
+    pub answers: Option<Answers>,
 
     #[command(flatten)]
     pub settings: SettingFlags,
@@ -174,7 +181,15 @@ pub async fn serve_with(
     println!("  stop with Ctrl-C; final counts are printed on exit");
     after_banner(pid, &format!("http://{addr}"));
     tracing::info!(%addr, pid, ?config.permits, "serving");
-    let report = serving::run(listener, operator, config, scenario, shutdown::signal()).await?;
+    let report = serving::run(
+        listener,
+        operator,
+        config,
+        scenario,
+        args.answers.unwrap_or_default(),
+        shutdown::signal(),
+    )
+    .await?;
     print!("{}", shutdown::final_report(&report));
     Ok(())
 }

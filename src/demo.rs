@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::observe::probes;
 use crate::scenario::{self, Scenario};
 use crate::serving;
+use crate::serving::answers::Answers;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -122,6 +123,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         None,
         plan.settings.clone(),
         plan.scenario.clone(),
+        Answers::Shown,
         async {
             let _ = stopped.await;
         },

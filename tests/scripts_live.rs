@@ -25,10 +25,10 @@ use tracer::{figures, probes_armed, Tool, Traced};
 /// Every test here starts a server and traces it by pid, except the test of the
 /// pages' exact line, which names no pid and so must find the only server
 /// running: it runs alone (the write side), the others together.
-static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+static ALONE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
-fn together() -> std::sync::RwLockReadGuard<'static, ()> {
-    ALONE.read().unwrap_or_else(|p| p.into_inner())
+async fn together() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    ALONE.read().await
 }
 
 /// The load: enough clients, often enough, that 8 permits run out.
@@ -96,7 +96,7 @@ async fn traced_run_with(
     if !tool.available() {
         return None;
     }
-    let _together = together();
+    let _together = together().await;
     let server = Server::start(server_args);
     let pid = server.pid;
     let script = script.to_owned();
@@ -312,7 +312,7 @@ async fn cpu_run(tool: Tool) -> Option<(u64, u64, u32)> {
     if !tool.available() {
         return None;
     }
-    let _together = together();
+    let _together = together().await;
     let server = Server::start(&[]);
     let pid = server.pid;
     let measured = tokio::task::spawn_blocking(move || {
@@ -338,7 +338,7 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
         return;
     }
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed-count.d");
-    let _together = together();
+    let _together = together().await;
     let server = Server::start(&[]);
     let pid = server.pid;
     let (traced, server) = tokio::task::spawn_blocking(move || {
@@ -380,7 +380,7 @@ fn the_pages_trace_line_runs_as_typed(tool: Tool) {
     if !tool.available() {
         return;
     }
-    let _alone = ALONE.write().unwrap_or_else(|p| p.into_inner());
+    let _alone = ALONE.blocking_write();
     let server = Server::start(&[]);
     let mut load = std::process::Command::new(BIN)
         .args(["clients", "--target", &server.url])
@@ -408,7 +408,10 @@ fn the_pages_trace_line_runs_as_typed(tool: Tool) {
     );
     assert!(out.status.success(), "{stderr}\n{stdout}");
     assert!(
-        stderr.contains(&format!("tracing pid {}, the system-simulator that listens", server.pid)),
+        stderr.contains(&format!(
+            "tracing pid {}, the system-simulator that listens",
+            server.pid
+        )),
         "said which process it chose: {stderr}"
     );
     assert!(

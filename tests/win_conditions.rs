@@ -83,10 +83,21 @@ async fn a_backlog_left_by_an_earlier_load_does_not_pass_for_throughput() {
 /// `workshop check` against `url`: its exit status and what it printed.
 fn check_cli(name: &str, url: &str) -> (Option<i32>, String) {
     let out = Command::new(BIN)
-        .args(["workshop", "check", name, "--target", url, "--duration", "6s"])
+        .args([
+            "workshop",
+            "check",
+            name,
+            "--target",
+            url,
+            "--duration",
+            "6s",
+        ])
         .output()
         .expect("run workshop check");
-    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,7 +115,7 @@ async fn a_moved_world_is_not_judged_however_it_moved() {
     assert_eq!(code, Some(1), "{printed}");
     assert!(
         printed.contains("not checked: the world differs")
-            && printed.contains("persist_latency moved from `lognormal(30ms, 1)` to `5ms`"),
+            && printed.contains("persist_latency moved from `lognormal(30ms, 1.0)` to `5ms`"),
         "{printed}"
     );
     drop(server);

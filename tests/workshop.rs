@@ -96,3 +96,48 @@ async fn the_check_fails_with_no_other_load_and_passes_after_the_fix() {
     let (passed, printed) = check(&server, "sequential-persist");
     assert!(passed && printed.contains("solved"), "{printed}");
 }
+
+/// `workshop start` keeps the cause and the fix out of `/stats` and `/scenarios`
+/// until asked (`?answers=show`); the capacity and the live figures stay, and
+/// `serve` shows everything.
+#[tokio::test]
+async fn a_workshop_server_keeps_the_answers_until_asked() {
+    let server = Server::start_exercise("slow-backend");
+    let http = client();
+    let hidden = stats(&http, &server.url).await;
+    let model = &hidden["model"];
+    assert!(model["capacity_per_s"].as_f64().unwrap() > 100.0, "{model}");
+    assert!(model["fix"].is_null(), "{model}");
+    assert_eq!(hidden["fixes"], serde_json::json!([]));
+    let limited_by = model["limited_by"].as_str().unwrap();
+    assert!(!limited_by.contains("permits"), "{limited_by}");
+    assert!(limited_by.contains("?answers=show"), "{limited_by}");
+    let text = hidden.to_string();
+    for fix in ["little-law-concurrency", "hedge-the-slowest"] {
+        assert!(!text.contains(fix), "/stats names {fix}");
+    }
+
+    let listing = get(&http, &format!("{}/scenarios", server.url)).await;
+    assert_eq!(listing.status, 200);
+    for scenario in listing.json().as_array().unwrap() {
+        assert_eq!(scenario["fixes"], serde_json::json!([]), "{scenario}");
+    }
+    assert!(!listing.body.contains("little-law-concurrency"));
+
+    let shown = get(&http, &format!("{}/stats?answers=show", server.url)).await;
+    assert_eq!(shown.status, 200);
+    assert_eq!(
+        shown.json()["model"]["fix"]["name"],
+        "little-law-concurrency"
+    );
+    let all = get(&http, &format!("{}/scenarios?answers=show", server.url)).await;
+    assert!(all.body.contains("hedge-the-slowest"));
+
+    let wrong = get(&http, &format!("{}/stats?answers=yes", server.url)).await;
+    assert_eq!(wrong.status, 400, "{}", wrong.body);
+    assert!(wrong.body.contains("?answers=show"), "{}", wrong.body);
+
+    let plain = Server::start(&["--scenario", "slow-backend"]);
+    let told = stats(&http, &plain.url).await;
+    assert_eq!(told["model"]["fix"]["name"], "little-law-concurrency");
+}

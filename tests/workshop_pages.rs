@@ -56,6 +56,16 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
             scenario.name,
             scenario.name
         );
+        // The load the page runs is the one `workshop start` prints, duration and all.
+        let load = format!(
+            "cargo run --release -- clients {}",
+            system_simulator::workshop::shell_line(&scenario.load)
+        );
+        assert!(
+            page.contains(&load),
+            "{}: the page's load is not `{load}`",
+            scenario.name
+        );
         for c in &scenario.check {
             let bound = match (c.below, c.above) {
                 (Some(b), _) => format!("below {b:?}"),

@@ -7,7 +7,8 @@
 //! [`app`]; the operator's own listener serves [`operator_app`], the same routes
 //! without `POST /requests`.
 
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, Method, Uri};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -15,6 +16,7 @@ use axum::{Json, Router};
 use simulator_api::{Reply, ScenarioInfo, Stats};
 
 use super::admin;
+use super::answers::{self, Ask};
 use super::body::{parse_element, TimedBody};
 use super::error::ApiError;
 use super::state::AppState;
@@ -66,13 +68,30 @@ async fn create_request(
     Ok(Json(reply))
 }
 
-async fn stats(State(state): State<AppState>) -> Json<Stats> {
-    Json(state.stats())
+async fn stats(
+    State(state): State<AppState>,
+    ask: Result<Query<Ask>, QueryRejection>,
+) -> Result<Json<Stats>, ApiError> {
+    let stats = state.stats();
+    Ok(Json(if state.answers.for_request(ask)? {
+        stats
+    } else {
+        answers::hide_in_stats(stats)
+    }))
 }
 
-async fn scenarios() -> Result<Json<Vec<ScenarioInfo>>, ApiError> {
+async fn scenarios(
+    State(state): State<AppState>,
+    ask: Result<Query<Ask>, QueryRejection>,
+) -> Result<Json<Vec<ScenarioInfo>>, ApiError> {
+    let show = state.answers.for_request(ask)?;
     let all = scenario::bundled().map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(Json(all.iter().map(scenario::Scenario::info).collect()))
+    let tell = if show {
+        scenario::Scenario::info
+    } else {
+        answers::hide_in_scenario
+    };
+    Ok(Json(all.iter().map(tell).collect()))
 }
 
 async fn prometheus(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {

@@ -24,11 +24,13 @@ use simulator_api::Settings;
 use crate::observe::metrics;
 use crate::request_path::{DataProcessor, DrainReport, StartError};
 use crate::scenario::Scenario;
+use answers::Answers;
 use connections::{Limits, OPERATOR_MAX_CONNECTIONS};
 use http::{app, operator_app};
 use state::AppState;
 
 pub mod admin;
+pub mod answers;
 pub mod body;
 pub mod connections;
 pub mod error;
@@ -79,6 +81,7 @@ pub async fn run(
     operator: Option<TcpListener>,
     settings: Settings,
     scenario: Scenario,
+    answers: Answers,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<DrainReport, ServeError> {
     let processor = DataProcessor::new(&settings)?;
@@ -98,7 +101,7 @@ pub async fn run(
         limit_name: "max_connections",
         metered: true,
     };
-    let state = AppState::new(processor.clone(), scenario);
+    let state = AppState::new(processor.clone(), scenario).with_answers(answers);
     let stats = Arc::clone(&state.connections);
     let stop_accepting = CancellationToken::new();
     // The canary stops when accepting does: the drain is no time to measure.

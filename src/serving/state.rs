@@ -5,6 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use simulator_api::Stats;
 
+use super::answers::Answers;
 use super::connections::ConnectionStats;
 use crate::model;
 use crate::observe::runtime::RuntimeWatch;
@@ -23,6 +24,8 @@ pub struct AppState {
     pub connections: Arc<ConnectionStats>,
     /// The runtime's metrics and canary (the canary runs once `serving::run` starts it).
     pub runtime: Arc<RuntimeWatch>,
+    /// Whether `/stats` and `/scenarios` tell the cause and the fix.
+    pub answers: Answers,
 }
 
 impl AppState {
@@ -32,7 +35,13 @@ impl AppState {
             scenario: Arc::new(RwLock::new(Arc::new(scenario))),
             connections: Arc::default(),
             runtime: Arc::default(),
+            answers: Answers::Shown,
         }
+    }
+
+    /// The same state, telling or keeping back the answers (`--answers`).
+    pub fn with_answers(self, answers: Answers) -> Self {
+        Self { answers, ..self }
     }
 
     pub fn scenario(&self) -> Arc<Scenario> {

@@ -44,10 +44,12 @@ pub const MAX_DRAIN_WAIT: Duration = Duration::from_secs(30);
 /// (in flight or queued) from before the check, so that every persist counted in
 /// the window is one of the check's own elements: a backlog left by an
 /// observation load drains at the fixed rate and would pass for throughput (a
-/// "fix" that refused every request passed so). `None` once drained; the number
-/// still pending if it does not drain in time.
-async fn drained(target: &str, mut stats: simulator_api::Stats) -> anyhow::Result<Option<u64>> {
+/// "fix" that refused every request passed so). A load still running keeps
+/// persists pending for ever, and waiting it out would hide it from the check's
+/// own test for a load beside it: new requests while waiting end the wait.
+async fn drained(target: &str, mut stats: simulator_api::Stats) -> anyhow::Result<Drain> {
     let pending = |s: &simulator_api::Stats| s.persists_in_flight + s.persists_queued;
+    let started = stats.counts.requests_started;
     let deadline = tokio::time::Instant::now() + MAX_DRAIN_WAIT;
     if pending(&stats) > 0 {
         eprintln!(
@@ -58,12 +60,26 @@ async fn drained(target: &str, mut stats: simulator_api::Stats) -> anyhow::Resul
     }
     while pending(&stats) > 0 {
         if tokio::time::Instant::now() >= deadline {
-            return Ok(Some(pending(&stats)));
+            return Ok(Drain::Pending(pending(&stats)));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
         stats = endpoints::stats(target).await?;
+        let new = stats.counts.requests_started.saturating_sub(started);
+        if new > 0 {
+            return Ok(Drain::LoadRunning(new));
+        }
     }
-    Ok(None)
+    Ok(Drain::Empty)
+}
+
+/// What [`drained`] found.
+enum Drain {
+    /// Nothing pending: the window may start.
+    Empty,
+    /// Still pending after [`MAX_DRAIN_WAIT`].
+    Pending(u64),
+    /// Requests arrived while waiting: another load is running.
+    LoadRunning(u64),
 }
 
 /// One condition, measured.
@@ -148,12 +164,16 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
     if let Some(reason) = world_moved(&stats.config, scenario) {
         return Ok(refuse(reason));
     }
-    if let Some(left) = drained(target, stats).await? {
-        return Ok(refuse(format!(
+    match drained(target, stats).await? {
+        Drain::Empty => {}
+        Drain::Pending(left) => return Ok(refuse(format!(
             "{left} persists left by an earlier load are still pending after {} s: the check counts only what happens to its own requests, so it starts on a server with nothing pending; wait for them, or restart the server (`workshop start {}`)",
             MAX_DRAIN_WAIT.as_secs(),
             scenario.name
-        )));
+        ))),
+        Drain::LoadRunning(new) => return Ok(refuse(format!(
+            "the server started {new} requests before the check sent any: stop any other load (the check brings its own) and check again"
+        ))),
     }
     let mut load = scenario.load_plan(target, Some(window.max(MIN_WINDOW)))?;
     load.seed = load.seed.or(Some(CHECK_SEED));

@@ -77,8 +77,11 @@ impl Drop for ChildServer {
     }
 }
 
-/// The figures block for one exercise: each fix before and after, on servers
-/// confined as `confinement` says.
+/// The figures block for one exercise: the win condition on a fresh server in the
+/// scenario (before), then on a fresh server per fix with the fix applied (after),
+/// every server confined as `confinement` says. One "before" serves every fix: it
+/// is the same scenario, and a fresh server per "after" starts without the backlog
+/// a "before" leaves (which the check would first wait out).
 pub async fn measure(
     scenario: &Scenario,
     window: Duration,
@@ -90,13 +93,13 @@ pub async fn measure(
         window.as_secs()
     );
     out.push_str(&format!("\n{}\n", world_line(scenario)));
-    let mut machine = None;
+    let (before, machine) = {
+        let server = ChildServer::start(&scenario.name, confinement)?;
+        let machine = endpoints::stats(&server.url).await?.machine;
+        (check::check(scenario, &server.url, window).await?, machine)
+    };
     for fix in &scenario.fixes {
         let server = ChildServer::start(&scenario.name, confinement)?;
-        if machine.is_none() {
-            machine = Some(endpoints::stats(&server.url).await?.machine);
-        }
-        let before = check::check(scenario, &server.url, window).await?;
         let body = fix
             .config_for(scenario.clients())
             .map_err(anyhow::Error::msg)?;
@@ -114,20 +117,20 @@ pub async fn measure(
         ));
         out.push_str(&table(&before, &after));
     }
-    if let Some(m) = machine {
-        out.push_str(&format!(
-            "\nMeasured on {}: {} core{} ({}), timer tick {} ms{}.\n",
-            cpu_model(),
-            m.cores,
-            if m.cores == 1 { "" } else { "s" },
-            confinement.describe(),
-            m.timer_tick_us as f64 / 1e3,
-            m.zstd_bytes_per_cpu_s.map_or(String::new(), |r| format!(
+    out.push_str(&format!(
+        "\nMeasured on {}: {} core{} ({}), timer tick {} ms{}.\n",
+        cpu_model(),
+        machine.cores,
+        if machine.cores == 1 { "" } else { "s" },
+        confinement.describe(),
+        machine.timer_tick_us as f64 / 1e3,
+        machine
+            .zstd_bytes_per_cpu_s
+            .map_or(String::new(), |r| format!(
                 ", zstd {:.0} MB per CPU second",
                 r / 1e6
             )),
-        ));
-    }
+    ));
     out.push_str(END);
     out.push('\n');
     Ok(out)

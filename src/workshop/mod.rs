@@ -25,6 +25,7 @@ use clap::{Args, Subcommand};
 use crate::cli::ServeArgs;
 use crate::observe::probes;
 use crate::scenario::{self, Scenario};
+use crate::serving::answers::Answers;
 
 #[derive(Debug, Args)]
 pub struct WorkshopArgs {
@@ -117,6 +118,8 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
                 );
             }
             serve.scenario = Some(chosen.name.clone());
+            // The attendee reads the cause and the fix in the hints, when ready.
+            serve.answers.get_or_insert(Answers::Hidden);
             crate::cli::serve_with(*serve, |pid, data_url| print_ticket(&chosen, pid, data_url))
                 .await?;
             Ok(std::process::ExitCode::SUCCESS)
@@ -197,9 +200,15 @@ fn without_duration(load: &[String]) -> Vec<&str> {
     words
 }
 
+/// Words as a shell reads them back: `lognormal(256k, 1M)` quoted, plain words not.
+pub fn shell_line(words: &[String]) -> String {
+    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+    // only a NUL byte fails, which no shell takes
+}
+
 /// The ticket and what to run, printed after the server's own banner.
 fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
-    let load: Vec<&str> = s.load.iter().map(String::as_str).collect();
+    let load = shell_line(&s.load);
     let target = match data_url {
         "http://127.0.0.1:7878" => String::new(),
         other => format!(" --target {other}"),
@@ -211,10 +220,7 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
         s.ticket.trim()
     );
     println!("\nput the ticket's load on it (another terminal):");
-    println!(
-        "  cargo run --release -- clients --target {data_url} {}",
-        load.join(" ")
-    );
+    println!("  cargo run --release -- clients --target {data_url} {load}");
     println!("look inside (root):");
     for command in probes::trace_commands(pid) {
         println!("  {command}");

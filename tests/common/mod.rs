@@ -48,24 +48,36 @@ impl Server {
     }
 
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
-        Self::spawn("127.0.0.1:0", args, env, false)
+        Self::spawn(&["serve"], "127.0.0.1:0", args, env, false)
+    }
+
+    /// `workshop start NAME`: the server as an attendee starts it.
+    pub fn start_exercise(name: &str) -> Server {
+        Self::spawn(&["workshop", "start", name], "127.0.0.1:0", &[], &[], false)
     }
 
     /// A server on a given loopback address, e.g. to restart one on its old port.
     pub fn start_on(listen: &str, args: &[&str]) -> Server {
-        Self::spawn(listen, args, &[], false)
+        Self::spawn(&["serve"], listen, args, &[], false)
     }
 
     /// A server at its default log level (RUST_LOG unset) whose log lines are kept
     /// in `stderr`.
     pub fn start_logging(args: &[&str]) -> Server {
-        Self::spawn("127.0.0.1:0", args, &[], true)
+        Self::spawn(&["serve"], "127.0.0.1:0", args, &[], true)
     }
 
-    fn spawn(listen: &str, args: &[&str], env: &[(&str, &str)], keep_log: bool) -> Server {
+    fn spawn(
+        lead: &[&str],
+        listen: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        keep_log: bool,
+    ) -> Server {
         let mut command = Command::new(BIN);
         command
-            .args(["serve", "--listen", listen])
+            .args(lead)
+            .args(["--listen", listen])
             .args(args)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
