@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use simulator_api::{Counts, Delay, Fix, Model, Settings, SEED_COUNTS};
+use simulator_api::{max_duration, Counts, Delay, Fix, Model, Settings, SEED_COUNTS};
 use simulator_clients::{endpoints, LoadPlan, Pacing, Report};
 use tokio_util::sync::CancellationToken;
 
@@ -83,7 +83,15 @@ impl DemoArgs {
                 names.join(", ")
             )
         })?;
-        let mut load = scenario.load_plan("http://127.0.0.1:0", Some(self.duration))?;
+        let (duration, note) = max_duration::cut(
+            "each run's --duration",
+            self.duration,
+            max_duration::from_env()?,
+        );
+        if let Some(note) = note {
+            eprintln!("demo: {note}");
+        }
+        let mut load = scenario.load_plan("http://127.0.0.1:0", Some(duration))?;
         if let Some(clients) = self.clients {
             load.clients = clients;
         }

@@ -8,6 +8,7 @@
 
 pub mod bodies;
 pub mod delay;
+pub mod max_duration;
 pub mod settings;
 pub mod value;
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use simulator_api::max_duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::LiveMetrics;
@@ -285,8 +286,17 @@ impl Args {
 
     /// [`Args::plan`] with the shard and run id that the job engine's variables
     /// (read through `env`) give when the flags do not.
+    /// `SIMULATOR_MAX_DURATION` cuts `--duration` (said on stderr).
     pub fn plan_in(&self, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<LoadPlan> {
         let mut plan = self.plan();
+        if let Some(wanted) = plan.stop.duration {
+            let cap = max_duration::parse(env(max_duration::VAR).as_deref())?;
+            let (duration, note) = max_duration::cut("--duration", wanted, cap);
+            plan.stop.duration = Some(duration);
+            if let Some(note) = note {
+                eprintln!("sim-clients: {note}");
+            }
+        }
         plan.shard = self.sharding.resolve(&env)?;
         if plan.run_id.is_none() {
             plan.run_id = match plan.shard.map(|s| s.source) {
@@ -372,11 +382,16 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
         }),
         (Some(_), None) => return Err(crate::sweep::SweepError::NoStartAt.into()),
     };
+    let (duration, note) =
+        max_duration::cut("--duration", args.duration, max_duration::from_env()?);
+    if let Some(note) = note {
+        eprintln!("sweep: {note}");
+    }
     let plan = crate::sweep::SweepPlan {
         together,
         target: args.target.clone(),
         clients: args.clients.clone(),
-        duration: args.duration,
+        duration,
         repeat: args.repeat,
         think_time: args.think_time,
         fix: args.fix.clone(),

@@ -1,0 +1,465 @@
+//! Every command in README.md, docs/*.md and docs/workshop/*.md runs as printed.
+//!
+//! Each page gets a terminal of its own (tests/pages_run/session.rs: a bash in a
+//! network namespace, so the pages' ports 7878 and 7879 are its own) in a sandbox
+//! that looks like a clone: `scripts/`, `scenarios/`, `deploy/` and `docs/` of this
+//! repository, and `target/release/` holding the binaries this test run built.
+//! `cargo run --release [--bin X] -- ARGS` runs those binaries (a `cargo` on PATH
+//! that does only that, so the test does not build a second time) and `sudo` runs
+//! its command (the test is root). The commands' text is never edited: durations
+//! are cut by `SIMULATOR_MAX_DURATION`, which every tool honours and reports.
+//!
+//! What a person does between commands, the test does too:
+//! - a server (`serve`, `workshop start`) is terminal 1: it runs in the background
+//!   until the next server or the page's end, and the next command waits until it
+//!   answers `/healthz`;
+//! - a load (`clients`, `sim-clients`) is terminal 2: it runs in the background
+//!   while the traces and `curl`s that follow run, and is stopped with Ctrl-C
+//!   (SIGINT) before a `workshop check` (the pages say to) and at the page's end;
+//!   it must then print its report and exit 0;
+//! - every other command runs in the foreground and must exit 0; a trace must
+//!   print what its script prints (stdout); `workshop check` must pass after the
+//!   page applied its fix, and may say `not yet:` (exit 1) before.
+//!
+//! Blocks marked `<!-- not run: REASON -->` are not run; their flags are checked
+//! against the `--help` of the tool they name. Marked `<!-- output -->`, a block
+//! is what a command prints.
+//!
+//! Needs root (network namespaces, tracers); skips without, fails under CI. About
+//! 3 minutes: three pages at a time, loads and traces cut to 3 s (the sweeps of
+//! docs/load.md and docs/scenarios.md, a minute and more each, are the longest).
+
+#[path = "pages_run/blocks.rs"]
+mod blocks;
+mod common;
+#[path = "pages_run/session.rs"]
+mod session;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use blocks::{Block, Mark};
+use common::{is_root, skip_or_fail, BIN};
+use session::{catches_sigint, running, Job, Session};
+
+/// How long a page's foreground runs and traces last (`SIMULATOR_MAX_DURATION`).
+const SHORT: &str = "3s";
+/// Each step of a sweep (a sweep runs many).
+const SWEEP_STEP: &str = "1s";
+/// Pages run at once, each in a namespace of its own.
+const PAGES_AT_ONCE: usize = 3;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The pages, in the order a newcomer reads them.
+fn pages() -> Vec<PathBuf> {
+    let mut pages = vec![repo().join("README.md")];
+    for dir in ["docs", "docs/workshop"] {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        found.sort();
+        pages.extend(found);
+    }
+    pages
+}
+
+/// What the test must do with a command.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    Server,
+    Load,
+    Sweep,
+    Check,
+    Trace,
+    Fix,
+    Other,
+}
+
+/// The program a command runs and its arguments, the way the pages spell them.
+fn invocation(command: &str) -> (String, Vec<String>) {
+    let code = blocks::without_comment(command);
+    let words = shlex::split(&code.replace("\\\n", " ")).unwrap_or_default();
+    let mut words: Vec<String> = words.into_iter().skip_while(|w| w == "sudo").collect();
+    if words.first().map(String::as_str) == Some("cargo")
+        && words.get(1).map(String::as_str) == Some("run")
+    {
+        let bin = words
+            .iter()
+            .position(|w| w == "--bin")
+            .and_then(|i| words.get(i + 1).cloned())
+            .unwrap_or_else(|| "system-simulator".into());
+        let args = match words.iter().position(|w| w == "--") {
+            Some(i) => words.split_off(i + 1),
+            None => Vec::new(),
+        };
+        return (bin, args);
+    }
+    if words.is_empty() {
+        return (String::new(), words);
+    }
+    let program = words.remove(0);
+    let program = program.rsplit('/').next().unwrap().to_string();
+    (program, words)
+}
+
+fn kind(command: &str) -> Kind {
+    let (program, args) = invocation(command);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match (program.as_str(), args.as_slice()) {
+        _ if command.trim_start().starts_with("for ") => Kind::Other,
+        ("system-simulator", ["serve", ..]) | ("system-simulator", ["workshop", "start", ..]) => {
+            Kind::Server
+        }
+        ("system-simulator", ["workshop", "check", ..]) => Kind::Check,
+        ("system-simulator", ["clients", "sweep", ..]) | ("sim-clients", ["sweep", ..]) => {
+            Kind::Sweep
+        }
+        ("system-simulator", ["clients", "merge", ..]) | ("sim-clients", ["merge", ..]) => {
+            Kind::Other
+        }
+        ("system-simulator", ["clients", ..]) | ("sim-clients", _) => Kind::Load,
+        ("trace", _) => Kind::Trace,
+        ("curl", _) if command.contains("admin/config") && command.contains("PUT") => Kind::Fix,
+        _ => Kind::Other,
+    }
+}
+
+/// A sandbox that looks like a clone, with the test's binaries as the release
+/// build and the page's `cargo` and `sudo` first on PATH; returns PATH.
+fn sandbox(dir: &Path) -> String {
+    let bins = Path::new(BIN).parent().unwrap();
+    let release = dir.join("target/release");
+    std::fs::create_dir_all(&release).unwrap();
+    for name in ["system-simulator", "sim-clients"] {
+        std::os::unix::fs::symlink(bins.join(name), release.join(name)).unwrap();
+    }
+    for linked in ["scripts", "scenarios", "deploy", "docs", "Cargo.toml"] {
+        std::os::unix::fs::symlink(repo().join(linked), dir.join(linked)).unwrap();
+    }
+    let shims = dir.join("shims");
+    std::fs::create_dir_all(&shims).unwrap();
+    let cargo = format!(
+        "#!/usr/bin/env bash\n\
+         # The pages' cargo in tests/pages_run.rs: runs the binaries this test run built.\n\
+         case \"${{1:-}}\" in\n\
+           build) exit 0 ;;\n\
+           run) shift; bin=system-simulator\n\
+             while [ $# -gt 0 ]; do case \"$1\" in\n\
+               --release|-q|--quiet) shift ;;\n\
+               --bin) bin=$2; shift 2 ;;\n\
+               --) shift; break ;;\n\
+               *) echo \"cargo (pages test): unknown $1\" >&2; exit 2 ;;\n\
+             esac; done\n\
+             exec {release}/$bin \"$@\" ;;\n\
+           *) echo \"cargo (pages test): the pages may not run cargo $1 here\" >&2; exit 2 ;;\n\
+         esac\n",
+        release = release.display()
+    );
+    for (name, text) in [
+        ("cargo", cargo.as_str()),
+        ("sudo", "#!/bin/sh\nexec \"$@\"\n"),
+    ] {
+        let path = shims.join(name);
+        std::fs::write(&path, text).unwrap();
+        Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+    }
+    format!(
+        "{}:{}:{}",
+        shims.display(),
+        release.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// One page's run: its failures, each naming the page's line.
+struct PageRun<'a> {
+    page: &'a str,
+    session: Session,
+    servers: Vec<Job>,
+    /// The loads running, with the page line that started each.
+    loads: Vec<(usize, Job)>,
+    fixed: bool,
+    failures: Vec<String>,
+}
+
+impl PageRun<'_> {
+    fn fail(&mut self, line: usize, command: &str, why: String) {
+        self.failures
+            .push(format!("{}:{line}: `{command}`: {why}", self.page));
+    }
+
+    /// Ctrl-C to every load, as the pages ask before a check; each must report.
+    fn stop_loads(&mut self) {
+        for (line, load) in std::mem::take(&mut self.loads) {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while running(load.pid) && !catches_sigint(load.pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let done = self.session.stop(&load, "INT");
+            if done.code != 0 || !done.stdout.contains("requests done") {
+                let why = format!(
+                    "after Ctrl-C, exit {} without a report\n{}{}",
+                    done.code, done.stdout, done.stderr
+                );
+                self.fail(line, &load.command, why);
+            }
+        }
+    }
+
+    fn stop_servers(&mut self) {
+        for server in std::mem::take(&mut self.servers) {
+            self.session.stop(&server, "TERM");
+        }
+    }
+
+    fn run(&mut self, line: usize, command: &str) {
+        eprintln!(
+            "{}:{line}: {}",
+            self.page,
+            command.lines().next().unwrap_or("")
+        );
+        let code = blocks::without_comment(command);
+        let background = code.ends_with('&') && !code.contains("done");
+        let text = if background {
+            code.trim_end_matches('&').trim_end()
+        } else {
+            command
+        };
+        match kind(text) {
+            Kind::Server => {
+                self.stop_loads();
+                self.stop_servers();
+                let server = self.session.spawn(text, None);
+                let ready = self.session.run(
+                    "for _ in $(seq 300); do curl -sf -o /dev/null localhost:7878/healthz && break; sleep 0.1; done; curl -sf -o /dev/null localhost:7878/healthz",
+                    None,
+                    Duration::from_secs(60),
+                );
+                if ready.code != 0 {
+                    let printed = self.session.printed(&server);
+                    self.fail(line, text, format!("the server never answered\n{printed}"));
+                }
+                self.servers.push(server);
+                self.fixed = false;
+            }
+            Kind::Load => {
+                let load = self.session.spawn(text, None);
+                self.loads.push((line, load));
+            }
+            Kind::Check => {
+                self.stop_loads();
+                let done = self
+                    .session
+                    .run(text, Some(SHORT), Duration::from_secs(180));
+                let not_yet = !self.fixed && done.code == 1 && done.stdout.contains("not yet:");
+                if done.code != 0 && !not_yet {
+                    let why = format!("exit {}\n{}{}", done.code, done.stdout, done.stderr);
+                    self.fail(line, text, why);
+                }
+            }
+            kind => {
+                let cap = if kind == Kind::Sweep {
+                    SWEEP_STEP
+                } else {
+                    SHORT
+                };
+                let within = Duration::from_secs(if kind == Kind::Sweep { 300 } else { 120 });
+                if background {
+                    let job = self.session.spawn(text, Some(cap));
+                    self.loads.push((line, job));
+                    return;
+                }
+                let done = self.session.run(text, Some(cap), within);
+                let silent_trace = kind == Kind::Trace && done.stdout.trim().is_empty();
+                if done.code != 0 || silent_trace {
+                    let why = format!(
+                        "exit {}{}\nstdout: {}\nstderr: {}",
+                        done.code,
+                        if silent_trace {
+                            ", printed nothing"
+                        } else {
+                            ""
+                        },
+                        done.stdout,
+                        done.stderr
+                    );
+                    self.fail(line, text, why);
+                }
+                if kind == Kind::Fix {
+                    self.fixed = true;
+                }
+            }
+        }
+    }
+}
+
+/// A command not run here: its flags must be ones its tool takes.
+fn check_flags(command: &str) -> Option<String> {
+    let syntax = Command::new("bash")
+        .args(["-n", "-c", command])
+        .output()
+        .unwrap();
+    if !syntax.status.success() {
+        return Some(format!(
+            "not shell: {}",
+            String::from_utf8_lossy(&syntax.stderr)
+        ));
+    }
+    let (program, args) = invocation(command);
+    let help_of: Vec<String> = match program.as_str() {
+        "system-simulator" | "sim-clients" => {
+            let words: Vec<String> = args
+                .iter()
+                .take_while(|a| !a.starts_with('-'))
+                .cloned()
+                .collect();
+            let bin = Path::new(BIN).with_file_name(&program);
+            let mut help = vec![bin.display().to_string()];
+            help.extend(words);
+            help
+        }
+        "python3" if args.first().is_some_and(|a| a.ends_with(".py")) => {
+            vec![
+                "python3".into(),
+                repo().join(&args[0]).display().to_string(),
+            ]
+        }
+        _ => return None,
+    };
+    let out = Command::new(&help_of[0])
+        .args(&help_of[1..])
+        .arg("--help")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let unknown: Vec<&str> = args
+        .iter()
+        .filter(|a| a.starts_with("--"))
+        .map(|a| a.split('=').next().unwrap())
+        .filter(|flag| !help.contains(flag))
+        .collect();
+    (!out.status.success() || !unknown.is_empty()).then(|| {
+        format!(
+            "`{}` does not take {unknown:?}\n{help}",
+            help_of[1..].join(" ")
+        )
+    })
+}
+
+fn run_page(page: &Path, work: &Path) -> Vec<String> {
+    let name = page.strip_prefix(repo()).unwrap().display().to_string();
+    let text = std::fs::read_to_string(page).unwrap();
+    let blocks: Vec<Block> = match blocks::blocks(&text) {
+        Ok(b) => b,
+        Err(e) => return vec![format!("{name}: {e}")],
+    };
+    // Commands not run here: their flags are checked.
+    let mut failures: Vec<String> = blocks
+        .iter()
+        .filter(|b| matches!(b.mark, Mark::NotRun(_)))
+        .flat_map(|b| b.commands.iter().zip(&b.command_lines))
+        .filter_map(|(c, line)| check_flags(c).map(|e| format!("{name}:{line}: `{c}`: {e}")))
+        .collect();
+    if !blocks.iter().any(|b| b.mark == Mark::Run) {
+        return failures;
+    }
+    let dir = work.join(name.replace('/', "_"));
+    let path = sandbox(&dir);
+    let started = Instant::now();
+    let mut run = PageRun {
+        page: &name,
+        session: Session::start(&dir, &path, dir.join("session")),
+        servers: Vec::new(),
+        loads: Vec::new(),
+        fixed: false,
+        failures: Vec::new(),
+    };
+    for block in blocks.iter().filter(|b| b.mark == Mark::Run) {
+        for (command, line) in block.commands.iter().zip(&block.command_lines) {
+            run.run(*line, command);
+        }
+    }
+    run.stop_loads();
+    run.stop_servers();
+    eprintln!("{name}: ran in {:.0?}", started.elapsed());
+    failures.append(&mut run.failures);
+    failures
+}
+
+#[test]
+fn every_command_in_the_readme_and_docs_runs_as_printed() {
+    if !is_root() {
+        skip_or_fail(
+            "the pages' commands need root: a network namespace of their own, and tracers",
+        );
+        return;
+    }
+    let work = std::env::temp_dir().join(format!("isim-pages-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let only = std::env::var("PAGES_RUN_ONLY").ok();
+    let queue: Vec<PathBuf> = pages()
+        .into_iter()
+        .filter(|page| only.as_deref().is_none_or(|o| page.ends_with(o)))
+        .collect();
+    let queue = std::sync::Mutex::new(queue.into_iter());
+    let failures = std::sync::Mutex::new(Vec::new());
+    // Pages side by side, each in its own namespace: most of a page's time is
+    // waiting (a trace's seconds, a server's start), and one after another they
+    // would add minutes to CI.
+    std::thread::scope(|scope| {
+        for _ in 0..PAGES_AT_ONCE {
+            scope.spawn(|| loop {
+                let Some(page) = queue.lock().unwrap().next() else {
+                    break;
+                };
+                let found = run_page(&page, &work);
+                failures.lock().unwrap().extend(found);
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    let _ = std::fs::remove_dir_all(&work);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn commands_are_told_apart_as_a_person_runs_them() {
+    assert_eq!(
+        kind("cargo run --release -- workshop start slow-backend"),
+        Kind::Server
+    );
+    assert_eq!(
+        kind("cargo run --release -- serve   # terminal 1"),
+        Kind::Server
+    );
+    assert_eq!(kind("target/release/system-simulator serve"), Kind::Server);
+    assert_eq!(
+        kind("cargo run --release --bin sim-clients -- --n 135 --duration 60s"),
+        Kind::Load
+    );
+    assert_eq!(
+        kind("cargo run --release -- clients --n 4 --duration 60s"),
+        Kind::Load
+    );
+    assert_eq!(kind("sim-clients sweep --n 5,10 --fix"), Kind::Sweep);
+    assert_eq!(
+        kind("sudo scripts/trace persist-time --seconds 20"),
+        Kind::Trace
+    );
+    assert_eq!(kind("cargo run --release -- workshop check x"), Kind::Check);
+    assert_eq!(
+        kind("curl -X PUT localhost:7879/admin/config --json '{\"permits\": 32}'"),
+        Kind::Fix
+    );
+    assert_eq!(
+        kind("curl -s localhost:7879/stats | python3 -m json.tool"),
+        Kind::Other
+    );
+}
