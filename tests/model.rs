@@ -3,6 +3,8 @@
 //! Every test runs with tokio's clock paused: sleeps complete instantly in real time
 //! but in order and with exact virtual durations, so "1,000 requests take 7.5 s" is
 //! checked to the millisecond without waiting 7.5 s or depending on machine load.
+//! The one exception runs real zstd work on the blocking pool (virtual time cannot
+//! stand in for CPU) and asserts only balances, never durations.
 
 use std::time::Duration;
 
@@ -218,6 +220,48 @@ async fn a_reset_in_flight_keeps_the_counts_balanced() {
     assert_eq!(c.requests_started, c.requests_done);
     assert_eq!(c.persists_started, c.persists_done);
     assert!(c.requests_done < 10, "the window starts at the reset");
+}
+
+/// A reset while works run: every in-flight pair (requests, persists, works)
+/// balances once the load is done, so no gauge reads below zero or drifts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_under_cpu_work_keeps_every_pair_balanced() {
+    use simulator_api::settings::{WorkKind, WorkOn};
+    let p = DataProcessor::new(&Settings {
+        permits: 1000,
+        persist_latency: Delay::fixed(Duration::from_millis(1)),
+        network_delay: Delay::fixed(Duration::ZERO),
+        work: WorkKind::Zstd,
+        work_bytes: 256 << 10,
+        work_on: WorkOn::BlockingPool,
+        work_limit: 1,
+        ..Settings::default()
+    })
+    .unwrap();
+    let mut set = JoinSet::new();
+    for _ in 0..20 {
+        let p = p.clone();
+        set.spawn(async move { p.handle(element()).await.unwrap() });
+    }
+    // One work at a time: wait (in real time, bounded) until works are under way
+    // and some are done, then reset in the middle of them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while p.counts().work_done < 2 || p.counts().work_in_flight() == 0 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", p.counts());
+        tokio::task::yield_now().await;
+    }
+    p.events().stats().reset();
+    assert!(
+        p.counts().work_in_flight() > 0,
+        "the reset carried the works in flight"
+    );
+    set.join_all().await;
+    drained(&p).await;
+    let c = p.counts();
+    assert_eq!(c.requests_started, c.requests_done, "{c:?}");
+    assert_eq!(c.persists_started, c.persists_done, "{c:?}");
+    assert_eq!(c.work_started, c.work_done, "{c:?}");
+    assert!(c.work_done < 20, "the window starts at the reset: {c:?}");
 }
 
 #[tokio::test(start_paused = true)]

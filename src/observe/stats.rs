@@ -32,8 +32,10 @@ impl Stats {
         *counts
     }
 
-    /// Zeroes the window. Requests and persists already in flight are carried into
-    /// the new window as started, so the balance above still holds when they finish;
+    /// Zeroes the window. Requests, persists, queue entries and works already in
+    /// flight are carried into the new window as started, so the balance above
+    /// still holds when they finish (a reset under load that forgot the works made
+    /// `work_done` outgrow `work_started`);
     /// the counters that only ever grow (blocked, failed, ...) start again from zero.
     pub fn reset(&self) {
         let mut counts = self.lock();
@@ -41,6 +43,7 @@ impl Stats {
             requests_started: counts.requests_in_flight(),
             persists_started: counts.persists_in_flight(),
             queue_enqueued: counts.queued(),
+            work_started: counts.work_in_flight(),
             ..Counts::default()
         };
     }
@@ -64,13 +67,28 @@ mod tests {
             c.requests_blocked = 4;
             c.persists_started = 7;
             c.persists_done = 5;
+            c.queue_enqueued = 9;
+            c.queue_dequeued = 5;
+            c.work_started = 6;
+            c.work_done = 4;
         });
         stats.reset();
         let after = stats.snapshot();
         assert_eq!(after.requests_in_flight(), 3);
         assert_eq!(after.persists_in_flight(), 2);
+        assert_eq!(after.queued(), 4);
+        assert_eq!(after.work_in_flight(), 2);
         assert_eq!(after.requests_blocked, 0);
-        stats.record(|c| c.requests_done += 3);
-        assert_eq!(stats.snapshot().requests_in_flight(), 0);
+        stats.record(|c| {
+            c.requests_done += 3;
+            c.persists_done += 2;
+            c.queue_dequeued += 4;
+            c.work_done += 2;
+        });
+        let drained = stats.snapshot();
+        assert_eq!(drained.requests_started, drained.requests_done);
+        assert_eq!(drained.persists_started, drained.persists_done);
+        assert_eq!(drained.queue_enqueued, drained.queue_dequeued);
+        assert_eq!(drained.work_started, drained.work_done);
     }
 }
