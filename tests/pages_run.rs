@@ -18,7 +18,8 @@
 //!   (SIGINT) before a `workshop check` (the pages say to) and at the page's end;
 //!   it must then print its report and exit 0;
 //! - every other command runs in the foreground and must exit 0; a trace must
-//!   print what its script prints (stdout); `workshop check` must pass after the
+//!   print what its script prints (stdout); a `PUT /admin/config` must be taken
+//!   (no error body: curl exits 0 on a 400); `workshop check` must pass after the
 //!   page applied its fix, and may say `not yet:` (exit 1) before.
 //!
 //! Blocks marked `<!-- not run: REASON -->` are not run; their flags are checked
@@ -276,18 +277,18 @@ impl PageRun<'_> {
                     return;
                 }
                 let done = self.session.run(text, Some(cap), within);
+                // curl exits 0 on an HTTP error; the server's error bodies say so.
+                let refused = kind == Kind::Fix && done.stdout.contains("\"error\"");
                 let silent_trace = kind == Kind::Trace && done.stdout.trim().is_empty();
-                if done.code != 0 || silent_trace {
+                if done.code != 0 || silent_trace || refused {
+                    let what = match (silent_trace, refused) {
+                        (true, _) => ", printed nothing",
+                        (_, true) => ", the server refused it",
+                        _ => "",
+                    };
                     let why = format!(
-                        "exit {}{}\nstdout: {}\nstderr: {}",
-                        done.code,
-                        if silent_trace {
-                            ", printed nothing"
-                        } else {
-                            ""
-                        },
-                        done.stdout,
-                        done.stderr
+                        "exit {}{what}\nstdout: {}\nstderr: {}",
+                        done.code, done.stdout, done.stderr
                     );
                     self.fail(line, text, why);
                 }

@@ -7,6 +7,9 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+/// Each step of the reduced sweep.
+const STEP_SECONDS: f64 = 4.0;
+
 fn figure(step: &Value, name: &str) -> f64 {
     step["mean"][name]
         .as_f64()
@@ -24,7 +27,13 @@ fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
     );
     let out = std::process::Command::new(BIN)
         .args(["clients", "sweep", "--target", &server.url])
-        .args(["--n", "1,15,135,1000", "--duration", "4s", "--repeat", "1"])
+        .args([
+            "--n",
+            "1,15,135,1000",
+            "--duration",
+            &format!("{STEP_SECONDS}s"),
+        ])
+        .args(["--repeat", "1"])
         .arg("--fix")
         .args([
             "--json".as_ref(),
@@ -59,12 +68,17 @@ fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
     assert!(blocked(1) > 0.0, "15 clients arriving together block");
     for step in &before[2..] {
         let clients = &step["clients"];
-        // The seed: 135 clients 7,734 of 7,742 blocked, 1000 all of them. With the
-        // original's 1 ms timer (timer_tick) the gate passes 8 / 61.8 ms and 135
-        // clients are beyond it (measured 99.8 %; 91.7 % with exact delays).
+        // The seed: 135 clients 7,734 of 7,742 blocked, 1000 all of them: the only
+        // requests not blocked are the first burst's, which find the 8 permits
+        // free. With the original's 1 ms timer (timer_tick) the gate passes 8 /
+        // 61.8 ms and 135 clients stay beyond it. Counted, not as a share: in a
+        // 4 s step those 8 alone are 1.5 % (a share of 0.98 failed one CI run at
+        // 0.98-0.985 measured over six runs, every one with 8 not blocked).
+        let not_blocked = figure(step, "nonblocked_per_min") * STEP_SECONDS / 60.0;
         assert!(
-            figure(step, "blocked_share") >= 0.98,
-            "{clients} clients: nearly all blocked, as in the seed"
+            not_blocked <= 16.0,
+            "{clients} clients: {not_blocked:.1} requests not blocked in a {STEP_SECONDS} s step; \
+             the seed's 8 (the first burst's free permits), at most twice that"
         );
         let done = figure(step, "requests_done_per_min");
         assert!(
