@@ -83,14 +83,12 @@ impl DemoArgs {
                 names.join(", ")
             )
         })?;
-        let (duration, note) = max_duration::cut(
+        let duration = max_duration::cut_and_say(
+            "demo",
             "each run's --duration",
             self.duration,
             max_duration::from_env()?,
         );
-        if let Some(note) = note {
-            eprintln!("demo: {note}");
-        }
         let mut load = scenario.load_plan("http://127.0.0.1:0", Some(duration))?;
         if let Some(clients) = self.clients {
             load.clients = clients;

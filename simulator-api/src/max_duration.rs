@@ -60,6 +60,15 @@ pub fn cut(what: &str, wanted: Duration, cap: Option<Duration>) -> (Duration, Op
     }
 }
 
+/// [`cut`], the note said on stderr as `WHO: ...`; what every tool calls.
+pub fn cut_and_say(who: &str, what: &str, wanted: Duration, cap: Option<Duration>) -> Duration {
+    let (duration, note) = cut(what, wanted, cap);
+    if let Some(note) = note {
+        eprintln!("{who}: {note}");
+    }
+    duration
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -286,16 +286,14 @@ impl Args {
 
     /// [`Args::plan`] with the shard and run id that the job engine's variables
     /// (read through `env`) give when the flags do not.
+    ///
     /// `SIMULATOR_MAX_DURATION` cuts `--duration` (said on stderr).
     pub fn plan_in(&self, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<LoadPlan> {
         let mut plan = self.plan();
         if let Some(wanted) = plan.stop.duration {
             let cap = max_duration::parse(env(max_duration::VAR).as_deref())?;
-            let (duration, note) = max_duration::cut("--duration", wanted, cap);
+            let duration = max_duration::cut_and_say("sim-clients", "--duration", wanted, cap);
             plan.stop.duration = Some(duration);
-            if let Some(note) = note {
-                eprintln!("sim-clients: {note}");
-            }
         }
         plan.shard = self.sharding.resolve(&env)?;
         if plan.run_id.is_none() {
@@ -382,11 +380,12 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
         }),
         (Some(_), None) => return Err(crate::sweep::SweepError::NoStartAt.into()),
     };
-    let (duration, note) =
-        max_duration::cut("--duration", args.duration, max_duration::from_env()?);
-    if let Some(note) = note {
-        eprintln!("sweep: {note}");
-    }
+    let duration = max_duration::cut_and_say(
+        "sweep",
+        "--duration",
+        args.duration,
+        max_duration::from_env()?,
+    );
     let plan = crate::sweep::SweepPlan {
         together,
         target: args.target.clone(),
