@@ -44,6 +44,9 @@ pub enum Command {
     },
     /// The bundled scenarios, with their symptom, load and fixes.
     Scenarios,
+    /// Every isim probe: when it fires, its arguments and what it moves (the
+    /// Markdown table of docs/tracing.md).
+    Probes,
     /// The workshop's exercises: list them, start one, check a fix.
     Workshop(crate::workshop::WorkshopArgs),
 }
@@ -90,6 +93,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             Ok(())
         }
         Command::Scenarios => print_scenarios(),
+        Command::Probes => {
+            print!("{}", simulator_api::events::markdown_table());
+            Ok(())
+        }
     };
     done.map(|()| std::process::ExitCode::SUCCESS)
 }

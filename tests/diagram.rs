@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use system_simulator::observe::probes::PROBE_NAMES;
+use system_simulator::observe::probes::probe_names;
 
 fn asset(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -15,14 +15,14 @@ fn asset(name: &str) -> std::path::PathBuf {
 #[test]
 fn the_diagram_names_every_probe_and_its_drawings_are_there() {
     let source = std::fs::read_to_string(asset("system-simulator-diagram.dot")).unwrap();
-    for probe in PROBE_NAMES {
+    for probe in probe_names() {
         assert!(source.contains(probe), "the diagram lacks probe {probe}");
     }
     // dot writes `-` in text as the entity `&#45;`.
     let svg = std::fs::read_to_string(asset("system-simulator-diagram.svg"))
         .unwrap()
         .replace("&#45;", "-");
-    for probe in PROBE_NAMES {
+    for probe in probe_names() {
         assert!(
             svg.contains(probe),
             "the SVG is older than its source: no {probe} (run scripts/diagram)"

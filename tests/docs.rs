@@ -1,29 +1,42 @@
 //! The docs that are made from code must still be what the code makes: the
-//! settings tables of docs/limits.md come from the one declaration of the settings.
+//! settings tables of docs/limits.md come from the one declaration of the
+//! settings, the probe table of docs/tracing.md from the one declaration of the
+//! events.
 
 use std::path::Path;
 
-const BEGIN: &str = "<!-- settings:begin";
-const END: &str = "<!-- settings:end -->";
+/// The text of `page` between `<!-- NAME:begin ... -->` and `<!-- NAME:end -->`.
+fn between_markers(page: &str, name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(page);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let begin = format!("<!-- {name}:begin");
+    let start = text
+        .find(&begin)
+        .unwrap_or_else(|| panic!("{page} has the {name}:begin marker"));
+    let after_marker = start + text[start..].find("-->").unwrap() + "-->".len();
+    let end = text
+        .find(&format!("<!-- {name}:end -->"))
+        .unwrap_or_else(|| panic!("{page} has the {name}:end marker"));
+    text[after_marker..end].trim().to_owned()
+}
 
 #[test]
 fn the_settings_tables_in_limits_md_are_the_generated_ones() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/limits.md");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let start = text
-        .find(BEGIN)
-        .expect("docs/limits.md has the settings:begin marker");
-    let after_marker = start + text[start..].find("-->").unwrap() + "-->".len();
-    let end = text
-        .find(END)
-        .expect("docs/limits.md has the settings:end marker");
-    let in_docs = text[after_marker..end].trim();
-    let generated = simulator_api::settings::markdown_table();
     assert_eq!(
-        in_docs,
-        generated.trim(),
+        between_markers("docs/limits.md", "settings"),
+        simulator_api::settings::markdown_table().trim(),
         "docs/limits.md is out of date: paste the output of \
          `cargo run -- settings --markdown` between its settings markers"
+    );
+}
+
+#[test]
+fn the_probe_table_in_tracing_md_is_the_generated_one() {
+    assert_eq!(
+        between_markers("docs/tracing.md", "probes"),
+        simulator_api::events::markdown_table().trim(),
+        "docs/tracing.md is out of date: paste the output of \
+         `cargo run -- probes` between its probes markers"
     );
 }
 

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
-use system_simulator::observe::probes::PROBE_NAMES;
+use system_simulator::observe::probes::probe_names;
 
 #[test]
 fn the_binary_declares_every_isim_probe() {
@@ -34,7 +34,7 @@ fn the_binary_declares_every_isim_probe() {
         }
     }
     found.sort();
-    let mut want: Vec<String> = PROBE_NAMES.iter().map(|s| s.to_string()).collect();
+    let mut want: Vec<String> = probe_names().iter().map(|s| s.to_string()).collect();
     want.sort();
     assert_eq!(found, want, ".note.stapsdt of {BIN}");
 }

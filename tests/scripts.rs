@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use system_simulator::observe::probes::PROBE_NAMES;
+use system_simulator::observe::probes::probe_names;
 
 const BUNDLED: [&str; 9] = [
     "count",
@@ -102,11 +102,31 @@ fn every_d_script_has_a_bt_twin_printing_the_same_labels_from_the_same_probes() 
         assert_eq!(probes(&d), probes(&bt), "probes of {name}.d and {name}.bt");
         for probe in probes(&d) {
             assert!(
-                PROBE_NAMES.contains(&probe.as_str()),
+                probe_names().contains(&probe.as_str()),
                 "{name}: no probe {probe}"
             );
         }
     }
+}
+
+/// Every event declared in simulator-api/src/events.rs is traced by some bundled
+/// script, in both its D and its bpftrace form (the twins' probes are the same,
+/// above), so a new event cannot land without its scripts.
+#[test]
+fn every_declared_event_is_traced_by_a_d_and_bpftrace_twin() {
+    let mut traced = BTreeSet::new();
+    for name in BUNDLED {
+        traced.extend(probes(&code(&read(&script(&format!("{name}.d"))))));
+        traced.extend(probes(&code(&read(&script(&format!("{name}.bt"))))));
+    }
+    let untraced: Vec<&str> = probe_names()
+        .into_iter()
+        .filter(|p| !traced.contains(*p))
+        .collect();
+    assert!(
+        untraced.is_empty(),
+        "declared events no bundled script traces: {untraced:?} (add them to a .d script and its .bt twin)"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::events::Counts;
 use crate::settings::{Settings, SettingsUpdate};
 
 /// `POST /requests`: what a request gets back. Fields a newer server adds are
@@ -25,103 +26,6 @@ pub struct Reply {
 pub struct ErrorBody {
     pub error: String,
     pub message: String,
-}
-
-/// Cumulative counts since start or the last reset; each moves exactly when its
-/// probe fires.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    pub requests_started: u64,
-    pub requests_done: u64,
-    pub requests_blocked: u64,
-    pub requests_nonblocked: u64,
-    /// Of `requests_blocked`, those refused at once with 503 (`when_full = shed`;
-    /// probe request-shed).
-    pub requests_shed: u64,
-    pub persists_started: u64,
-    pub persists_done: u64,
-    pub persists_failed: u64,
-    /// Failed persists that `persist_timeout` ended (a subset of `persists_failed`).
-    pub persists_timed_out: u64,
-    /// Persists that outlived `hedge_after` and got a second attempt (probe
-    /// persist-hedge); each still ends in one persist-done.
-    pub persists_hedged: u64,
-    /// Elements put in the persistence queue (`persistence = pool`; probe queue-enqueue).
-    pub queue_enqueued: u64,
-    /// Elements a worker took from the queue (probe queue-dequeue).
-    pub queue_dequeued: u64,
-    /// Requests refused with 503 because the queue was full (`when_full = shed`;
-    /// probe queue-refuse). Never queued, so not in `queue_enqueued`.
-    pub queue_refused: u64,
-    /// Of `queue_dequeued`, elements dropped unpersisted because they waited longer
-    /// than `queue_wait_limit` (probe queue-drop).
-    pub queue_dropped: u64,
-    /// Works begun on elements (`work` other than none; probe work-start).
-    pub work_started: u64,
-    /// Works finished (probe work-done).
-    pub work_done: u64,
-}
-
-impl Counts {
-    pub fn requests_in_flight(&self) -> u64 {
-        self.requests_started.saturating_sub(self.requests_done)
-    }
-
-    pub fn persists_in_flight(&self) -> u64 {
-        self.persists_started.saturating_sub(self.persists_done)
-    }
-
-    /// Elements in the persistence queue, not yet taken by a worker.
-    pub fn queued(&self) -> u64 {
-        self.queue_enqueued.saturating_sub(self.queue_dequeued)
-    }
-
-    /// Works begun and not yet finished (waiting for a slot or running).
-    pub fn work_in_flight(&self) -> u64 {
-        self.work_started.saturating_sub(self.work_done)
-    }
-
-    /// What happened between `earlier` and these counts.
-    pub fn since(&self, earlier: &Counts) -> Counts {
-        Counts {
-            requests_started: self
-                .requests_started
-                .saturating_sub(earlier.requests_started),
-            requests_done: self.requests_done.saturating_sub(earlier.requests_done),
-            requests_blocked: self
-                .requests_blocked
-                .saturating_sub(earlier.requests_blocked),
-            requests_nonblocked: self
-                .requests_nonblocked
-                .saturating_sub(earlier.requests_nonblocked),
-            requests_shed: self.requests_shed.saturating_sub(earlier.requests_shed),
-            persists_started: self
-                .persists_started
-                .saturating_sub(earlier.persists_started),
-            persists_done: self.persists_done.saturating_sub(earlier.persists_done),
-            persists_failed: self.persists_failed.saturating_sub(earlier.persists_failed),
-            persists_timed_out: self
-                .persists_timed_out
-                .saturating_sub(earlier.persists_timed_out),
-            persists_hedged: self.persists_hedged.saturating_sub(earlier.persists_hedged),
-            queue_enqueued: self.queue_enqueued.saturating_sub(earlier.queue_enqueued),
-            queue_dequeued: self.queue_dequeued.saturating_sub(earlier.queue_dequeued),
-            queue_refused: self.queue_refused.saturating_sub(earlier.queue_refused),
-            queue_dropped: self.queue_dropped.saturating_sub(earlier.queue_dropped),
-            work_started: self.work_started.saturating_sub(earlier.work_started),
-            work_done: self.work_done.saturating_sub(earlier.work_done),
-        }
-    }
-
-    /// Share of admitted requests that had to wait, 0 to 1.
-    pub fn blocked_share(&self) -> f64 {
-        let admitted = self.requests_blocked + self.requests_nonblocked;
-        if admitted == 0 {
-            0.0
-        } else {
-            self.requests_blocked as f64 / admitted as f64
-        }
-    }
 }
 
 /// One line of the seed's count.d output: its label, the `/stats` field that

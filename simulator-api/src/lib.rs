@@ -1,13 +1,15 @@
 //! simulator-api: what system-simulator and sim-clients agree on.
 //!
 //! The settings (`settings.rs`: every one declared once, with the kinds of value in
-//! `value.rs` and the latency distributions in `delay.rs`) and the HTTP bodies
-//! (`bodies.rs`). The clients depend on this crate and never on the server, so
+//! `value.rs` and the latency distributions in `delay.rs`), the server's events
+//! (`events.rs`: every one declared once, with the counters they move) and the
+//! HTTP bodies (`bodies.rs`). The clients depend on this crate and never on the server, so
 //! the two cannot drift apart silently: a field one writes and the other does not
 //! know fails to parse.
 
 pub mod bodies;
 pub mod delay;
+pub mod events;
 pub mod max_duration;
 pub mod settings;
 pub mod value;

@@ -1,6 +1,9 @@
 //! One function per event of the model. Each fires its USDT probe, moves the
 //! `/stats` counter and records the Prometheus metric, in one place, so the three
-//! views of the server can never disagree about what happened.
+//! views of the server can never disagree about what happened. What each event is
+//! (its probe's arguments, its counters and metrics) is declared once in
+//! `simulator_api::events`; this file says when each counter moves and what each
+//! argument carries.
 
 // The usdt probe macros expand, here at their call sites, into the inline assembly
 // that places each probe; that is the only unsafe code in the crate.
@@ -10,8 +13,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::metrics as m;
+#[cfg(feature = "probes")]
 use super::probes::isim;
 use super::stats::Stats;
+
+/// Fires probe `$probe` of the `isim` provider with the arguments the closure
+/// makes, evaluated only while a tracer has the probe enabled. Built without the
+/// `probes` feature, the closure is dropped uncalled: no probe site at all.
+macro_rules! fire {
+    // Raw tokens, not an `expr`: usdt's macro looks for a closure literal.
+    ($probe:ident, $($args:tt)*) => {
+        #[cfg(feature = "probes")]
+        isim::$probe!($($args)*);
+        #[cfg(not(feature = "probes"))]
+        let _ = $($args)*;
+    };
+}
 
 /// The event sink shared by request handlers and persistence tasks.
 #[derive(Debug, Clone, Default)]
@@ -25,37 +42,37 @@ impl Events {
     }
 
     pub fn request_start(&self, id: u64, bytes: u64) {
-        isim::request__start!(|| (id, bytes));
+        fire!(request__start, || (id, bytes));
         self.stats.record(|c| c.requests_started += 1);
         m::handles().requests_started.increment(1);
     }
 
     pub fn request_nonblock(&self, id: u64, available: usize) {
-        isim::request__nonblock!(|| (id, available as u64));
+        fire!(request__nonblock, || (id, available as u64));
         self.stats.record(|c| c.requests_nonblocked += 1);
         m::handles().requests_nonblocked.increment(1);
     }
 
     pub fn request_block(&self, id: u64, permits: usize) {
-        isim::request__block!(|| (id, permits as u64));
+        fire!(request__block, || (id, permits as u64));
         self.stats.record(|c| c.requests_blocked += 1);
         m::handles().requests_blocked.increment(1);
     }
 
     /// A blocked request refused at once (after its request-block).
     pub fn request_shed(&self, id: u64, permits: usize) {
-        isim::request__shed!(|| (id, permits as u64));
+        fire!(request__shed, || (id, permits as u64));
         self.stats.record(|c| c.requests_shed += 1);
         m::handles().requests_shed.increment(1);
     }
 
     pub fn request_unblock(&self, id: u64, waited: Duration) {
-        isim::request__unblock!(|| (id, nanos(waited)));
+        fire!(request__unblock, || (id, nanos(waited)));
         m::handles().permit_wait.record(waited.as_secs_f64());
     }
 
     pub fn request_done(&self, id: u64, lifetime: Duration, blocked: bool) {
-        isim::request__done!(|| (id, nanos(lifetime), u64::from(blocked)));
+        fire!(request__done, || (id, nanos(lifetime), u64::from(blocked)));
         self.stats.record(|c| c.requests_done += 1);
         m::handles().requests_done.increment(1);
         m::handles().request_lifetime.record(lifetime.as_secs_f64());
@@ -66,7 +83,12 @@ impl Events {
             .stats
             .record(|c| c.persists_started += 1)
             .persists_in_flight();
-        isim::persist__start!(|| (id, bytes, in_flight, permits_free as u64));
+        fire!(persist__start, || (
+            id,
+            bytes,
+            in_flight,
+            permits_free as u64
+        ));
         m::handles().persists_started.increment(1);
     }
 
@@ -80,7 +102,12 @@ impl Events {
                 c.persists_timed_out += u64::from(timed_out);
             })
             .persists_in_flight();
-        isim::persist__done!(|| (id, u64::from(ok), nanos(latency), in_flight));
+        fire!(persist__done, || (
+            id,
+            u64::from(ok),
+            nanos(latency),
+            in_flight
+        ));
         m::handles().persists_done.increment(1);
         if !ok {
             m::handles().persists_failed.increment(1);
@@ -95,7 +122,7 @@ impl Events {
 impl Events {
     /// A persist got a second attempt `after` its start.
     pub fn persist_hedge(&self, id: u64, after: Duration) {
-        isim::persist__hedge!(|| (id, nanos(after)));
+        fire!(persist__hedge, || (id, nanos(after)));
         self.stats.record(|c| c.persists_hedged += 1);
         m::handles().persists_hedged.increment(1);
     }
@@ -104,14 +131,14 @@ impl Events {
     /// travels in the probe.
     pub fn queue_enqueue(&self, id: u64) {
         let depth = self.stats.record(|c| c.queue_enqueued += 1).queued();
-        isim::queue__enqueue!(|| (id, depth));
+        fire!(queue__enqueue, || (id, depth));
         m::handles().queue_enqueued.increment(1);
     }
 
     /// A worker took the element after it waited `waited` in the queue.
     pub fn queue_dequeue(&self, id: u64, waited: Duration) {
         let depth = self.stats.record(|c| c.queue_dequeued += 1).queued();
-        isim::queue__dequeue!(|| (id, nanos(waited), depth));
+        fire!(queue__dequeue, || (id, nanos(waited), depth));
         m::handles().queue_dequeued.increment(1);
         m::handles().queue_wait.record(waited.as_secs_f64());
     }
@@ -119,14 +146,14 @@ impl Events {
     /// The queue was full and the request is refused (the element never queued).
     pub fn queue_refuse(&self, id: u64) {
         let depth = self.stats.record(|c| c.queue_refused += 1).queued();
-        isim::queue__refuse!(|| (id, depth));
+        fire!(queue__refuse, || (id, depth));
         m::handles().queue_refused.increment(1);
     }
 
     /// A dequeued element was dropped: it waited `waited`, over `limit`.
     pub fn queue_drop(&self, id: u64, waited: Duration, limit: Duration) {
         self.stats.record(|c| c.queue_dropped += 1);
-        isim::queue__drop!(|| (id, nanos(waited), nanos(limit)));
+        fire!(queue__drop, || (id, nanos(waited), nanos(limit)));
         m::handles().queue_dropped.increment(1);
     }
 }
@@ -135,14 +162,14 @@ impl Events {
     /// The element's work was asked for, to run `on` (0 async worker, 1 blocking
     /// pool, 2 rayon).
     pub fn work_start(&self, id: u64, bytes: u64, on: u64) {
-        isim::work__start!(|| (id, bytes, on));
+        fire!(work__start, || (id, bytes, on));
         self.stats.record(|c| c.work_started += 1);
         m::handles().work_started.increment(1);
     }
 
     /// The work ran for `ran` after waiting `waited` for a slot or a thread.
     pub fn work_done(&self, id: u64, ran: Duration, waited: Duration, on: u64) {
-        isim::work__done!(|| (id, nanos(ran), nanos(waited), on));
+        fire!(work__done, || (id, nanos(ran), nanos(waited), on));
         self.stats.record(|c| c.work_done += 1);
         m::handles().work_done.increment(1);
         m::handles().work_time.record(ran.as_secs_f64());
@@ -152,7 +179,7 @@ impl Events {
     /// The runtime's canary woke `late` after its `interval` was up. Not a
     /// `/stats` counter: the runtime watch keeps the canary's own figures.
     pub fn canary_tick(seq: u64, late: Duration, interval: Duration) {
-        isim::canary__tick!(|| (seq, nanos(late), nanos(interval)));
+        fire!(canary__tick, || (seq, nanos(late), nanos(interval)));
         m::handles().timer_lateness.record(late.as_secs_f64());
     }
 }

@@ -11,190 +11,44 @@
 //! JSON apart. A probe costs about one load and a branch while nobody traces it; the
 //! argument closures are only evaluated when a tracer has enabled the probe.
 //!
-//! Do not call these directly: `events.rs` fires each probe together with the
-//! counter and metric that must agree with it.
+//! The probes are declared with every other part of their event in
+//! `simulator_api::events` (`with_events!`). Do not fire them directly: `events.rs`
+//! fires each probe together with the counter and metric that must agree with it.
 
-/// The six probes of the original plus `request-unblock`, which marks the moment a
-/// blocked request finally gets its permit (so the permit wait can be measured),
-/// `request-shed` for a request refused because no permit was free,
-/// `persist-hedge` for a persist that got a second attempt, and the persistence
-/// queue's `queue-enqueue`, `queue-dequeue`, `queue-refuse` and `queue-drop`, the CPU work's `work-start` and
-/// `work-done`, and the runtime's `canary-tick`.
-#[cfg(feature = "probes")]
-#[usdt::provider]
-pub mod isim {
-    /// A request entered the data processor path. (id, element bytes)
-    fn request__start(id: u64, bytes: u64) {}
-    /// A permit was free at once. (id, permits still free after taking it)
-    fn request__nonblock(id: u64, available: u64) {}
-    /// No permit was free; the request will wait. (id, permits total)
-    fn request__block(id: u64, permits: u64) {}
-    /// A blocked request got its permit. (id, nanoseconds it waited)
-    fn request__unblock(id: u64, wait_ns: u64) {}
-    /// A blocked request was refused at once with 503 (`when_full = shed`); it
-    /// fired request-block first. (id, permits total)
-    fn request__shed(id: u64, permits: u64) {}
-    /// The reply is ready. (id, lifetime in ns since request-start, 1 if it blocked)
-    fn request__done(id: u64, lifetime_ns: u64, blocked: u64) {}
-    /// Persistence of the request's element begins. (id, element bytes, persists in
-    /// flight counting this one, permits free right now)
-    fn persist__start(id: u64, bytes: u64, in_flight: u64, permits_free: u64) {}
-    /// Persistence ended, successfully or not. (id, 1 if ok, latency in ns, persists
-    /// still in flight after this one)
-    fn persist__done(id: u64, ok: u64, latency_ns: u64, in_flight: u64) {}
-    /// A persist outlived `hedge_after` and a second attempt began; the first to
-    /// finish ends it. (id, nanoseconds after persist-start)
-    fn persist__hedge(id: u64, after_ns: u64) {}
-    /// The element went into the persistence queue (`persistence = pool`). (id,
-    /// elements queued counting this one)
-    fn queue__enqueue(id: u64, depth: u64) {}
-    /// A worker took the element from the queue; its persist-start follows. (id,
-    /// nanoseconds it waited in the queue, elements still queued)
-    fn queue__dequeue(id: u64, wait_ns: u64, depth: u64) {}
-    /// The queue was full and the request is refused with 503 (`when_full =
-    /// shed`); the element was never queued. (id, elements queued)
-    fn queue__refuse(id: u64, depth: u64) {}
-    /// A worker dropped the element unpersisted: it waited longer than
-    /// `queue_wait_limit` (its queue-dequeue fired first; no persist-start
-    /// follows). (id, nanoseconds it waited, the limit in ns)
-    fn queue__drop(id: u64, wait_ns: u64, limit_ns: u64) {}
-    /// The element's CPU work (`work = zstd`) was asked for; it may wait for a
-    /// slot first. (id, bytes to process, where it runs: 0 async worker, 1 blocking
-    /// pool, 2 rayon)
-    fn work__start(id: u64, bytes: u64, on: u64) {}
-    /// The work is finished. (id, ns it ran, ns it waited for a slot or a thread
-    /// first, where it ran as in work-start)
-    fn work__done(id: u64, run_ns: u64, wait_ns: u64, on: u64) {}
-    /// The runtime's timer canary woke. It has no request, so arg0 is its own
-    /// sequence number. (tick number, ns later than the interval it asked for,
-    /// the interval in ns)
-    fn canary__tick(seq: u64, late_ns: u64, interval_ns: u64) {}
+/// The `isim` provider, made from [`simulator_api::with_events!`]: one probe a
+/// declared event, each argument a `u64` in the order declared. With the `probes`
+/// feature off (`cargo build --no-default-features`) there is no provider: the
+/// event path's `fire!` drops its argument closure uncalled, so the binary has no
+/// stapsdt notes and the event path no probe sites at all
+/// (`scripts/bench/probes.py` measures the difference, `docs/performance.md`).
+/// usdt's own no-op backend is chosen by target OS in its build script, not by a
+/// feature, so it cannot stand in for that build.
+macro_rules! isim_provider {
+    ($(
+        $probe:ident $name:literal $when:literal
+        ( $( $arg:ident : $meaning:literal ),* $(,)? )
+        counters [ $( $counters:tt )* ]
+        histograms [ $( $histograms:tt )* ];
+    )*) => {
+        #[cfg(feature = "probes")]
+        #[usdt::provider]
+        pub mod isim {
+            $( fn $probe( $( $arg: u64 ),* ) {} )*
+        }
+
+        /// Each probe's Rust name beside its declared name: usdt names the probe
+        /// after the function (`__` becomes `-`), so the two must agree.
+        #[cfg(test)]
+        const RUST_NAMES: &[(&str, &str)] = &[ $( (stringify!($probe), $name) ),* ];
+    };
 }
 
-/// The same probe sites with the `probes` feature off (`cargo build
-/// --no-default-features`): each macro takes the argument closure and drops it
-/// uncalled, so the binary has no stapsdt notes and the event path no probe
-/// sites at all. `scripts/bench/probes.py` measures a build with probes compiled
-/// in but not enabled against this one (`docs/performance.md`).
-#[cfg(not(feature = "probes"))]
-pub mod isim {
-    macro_rules! request__start {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use request__start;
-    macro_rules! request__nonblock {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use request__nonblock;
-    macro_rules! request__block {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use request__block;
-    macro_rules! request__unblock {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use request__unblock;
-    macro_rules! request__shed {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use request__shed;
-    macro_rules! request__done {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use request__done;
-    macro_rules! persist__start {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use persist__start;
-    macro_rules! persist__done {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use persist__done;
-    macro_rules! persist__hedge {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use persist__hedge;
-    macro_rules! queue__enqueue {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use queue__enqueue;
-    macro_rules! queue__dequeue {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use queue__dequeue;
-    macro_rules! queue__refuse {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use queue__refuse;
-    macro_rules! queue__drop {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use queue__drop;
-    macro_rules! work__start {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use work__start;
-    macro_rules! work__done {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use work__done;
-    macro_rules! canary__tick {
-        ($args:expr) => {
-            let _ = $args;
-        };
-    }
-    pub(crate) use canary__tick;
-}
+simulator_api::with_events!(isim_provider);
 
 /// Every probe name, as tracers see it. Tests check the binary against this list.
-pub const PROBE_NAMES: [&str; 16] = [
-    "request-start",
-    "request-nonblock",
-    "request-block",
-    "request-unblock",
-    "request-shed",
-    "request-done",
-    "persist-start",
-    "persist-done",
-    "persist-hedge",
-    "queue-enqueue",
-    "queue-dequeue",
-    "queue-refuse",
-    "queue-drop",
-    "work-start",
-    "work-done",
-    "canary-tick",
-];
+pub fn probe_names() -> Vec<&'static str> {
+    simulator_api::events::probe_names().collect()
+}
 
 /// Makes the probes visible to DTrace. On Linux the stapsdt notes need no
 /// registration, so a failure only matters on DTrace systems; it is logged, not fatal,
@@ -227,4 +81,15 @@ pub fn trace_commands(pid: u32) -> Vec<String> {
         commands.push(format!("sudo dtrace -p {pid} -s scripts/count.d"));
     }
     commands
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_probe_is_named_as_usdt_names_its_function() {
+        for (rust, declared) in super::RUST_NAMES {
+            assert_eq!(rust.replace("__", "-"), *declared);
+        }
+        assert_eq!(super::RUST_NAMES.len(), super::probe_names().len());
+    }
 }

@@ -32,20 +32,15 @@ impl Stats {
         *counts
     }
 
-    /// Zeroes the window. Requests, persists, queue entries and works already in
-    /// flight are carried into the new window as started, so the balance above
-    /// still holds when they finish (a reset under load that forgot the works made
-    /// `work_done` outgrow `work_started`);
-    /// the counters that only ever grow (blocked, failed, ...) start again from zero.
+    /// Zeroes the window. What is in flight (every pair the events declare:
+    /// requests, persists, queue entries, works) is carried into the new window as
+    /// started, so the balance above still holds when it finishes; the counters
+    /// that only ever grow (blocked, failed, ...) start again from zero. The pairs
+    /// come from the declaration: a hand-kept list here once forgot the works, and
+    /// `work_done` outgrew `work_started` after a reset under load.
     pub fn reset(&self) {
         let mut counts = self.lock();
-        *counts = Counts {
-            requests_started: counts.requests_in_flight(),
-            persists_started: counts.persists_in_flight(),
-            queue_enqueued: counts.queued(),
-            work_started: counts.work_in_flight(),
-            ..Counts::default()
-        };
+        *counts = counts.carried_over();
     }
 
     fn lock(&self) -> MutexGuard<'_, Counts> {

@@ -1,0 +1,425 @@
+//! Every event of the server, declared once.
+//!
+//! [`with_events!`] holds the one list, as [`with_settings!`](crate::with_settings)
+//! does for the settings: each event's USDT probe (its name, when it fires, and
+//! what each argument means), the `/stats` counters it moves with their Prometheus
+//! names and help, the histograms it records, and, on a counter that opens an
+//! in-flight pair, the pair: its name, the counter that closes it, and its gauge.
+//! Everything else is derived from that list by a macro that receives it: here,
+//! the [`Counts`] body of `GET /stats` with `since`, the in-flight figures and
+//! what a reset carries over, and the [`EVENTS`] table that `docs/tracing.md`'s
+//! probe table is made from; in the server crate, the `isim` provider, the probe
+//! names the tests read, and the metric handles with their names and help.
+//!
+//! Adding an event is one entry here, one function in the server's
+//! `observe/events.rs` that fires it with its arguments, and its D and bpftrace
+//! twins in `scripts/` (a test fails until each is there).
+//!
+//! Every probe argument is a `u64`: bpftrace and DTrace for Linux take integers
+//! apart, not JSON. arg0 is the request id, except on `canary-tick`, which has no
+//! request.
+
+use serde::{Deserialize, Serialize};
+
+/// The one list of events. Calls `$callback!` with every entry, in the form
+///
+/// ```text
+/// probe__name "probe-name" "when it fires" (arg0: "meaning", arg1: "meaning", ...)
+///     counters [ field "metric_total" "help" (pair name until closer "gauge" "help")?, ... ]
+///     histograms [ field "metric_seconds" "help", ... ];
+/// ```
+///
+/// A counter moves when its event fires (some only on a condition their help
+/// states). A pair's figure is its opener minus its closer: what is in flight.
+///
+/// Each macro that receives the list (`define_counts` here, `isim_provider` and
+/// `define_handles` in the server) spells this grammar in its matcher: macro_rules
+/// has no other way to take the entries apart, and a change of grammar fails to
+/// compile in all three until each agrees.
+#[macro_export]
+macro_rules! with_events {
+    ($callback:ident) => {
+        $callback! {
+            request__start "request-start" "a request enters the data processor"
+                (id: "request id", bytes: "element bytes")
+                counters [
+                    requests_started "isim_requests_started_total"
+                        "Requests that entered the data processor (probe request-start)."
+                        (pair requests_in_flight until requests_done
+                            "isim_requests_in_flight" "Requests started and not yet done.")
+                ]
+                histograms [];
+            request__nonblock "request-nonblock" "a permit was free at once"
+                (id: "request id", available: "permits still free")
+                counters [
+                    requests_nonblocked "isim_requests_nonblocked_total"
+                        "Requests that got a permit at once (probe request-nonblock)."
+                ]
+                histograms [];
+            request__block "request-block" "no permit was free; the request waits"
+                (id: "request id", permits: "permits total")
+                counters [
+                    requests_blocked "isim_requests_blocked_total"
+                        "Requests that found no free permit and waited (probe request-block)."
+                ]
+                histograms [];
+            request__unblock "request-unblock" "a blocked request got its permit"
+                (id: "request id", wait_ns: "ns it waited")
+                counters []
+                histograms [
+                    permit_wait "isim_permit_wait_seconds"
+                        "How long blocked requests waited for a permit."
+                ];
+            request__shed "request-shed"
+                "a blocked request was refused at once with 503 (`when_full = shed`)"
+                (id: "request id", permits: "permits total")
+                counters [
+                    requests_shed "isim_requests_shed_total"
+                        "Blocked requests refused at once with 503 (probe request-shed)."
+                ]
+                histograms [];
+            request__done "request-done" "the reply is ready"
+                (id: "request id", lifetime_ns: "lifetime ns", blocked: "1 if it blocked")
+                counters [
+                    requests_done "isim_requests_done_total"
+                        "Requests answered (probe request-done)."
+                ]
+                histograms [
+                    request_lifetime "isim_request_lifetime_seconds"
+                        "From request-start to request-done, network traverses included."
+                ];
+            persist__start "persist-start" "persistence of the element begins"
+                (id: "request id", bytes: "bytes",
+                 in_flight: "persists in flight (counting this one)",
+                 permits_free: "permits free")
+                counters [
+                    persists_started "isim_persists_started_total"
+                        "Persists handed to the store (probe persist-start)."
+                        (pair persists_in_flight until persists_done
+                            "isim_persists_in_flight" "Persists started and not yet done.")
+                ]
+                histograms [];
+            persist__done "persist-done" "persistence ended, ok or not"
+                (id: "request id", ok: "1 if ok", latency_ns: "latency ns",
+                 in_flight: "persists still in flight")
+                counters [
+                    persists_done "isim_persists_done_total"
+                        "Persists that ended, successfully or not (probe persist-done).",
+                    persists_failed "isim_persists_failed_total"
+                        "Persists that ended in failure (persist-done with ok = 0).",
+                    persists_timed_out "isim_persists_timed_out_total"
+                        "Failed persists that persist_timeout ended (a stalled store)."
+                ]
+                histograms [
+                    persist_latency "isim_persist_latency_seconds"
+                        "From persist-start to persist-done."
+                ];
+            persist__hedge "persist-hedge"
+                "a persist outlived `hedge_after` and a second attempt began"
+                (id: "request id", after_ns: "ns after persist-start")
+                counters [
+                    persists_hedged "isim_persists_hedged_total"
+                        "Persists that outlived hedge_after and got a second attempt (probe persist-hedge)."
+                ]
+                histograms [];
+            queue__enqueue "queue-enqueue"
+                "the element went into the persistence queue (`persistence = pool`)"
+                (id: "request id", depth: "elements queued, counting this one")
+                counters [
+                    queue_enqueued "isim_queue_enqueued_total"
+                        "Elements put in the persistence queue (probe queue-enqueue)."
+                        (pair queued until queue_dequeued
+                            "isim_persists_queued"
+                            "Elements waiting in the persistence queue (persistence = pool).")
+                ]
+                histograms [];
+            queue__dequeue "queue-dequeue" "a worker took the element; its persist-start follows"
+                (id: "request id", wait_ns: "ns it waited in the queue",
+                 depth: "elements still queued")
+                counters [
+                    queue_dequeued "isim_queue_dequeued_total"
+                        "Elements a worker took from the persistence queue (probe queue-dequeue)."
+                ]
+                histograms [
+                    queue_wait "isim_queue_wait_seconds"
+                        "How long elements waited in the persistence queue for a worker."
+                ];
+            queue__refuse "queue-refuse"
+                "the queue was full and the request is refused with 503 (`when_full = shed`)"
+                (id: "request id", depth: "elements queued")
+                counters [
+                    queue_refused "isim_queue_refused_total"
+                        "Requests refused with 503 because the persistence queue was full (probe queue-refuse)."
+                ]
+                histograms [];
+            queue__drop "queue-drop"
+                "a worker dropped the element unpersisted: it waited over `queue_wait_limit`"
+                (id: "request id", wait_ns: "ns it waited", limit_ns: "the limit in ns")
+                counters [
+                    queue_dropped "isim_queue_dropped_total"
+                        "Elements dropped unpersisted after waiting past queue_wait_limit (probe queue-drop)."
+                ]
+                histograms [];
+            work__start "work-start" "the element's CPU work (`work = zstd`) was asked for"
+                (id: "request id", bytes: "bytes",
+                 on: "where it runs (0 async worker, 1 blocking pool, 2 rayon)")
+                counters [
+                    work_started "isim_work_started_total"
+                        "Works begun on elements (probe work-start)."
+                        (pair work_in_flight until work_done
+                            "isim_work_in_flight" "Works begun and not finished.")
+                ]
+                histograms [];
+            work__done "work-done" "the work finished"
+                (id: "request id", run_ns: "ns it ran", wait_ns: "ns it waited for a slot",
+                 on: "where it ran")
+                counters [
+                    work_done "isim_work_done_total" "Works finished (probe work-done)."
+                ]
+                histograms [
+                    work_time "isim_work_seconds" "How long each element's CPU work ran.",
+                    work_wait "isim_work_wait_seconds"
+                        "How long work waited for a slot (work_limit) or a thread before it ran."
+                ];
+            canary__tick "canary-tick" "the runtime's timer canary woke (every ~10 ms)"
+                (seq: "tick number (no request)", late_ns: "ns later than asked",
+                 interval_ns: "the interval in ns")
+                counters []
+                histograms [
+                    timer_lateness "isim_runtime_timer_lateness_seconds"
+                        "How much later than asked the runtime's canary sleep woke (probe canary-tick)."
+                ];
+        }
+    };
+}
+
+/// One event as declared: its probe and what it moves.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Event {
+    /// The probe's name as tracers see it (`request-start`).
+    pub probe: &'static str,
+    /// When it fires, in words.
+    pub fires_when: &'static str,
+    /// Each argument's name and meaning, arg0 first.
+    pub args: &'static [(&'static str, &'static str)],
+    pub counters: &'static [Counter],
+    pub histograms: &'static [Metric],
+}
+
+/// A `/stats` counter and the Prometheus counter that moves with it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Counter {
+    /// The field of [`Counts`].
+    pub field: &'static str,
+    pub metric: Metric,
+    /// The in-flight pair this counter opens, if any.
+    pub opens: Option<Pair>,
+}
+
+/// A Prometheus metric's name and help.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Metric {
+    pub name: &'static str,
+    pub help: &'static str,
+}
+
+/// An in-flight figure: the opener's counter minus the closer's. A reset carries
+/// it into the new window (as the opener's count), and `/metrics` shows it as a gauge.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Pair {
+    /// The [`Counts`] method that reads it (`requests_in_flight`).
+    pub name: &'static str,
+    pub opener: &'static str,
+    pub closer: &'static str,
+    pub gauge: Metric,
+    #[serde(skip)]
+    pub get: fn(&Counts) -> u64,
+}
+
+macro_rules! define_counts {
+    ($(
+        $probe:ident $name:literal $when:literal
+        ( $( $arg:ident : $meaning:literal ),* $(,)? )
+        counters [ $(
+            $counter:ident $cmetric:literal $chelp:literal
+            $( (pair $pair:ident until $closer:ident $gauge:literal $ghelp:literal) )?
+        ),* ]
+        histograms [ $( $hist:ident $hmetric:literal $hhelp:literal ),* ];
+    )*) => {
+        /// Cumulative counts since start or the last reset; each moves exactly when
+        /// its probe fires ([`with_events!`] says which).
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct Counts {
+            $( $(
+                #[doc = $chelp]
+                pub $counter: u64,
+            )* )*
+        }
+
+        impl Counts {
+            /// What happened between `earlier` and these counts.
+            pub fn since(&self, earlier: &Counts) -> Counts {
+                Counts {
+                    $( $( $counter: self.$counter.saturating_sub(earlier.$counter), )* )*
+                }
+            }
+
+            /// What a reset starts the new window with: every pair's figure as its
+            /// opener's count, so what is in flight still balances when it ends;
+            /// every other counter at zero.
+            pub fn carried_over(&self) -> Counts {
+                Counts {
+                    $( $( $( $counter: self.$pair(), )? )* )*
+                    ..Counts::default()
+                }
+            }
+
+            $( $( $(
+                #[doc = $ghelp]
+                pub fn $pair(&self) -> u64 {
+                    self.$counter.saturating_sub(self.$closer)
+                }
+            )? )* )*
+        }
+
+        /// Every event, in the order of [`with_events!`].
+        pub const EVENTS: &[Event] = &[ $(
+            Event {
+                probe: $name,
+                fires_when: $when,
+                args: &[ $( (stringify!($arg), $meaning) ),* ],
+                counters: &[ $( Counter {
+                    field: stringify!($counter),
+                    metric: Metric { name: $cmetric, help: $chelp },
+                    opens: define_counts!(@pair $( $pair $counter $closer $gauge $ghelp )?),
+                } ),* ],
+                histograms: &[ $( Metric { name: $hmetric, help: $hhelp } ),* ],
+            }
+        ),* ];
+    };
+    (@pair) => { None };
+    (@pair $pair:ident $counter:ident $closer:ident $gauge:literal $ghelp:literal) => {
+        Some(Pair {
+            name: stringify!($pair),
+            opener: stringify!($counter),
+            closer: stringify!($closer),
+            gauge: Metric { name: $gauge, help: $ghelp },
+            get: Counts::$pair,
+        })
+    };
+}
+
+with_events!(define_counts);
+
+impl Counts {
+    /// Share of admitted requests that had to wait, 0 to 1.
+    pub fn blocked_share(&self) -> f64 {
+        let admitted = self.requests_blocked + self.requests_nonblocked;
+        if admitted == 0 {
+            0.0
+        } else {
+            self.requests_blocked as f64 / admitted as f64
+        }
+    }
+}
+
+/// Every probe name, as tracers see it, in the order declared.
+pub fn probe_names() -> impl Iterator<Item = &'static str> {
+    EVENTS.iter().map(|e| e.probe)
+}
+
+/// Every in-flight pair.
+pub fn pairs() -> impl Iterator<Item = &'static Pair> {
+    EVENTS
+        .iter()
+        .flat_map(|e| e.counters)
+        .filter_map(|c| c.opens.as_ref())
+}
+
+/// The probe table of `docs/tracing.md`: a row per probe, with what it moves.
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| probe | fires when | arg0 | then | moves: `/stats` field (`/metrics` name) |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for event in EVENTS {
+        let (arg0, rest) = event.args.split_first().expect("every probe has arg0");
+        let then: Vec<&str> = rest.iter().map(|(_, meaning)| *meaning).collect();
+        let mut moves: Vec<String> = event
+            .counters
+            .iter()
+            .map(|c| match &c.opens {
+                None => format!("`{}` (`{}`)", c.field, c.metric.name),
+                Some(pair) => format!(
+                    "`{}` (`{}`), opening `{}` (gauge `{}`) until `{}`",
+                    c.field, c.metric.name, pair.name, pair.gauge.name, pair.closer
+                ),
+            })
+            .collect();
+        moves.extend(event.histograms.iter().map(|h| format!("`{}`", h.name)));
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            event.probe,
+            event.fires_when,
+            arg0.1,
+            then.join(", "),
+            if moves.is_empty() {
+                "nothing".to_owned()
+            } else {
+                moves.join(", ")
+            }
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pair_balances_after_a_reset_and_its_closers() {
+        let mut counts = Counts::default();
+        for (i, pair) in pairs().enumerate() {
+            // Opener 10 + i, closer 3: 7 + i in flight.
+            set(&mut counts, pair.opener, 10 + i as u64);
+            set(&mut counts, pair.closer, 3);
+        }
+        counts.requests_blocked = 4;
+        let carried = counts.carried_over();
+        assert_eq!(carried.requests_blocked, 0, "a plain counter starts again");
+        for (i, pair) in pairs().enumerate() {
+            assert_eq!((pair.get)(&carried), 7 + i as u64, "{}", pair.name);
+            assert_eq!((pair.get)(&carried), (pair.get)(&counts), "{}", pair.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_probe_names_are_the_rust_names() {
+        let mut seen = std::collections::BTreeSet::new();
+        for event in EVENTS {
+            assert!(seen.insert(event.probe), "{} twice", event.probe);
+            for c in event.counters {
+                assert!(seen.insert(c.field), "{} twice", c.field);
+                assert!(seen.insert(c.metric.name), "{} twice", c.metric.name);
+                assert!(c.metric.name.starts_with("isim_") && c.metric.name.ends_with("_total"));
+            }
+            for h in event.histograms {
+                assert!(seen.insert(h.name), "{} twice", h.name);
+                assert!(h.name.starts_with("isim_") && h.name.ends_with("_seconds"));
+            }
+            assert!(
+                !event.args.is_empty() && event.args.len() <= 6,
+                "{}",
+                event.probe
+            );
+        }
+    }
+
+    /// Sets a counter by its field name, through the JSON form (the test's only
+    /// way to name a field by string).
+    fn set(counts: &mut Counts, field: &str, value: u64) {
+        let mut json = serde_json::to_value(*counts).unwrap();
+        json[field] = value.into();
+        *counts = serde_json::from_value(json).unwrap();
+    }
+}
