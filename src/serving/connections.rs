@@ -31,7 +31,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use simulator_api::ConnectionCounts;
+use simulator_api::{ConnectionCounts, ErrorBody};
 
 use crate::observe::metrics as m;
 
@@ -145,14 +145,19 @@ pub async fn serve(
 /// Answers a connection over the limit with a JSON 503 and closes it.
 async fn refuse(mut stream: TcpStream, limits: Limits) {
     let (max, name) = (limits.max_connections, limits.limit_name);
-    let body = serde_json::json!({
-        "error": "unavailable",
-        "message": format!(
+    let body = ErrorBody {
+        error: "unavailable".to_owned(),
+        message: format!(
             "this listener already has {max} connections open ({name}); retry later{}",
-            if limits.metered { " or raise --max-connections" } else { "" }
+            if limits.metered {
+                " or raise --max-connections"
+            } else {
+                ""
+            }
         ),
-    })
-    .to_string();
+    };
+    // Two strings cannot fail to serialise.
+    let body = serde_json::to_string(&body).unwrap_or_default();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
          content-length: {}\r\nconnection: close\r\nretry-after: 1\r\n\r\n{body}",

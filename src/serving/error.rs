@@ -6,7 +6,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use simulator_api::ErrorBody;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -56,7 +56,10 @@ impl IntoResponse for ApiError {
         let (status, kind) = self.status_and_kind();
         let mut response = (
             status,
-            Json(json!({ "error": kind, "message": self.to_string() })),
+            Json(ErrorBody {
+                error: kind.to_owned(),
+                message: self.to_string(),
+            }),
         )
             .into_response();
         let headers = response.headers_mut();

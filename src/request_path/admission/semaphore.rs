@@ -31,8 +31,10 @@ use simulator_api::settings::WhenFull;
 use super::Admitted;
 use crate::observe::Events;
 
-/// The largest capacity the gate accepts: tokio's own semaphore limit.
-pub const MAX_PERMITS: usize = Semaphore::MAX_PERMITS;
+/// The largest capacity the gate accepts: the settings' bound on `permits`, which
+/// is tokio's own semaphore limit (checked when this compiles).
+pub const MAX_PERMITS: usize = simulator_api::settings::MAX_PERMITS as usize;
+const _: () = assert!(MAX_PERMITS == Semaphore::MAX_PERMITS);
 
 /// A cheap, cloneable handle to the gate.
 #[derive(Clone)]
