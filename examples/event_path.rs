@@ -70,7 +70,7 @@ fn main() {
             total / elapsed
         );
     }
-    let counts = events.stats().snapshot();
+    let counts = events.counts().snapshot();
     assert_eq!(
         counts.requests_started, counts.requests_done,
         "the counts balance"

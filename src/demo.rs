@@ -89,7 +89,7 @@ impl DemoArgs {
             self.duration,
             max_duration::from_env()?,
         );
-        let mut load = scenario.load_plan("http://127.0.0.1:0", Some(duration))?;
+        let mut load = scenario.load_plan("http://127.0.0.1:0", Some(duration));
         if let Some(clients) = self.clients {
             load.clients = clients;
         }

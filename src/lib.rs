@@ -13,8 +13,9 @@
 //!   and what queueing theory predicts from the settings in force.
 //! - `serving/`: HTTP, connections, admin, shutdown, errors.
 //! - `observe/`: probes, events, counters, Prometheus metrics, process CPU.
-//!
-//! - `workshop/`: the exercises (`workshop list`, `start`, `check`: the win condition).
+//! - `cli.rs` (the subcommands), `serve.rs` (`serve`: its flags and banner),
+//!   `demo.rs`, and `workshop/`: the exercises (`workshop list`, `start`,
+//!   `check`: the win condition).
 //!
 //! `docs/patterns.md` maps every pattern to its file.
 
@@ -25,5 +26,6 @@ pub mod model;
 pub mod observe;
 pub mod request_path;
 pub mod scenario;
+pub mod serve;
 pub mod serving;
 pub mod workshop;

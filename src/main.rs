@@ -16,18 +16,7 @@ async fn main() -> anyhow::Result<std::process::ExitCode> {
     // `serve` logs what an operator wants to see; the commands that print tables
     // (the demo, the clients) log only warnings unless RUST_LOG asks for more, so
     // no log line lands in the middle of a table on a terminal.
-    let default = match cli.command {
-        system_simulator::cli::Command::Serve(_) => "info",
-        system_simulator::cli::Command::Workshop(ref w)
-            if matches!(
-                w.command,
-                system_simulator::workshop::WorkshopCommand::Start { .. }
-            ) =>
-        {
-            "info"
-        }
-        _ => "warn",
-    };
+    let default = cli.command.default_log_level();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default)),

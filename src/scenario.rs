@@ -2,7 +2,8 @@
 //!
 //! A scenario is data: its `config` is a settings update laid over the defaults
 //! (the same keys as a `--config` file), its `fixes` are `PUT /admin/config`
-//! bodies, its `load` the sim-clients arguments that show its symptom. The
+//! bodies, its `load` the sim-clients arguments that show its symptom, read once
+//! into a typed [`Load`] that the model, the demo and the check use. The
 //! bundled files are compiled in, so `serve --scenario NAME` works from any
 //! directory; `serve --scenario FILE` reads a copy a user edited. Adding a
 //! scenario is adding a file to `scenarios/` and a line to [`BUNDLED`] (a test
@@ -12,8 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
-use simulator_api::value::parse_duration;
-use simulator_api::{Fix, ScenarioInfo, Settings, SettingsUpdate};
+use simulator_api::{Fix, Load, ScenarioInfo, Settings, SettingsUpdate};
 
 /// The scenario `serve` starts in unless told otherwise: the original simulator.
 pub const DEFAULT: &str = "semaphore-starvation";
@@ -54,7 +54,8 @@ pub struct Scenario {
     pub seed: String,
     pub summary: String,
     pub symptom: String,
-    pub load: Vec<String>,
+    /// The load that shows the symptom, written as sim-clients arguments.
+    pub load: Load,
     /// The workshop ticket in one line, for `workshop list`.
     #[serde(default)]
     pub headline: String,
@@ -176,14 +177,17 @@ impl Scenario {
     }
 
     /// Parses and checks a scenario: its settings must be valid, its load must be
-    /// arguments sim-clients takes, and every fix must be a valid live change from
-    /// its settings.
+    /// a load's arguments (read as it parses), and every fix must be a valid live
+    /// change from its settings.
     pub fn parse(origin: &str, text: &str) -> Result<Self, ScenarioError> {
         let invalid = |reason: String| ScenarioError::Invalid(origin.into(), reason);
         let scenario: Scenario = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let settings = scenario.settings();
         settings.validate().map_err(|e| invalid(e.to_string()))?;
-        scenario.load_plan("http://127.0.0.1:7878", None)?;
+        scenario
+            .load_plan("http://127.0.0.1:7878", None)
+            .validate()
+            .map_err(|e| invalid(format!("its load: {e}")))?;
         for condition in &scenario.check {
             if condition.below.is_some() == condition.above.is_some() {
                 return Err(invalid(format!(
@@ -210,55 +214,22 @@ impl Scenario {
         Settings::default().with(&self.config)
     }
 
-    /// The value its load gives `flag` (`--n`, `--think-time`, ...), if any.
-    pub fn load_value(&self, flag: &str) -> Option<&str> {
-        self.load
-            .windows(2)
-            .find(|w| w[0] == flag)
-            .map(|w| w[1].as_str())
-    }
-
-    /// The clients of the scenario's load (sim-clients' 1 when it names none).
-    pub fn clients(&self) -> usize {
-        self.load_value("--n")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(1)
-    }
-
-    /// The think time of the scenario's load (sim-clients' 1 s when it names none).
+    /// The think time the model assumes: the load's, or sim-clients' 1 s for an
+    /// open loop, which has none.
     pub fn think_time(&self) -> Duration {
-        self.load_value("--think-time")
-            .and_then(|t| parse_duration(t).ok())
-            .unwrap_or(Duration::from_secs(1))
+        self.load.think_time().unwrap_or(Duration::from_secs(1))
     }
 
-    /// The scenario's load as sim-clients reads it, against `target`, running for
+    /// The scenario's load as the driver runs it, against `target`, running for
     /// `duration` instead of the load's own (`None`: until stopped).
     pub fn load_plan(
         &self,
         target: &str,
         duration: Option<Duration>,
-    ) -> Result<simulator_clients::LoadPlan, ScenarioError> {
-        let mut words = vec!["sim-clients".to_owned()];
-        let mut load = self.load.iter();
-        while let Some(word) = load.next() {
-            match word.as_str() {
-                "--duration" => {
-                    load.next();
-                }
-                _ => words.push(word.clone()),
-            }
-        }
-        words.extend(["--target".to_owned(), target.to_owned()]);
-        let args = <simulator_clients::args::Args as clap::Parser>::try_parse_from(&words)
-            .map_err(|e| {
-                // clap's message ends with a usage hint for a command line, not a file.
-                let first = e.to_string().lines().next().unwrap_or_default().to_owned();
-                ScenarioError::Invalid(self.name.clone(), format!("its load: {first}"))
-            })?;
-        let mut plan = args.plan();
+    ) -> simulator_clients::LoadPlan {
+        let mut plan = simulator_clients::LoadPlan::from_load(&self.load, target);
         plan.stop.duration = duration.or(Some(simulator_api::settings::MAX_SPAN));
-        Ok(plan)
+        plan
     }
 
     /// The entry of `GET /scenarios`.
@@ -268,7 +239,7 @@ impl Scenario {
             seed: self.seed.clone(),
             summary: self.summary.clone(),
             symptom: self.symptom.clone(),
-            load: self.load.clone(),
+            load: self.load.words().to_vec(),
             fixes: self.fixes.clone(),
         }
     }
@@ -363,6 +334,9 @@ mod tests {
         }
         let bad_load = base.replace("load = []", "load = [\"--n\", \"lots\"]");
         let err = Scenario::parse("test", &bad_load).unwrap_err().to_string();
-        assert!(err.contains("its load") && err.contains("lots"), "{err}");
+        assert!(
+            err.contains("load = ") && err.contains("`--n lots`") && err.contains("whole number"),
+            "{err}"
+        );
     }
 }

@@ -120,7 +120,7 @@ async fn blocking_runtime_is_cured_by_each_fix_and_returns_without_it() {
     let client = client();
 
     // The scenario's own load, until the test stops it.
-    let plan = scenario.load_plan(&server.url, None).unwrap();
+    let plan = scenario.load_plan(&server.url, None);
     let stop = CancellationToken::new();
     let load = tokio::spawn({
         let stop = stop.clone();

@@ -14,8 +14,8 @@ use std::process::Command;
 
 use clap::Parser;
 use common::{have, skip_or_fail};
-use simulator_clients::args::Args;
-use simulator_clients::shard::ShardSource;
+use simulator_clients::cli::Args;
+use simulator_clients::ShardSource;
 use yaml_rust2::{Yaml, YamlLoader};
 
 fn deploy(path: &str) -> PathBuf {
@@ -247,7 +247,7 @@ fn the_slurm_script_runs_a_shard_a_task_with_flags_sim_clients_accepts() {
     assert!(
         matches!(
             merge.command,
-            Some(simulator_clients::args::Command::Merge(_))
+            Some(simulator_clients::cli::Command::Merge(_))
         ),
         "the last command merges"
     );

@@ -213,7 +213,7 @@ async fn a_reset_in_flight_keeps_the_counts_balanced() {
         set.spawn(async move { p.handle(element()).await.unwrap() });
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    p.events().stats().reset();
+    p.events().counts().reset();
     set.join_all().await;
     drained(&p).await;
     let c = p.counts();
@@ -250,7 +250,7 @@ async fn a_reset_under_cpu_work_keeps_every_pair_balanced() {
         assert!(std::time::Instant::now() < deadline, "{:?}", p.counts());
         tokio::task::yield_now().await;
     }
-    p.events().stats().reset();
+    p.events().counts().reset();
     assert!(
         p.counts().work_in_flight() > 0,
         "the reset carried the works in flight"

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common::{client, get, have, settled_stats, skip_or_fail, Server, BIN, FAST_SERVER};
 use serde_json::Value;
-use simulator_clients::live::LATENCY_BUCKETS_S;
+use simulator_clients::LATENCY_BUCKETS_S;
 
 const SHARDS: u32 = 4;
 
@@ -219,13 +219,13 @@ async fn an_open_loop_split_four_ways_sends_the_unsplit_timetable_once() {
 
     // The unsplit timetable, drawn from the same seed.
     let start = tokio::time::Instant::now();
-    let whole = simulator_clients::schedule::Schedule::new(
+    let whole = simulator_clients::Schedule::new(
         start,
         start + Duration::from_secs(2),
         400.0,
         simulator_clients::Arrivals::Poisson,
         9,
-        simulator_clients::shard::Shard::WHOLE,
+        simulator_clients::Shard::WHOLE,
     );
     let unsplit = std::iter::from_fn(|| whole.claim()).count() as u64;
     assert_eq!(

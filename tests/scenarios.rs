@@ -85,7 +85,7 @@ struct Lifetimes {
 /// tasks of this test: its clients and think time, or its rate, and its sizes.
 fn start(name: &str) -> Running {
     let scenario = Scenario::load(name).unwrap();
-    let load = scenario.load_plan("http://127.0.0.1:9", None).unwrap();
+    let load = scenario.load_plan("http://127.0.0.1:9", None);
     let processor = DataProcessor::new(&scenario.settings()).unwrap();
     let router = app(AppState::new(processor.clone(), scenario))
         .layer(MockConnectInfo(SocketAddr::from(([127, 0, 0, 1], 9))));
@@ -193,7 +193,7 @@ impl Running {
     /// Applies the scenario's fix `name` as its listing gives it, through the router.
     async fn apply_fix(&self, scenario: &Scenario, name: &str) {
         let fix = scenario.fixes.iter().find(|f| f.name == name).unwrap();
-        let body = fix.config_for(scenario.clients()).unwrap();
+        let body = fix.config_for(scenario.load.clients).unwrap();
         let request = Request::put("/admin/config")
             .header("content-type", "application/json")
             .body(Body::from(serde_json::to_vec(&body).unwrap()))

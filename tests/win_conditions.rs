@@ -65,9 +65,7 @@ async fn a_backlog_left_by_an_earlier_load_does_not_pass_for_throughput() {
     // 16 slots) leaves thousands of writes pending: the backlog of the issue.
     let scenario = Scenario::load("spawn-per-request").unwrap();
     let server = Server::start(&["--scenario", &scenario.name, "--admin-listen", "off"]);
-    let plan = scenario
-        .load_plan(&server.url, Some(Duration::from_secs(6)))
-        .unwrap();
+    let plan = scenario.load_plan(&server.url, Some(Duration::from_secs(6)));
     simulator_clients::run(&plan, CancellationToken::new(), false)
         .await
         .unwrap();

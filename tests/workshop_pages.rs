@@ -59,7 +59,7 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
         // The load the page runs is the one `workshop start` prints, duration and all.
         let load = format!(
             "cargo run --release -- clients {}",
-            system_simulator::workshop::shell_line(&scenario.load)
+            system_simulator::workshop::shell_line(scenario.load.words())
         );
         assert!(
             page.contains(&load),

@@ -2,14 +2,16 @@
 //!
 //! The settings (`settings.rs`: every one declared once, with the kinds of value in
 //! `value.rs` and the latency distributions in `delay.rs`), the server's events
-//! (`events.rs`: every one declared once, with the counters they move) and the
-//! HTTP bodies (`bodies.rs`). The clients depend on this crate and never on the server, so
+//! (`events.rs`: every one declared once, with the counters they move), a load
+//! as a scenario writes it and the driver runs it (`load.rs`) and the HTTP bodies
+//! (`bodies.rs`). The clients depend on this crate and never on the server, so
 //! the two cannot drift apart silently: a field one writes and the other does not
 //! know fails to parse.
 
 pub mod bodies;
 pub mod delay;
 pub mod events;
+pub mod load;
 pub mod max_duration;
 pub mod settings;
 pub mod value;
@@ -19,4 +21,5 @@ pub use bodies::{
     Stats, SEED_COUNTS,
 };
 pub use delay::Delay;
+pub use load::Load;
 pub use settings::{Settings, SettingsError, SettingsUpdate, SETTINGS};

@@ -11,13 +11,13 @@ use hyper::Method;
 use serde::de::DeserializeOwned;
 use simulator_api::{Settings, SettingsUpdate, Stats};
 
-use crate::plan::resolve;
+use crate::load::plan::resolve;
 
 /// Why talking to the server's endpoints failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
     #[error(transparent)]
-    Target(#[from] crate::plan::TargetError),
+    Target(#[from] crate::load::plan::TargetError),
     #[error("{0}: {1}")]
     Http(String, String),
 }

@@ -1,202 +1,30 @@
 //! sim-clients: N virtual clients against `system-simulator serve`.
 //!
 //! [`run`] drives one load run from a [`LoadPlan`] and returns a [`Report`]; the
-//! binary (`src/main.rs`) only parses flags. The clients (`worker.rs`), the open
-//! loop's timetable (`schedule.rs`), connections (`connection.rs`), aggregation
-//! (`record.rs`), the per-second series (`series.rs`), the report (`report.rs`),
-//! the server's endpoints (`endpoints.rs`) and the seed's sweep (`sweep.rs`, laid
-//! out by `sweep_table.rs` and `sweep_chart.rs`) each have their own file.
-//! Load beyond one machine (`docs/scale-out.md`): which share a process runs
-//! (`shard.rs`), starting together (`start.rs`), the histograms in the report
-//! (`hdr.rs`), adding reports up (`merge.rs`), the driver's own `/metrics`
-//! (`live.rs`) and sharded sweeps (`sweep_shard.rs`); `precise.rs` is the
-//! sub-millisecond pacing of `--precise-pacing`.
+//! binary (`src/main.rs`) only parses flags. The folders are its parts:
+//!
+//! - `load/`: running a load (the plan, the clients, connections, pacing);
+//! - `reporting/`: recording what the clients saw and laying it out (the tally,
+//!   the report and its JSON, the per-second series, HDR histograms, progress);
+//! - `sweep/`: the seed's sweep of client counts, its tables and chart;
+//! - `scale_out/`: load beyond one machine (`docs/scale-out.md`): which share a
+//!   process runs, starting together, adding reports up, the driver's own `/metrics`;
+//! - `cli/`: the flags (`flags.rs`) and the commands they run;
+//! - `endpoints.rs`: the server's `/stats` and `/admin` routes, as the driver reads them.
+//!
+//! What the server crate and the tests use is re-exported here; the rest stays inside.
 
-pub mod args;
-pub mod connection;
+pub mod cli;
 pub mod endpoints;
-pub mod hdr;
-pub mod live;
-pub mod merge;
-pub mod plan;
-#[cfg(target_os = "linux")]
-pub mod precise;
-pub mod progress;
-pub mod record;
-pub mod render;
-pub mod report;
-pub mod schedule;
-pub mod seed;
-pub mod series;
-pub mod shard;
-pub mod start;
-pub mod sweep;
-pub mod sweep_chart;
-pub mod sweep_shard;
-pub mod sweep_table;
-pub mod units;
-pub mod worker;
+mod load;
+mod reporting;
+mod scale_out;
+mod sweep;
 
-use std::sync::Arc;
-
-use tokio_util::sync::CancellationToken;
-
-pub use plan::{Arrivals, LoadPlan, Pacing, PayloadSize, PlanError, Stop};
-pub use report::Report;
-
-/// Why a run could not start or could not record what it measured.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Plan(#[from] PlanError),
-    #[error(transparent)]
-    Target(#[from] plan::TargetError),
-    #[error("series file: {0}")]
-    Series(std::io::Error),
-}
-
-/// Where a run's output goes besides the returned report.
-#[derive(Debug, Default)]
-pub struct Outputs {
-    /// Draw live progress on stderr.
-    pub progress: bool,
-    /// Write one JSON line per second here (see [`series`]).
-    pub series: Option<tokio::fs::File>,
-    /// Keep every second in the report (for `--json`, so `merge` can add series).
-    pub seconds: bool,
-    /// Count into these live metrics too (`--metrics-listen`, `live.rs`).
-    pub live: Option<Arc<live::LiveMetrics>>,
-}
-
-/// One connection per client, opened before the run's clock starts so that the
-/// start-up burst is one of requests, not of TCP handshakes. Connections leave
-/// from the plan's bind addresses in turn.
-async fn connect_all(
-    plan: &LoadPlan,
-    addr: std::net::SocketAddr,
-    host: &hyper::header::HeaderValue,
-    cancel: &CancellationToken,
-) -> Vec<connection::Connection> {
-    let mut opening = tokio::task::JoinSet::new();
-    for i in 0..plan.local_clients() {
-        let mut c = new_connection(plan, i, addr, host);
-        let timeout = plan.timeout;
-        opening.spawn(async move {
-            c.open(timeout).await;
-            c
-        });
-    }
-    let mut connections = Vec::with_capacity(plan.local_clients());
-    loop {
-        tokio::select! {
-            joined = opening.join_next() => match joined {
-                Some(Ok(c)) => connections.push(c),
-                // Opening cannot panic short of a bug; that client connects on first use.
-                Some(Err(_)) => {}
-                None => break,
-            },
-            () = cancel.cancelled() => break,
-        }
-    }
-    connections
-}
-
-fn new_connection(
-    plan: &LoadPlan,
-    i: usize,
-    addr: std::net::SocketAddr,
-    host: &hyper::header::HeaderValue,
-) -> connection::Connection {
-    let bind = (!plan.bind.is_empty()).then(|| plan.bind[i % plan.bind.len()]);
-    connection::Connection::new(addr, host.clone()).bound_to(bind)
-}
-
-/// Runs `plan` until its stop condition or `cancel`, showing progress when asked.
-pub async fn run(
-    plan: &LoadPlan,
-    cancel: CancellationToken,
-    show_progress: bool,
-) -> Result<Report, RunError> {
-    let outputs = Outputs {
-        progress: show_progress,
-        ..Outputs::default()
-    };
-    run_with(plan, cancel, outputs).await
-}
-
-/// [`run`], with a per-second series, the report's seconds and the driver's
-/// own metrics endpoint as asked.
-pub async fn run_with(
-    plan: &LoadPlan,
-    cancel: CancellationToken,
-    outputs: Outputs,
-) -> Result<Report, RunError> {
-    plan.validate()?;
-    let (addr, host) = plan::resolve(&plan.target).await?;
-    let live = outputs
-        .live
-        .unwrap_or_else(|| Arc::new(live::LiveMetrics::off()));
-    if plan.start_at.is_some() {
-        if let Some(warning) = start::clock_status().and_then(start::warning) {
-            eprintln!("sim-clients: warning: {warning}");
-        }
-    }
-    let before = endpoints::stats(&plan.target).await.ok();
-    let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
-    let (start, start_late) = match plan.start_at {
-        Some(at) => {
-            let (start, late) = start::wait_for(at, &cancel).await;
-            if late > plan.late_after {
-                eprintln!(
-                    "sim-clients: started {} after --start-at",
-                    units::duration(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX))
-                );
-            }
-            (start, Some(late))
-        }
-        None => (tokio::time::Instant::now(), None),
-    };
-    let intervals = outputs.series.is_some() || outputs.seconds;
-    let recorder = record::Recorder::new(plan.late_after, intervals).with_live(Arc::clone(&live));
-    let shared = Arc::new(worker::RunState::starting(
-        plan.clone(),
-        cancel.clone(),
-        recorder,
-        start,
-    ));
-    let seconds = intervals
-        .then(|| series::SeriesWriter::start(Arc::clone(&shared), outputs.series, outputs.seconds));
-    let progress = outputs
-        .progress
-        .then(|| progress::Progress::start(Arc::clone(&shared)));
-    worker::run_clients(Arc::clone(&shared), |i| {
-        connections
-            .next()
-            .unwrap_or_else(|| new_connection(plan, i, addr, &host))
-    })
-    .await;
-    let elapsed = shared.start.elapsed();
-    if let Some(p) = progress {
-        p.finish();
-    }
-    let (seconds, series_result) = match seconds {
-        Some(writer) => writer.finish().await,
-        None => (Vec::new(), Ok(())),
-    };
-    let after = endpoints::stats(&plan.target).await.ok();
-    let window = before.zip(after).map(|(b, a)| a.counts.since(&b.counts));
-    // The figures are worth more than the series: report them even if it failed.
-    if let Err(err) = series_result {
-        eprintln!("sim-clients: {}", RunError::Series(err));
-    }
-    let mut report = Report::new(
-        plan,
-        shared.seed(),
-        &shared.recorder.tally(),
-        elapsed,
-        window,
-    );
-    report.start_late_ns = start_late.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    report.seconds = seconds;
-    Ok(report)
-}
+pub use load::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, PlanError, Stop};
+pub use load::schedule::Schedule;
+pub use load::worker::payload_rng;
+pub use load::{run, run_with, Outputs, RunError};
+pub use reporting::Report;
+pub use scale_out::live::LATENCY_BUCKETS_S;
+pub use scale_out::shard::{Shard, ShardSource};

@@ -6,9 +6,9 @@
 //! percentiles and a DTrace-style quantize of request lifetimes.
 
 use clap::Parser;
-use simulator_clients::args::{self, Args};
+use simulator_clients::cli::{self, Args};
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    args::runtime(args.threads)?.block_on(args::run(args))
+    cli::runtime(args.threads)?.block_on(cli::run(args))
 }

@@ -12,10 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::live_counts::LiveCounts;
 use super::metrics as m;
+use super::nanos;
 #[cfg(feature = "probes")]
 use super::probes::isim;
-use super::stats::Stats;
 
 /// Fires probe `$probe` of the `isim` provider with the arguments the closure
 /// makes, evaluated only while a tracer has the probe enabled. Built without the
@@ -33,36 +34,36 @@ macro_rules! fire {
 /// The event sink shared by request handlers and persistence tasks.
 #[derive(Debug, Clone, Default)]
 pub struct Events {
-    stats: Arc<Stats>,
+    counts: Arc<LiveCounts>,
 }
 
 impl Events {
-    pub fn stats(&self) -> &Stats {
-        &self.stats
+    pub fn counts(&self) -> &LiveCounts {
+        &self.counts
     }
 
     pub fn request_start(&self, id: u64, bytes: u64) {
         fire!(request__start, || (id, bytes));
-        self.stats.record(|c| c.requests_started += 1);
+        self.counts.record(|c| c.requests_started += 1);
         m::handles().requests_started.increment(1);
     }
 
     pub fn request_nonblock(&self, id: u64, available: usize) {
         fire!(request__nonblock, || (id, available as u64));
-        self.stats.record(|c| c.requests_nonblocked += 1);
+        self.counts.record(|c| c.requests_nonblocked += 1);
         m::handles().requests_nonblocked.increment(1);
     }
 
     pub fn request_block(&self, id: u64, permits: usize) {
         fire!(request__block, || (id, permits as u64));
-        self.stats.record(|c| c.requests_blocked += 1);
+        self.counts.record(|c| c.requests_blocked += 1);
         m::handles().requests_blocked.increment(1);
     }
 
     /// A blocked request refused at once (after its request-block).
     pub fn request_shed(&self, id: u64, permits: usize) {
         fire!(request__shed, || (id, permits as u64));
-        self.stats.record(|c| c.requests_shed += 1);
+        self.counts.record(|c| c.requests_shed += 1);
         m::handles().requests_shed.increment(1);
     }
 
@@ -73,14 +74,14 @@ impl Events {
 
     pub fn request_done(&self, id: u64, lifetime: Duration, blocked: bool) {
         fire!(request__done, || (id, nanos(lifetime), u64::from(blocked)));
-        self.stats.record(|c| c.requests_done += 1);
+        self.counts.record(|c| c.requests_done += 1);
         m::handles().requests_done.increment(1);
         m::handles().request_lifetime.record(lifetime.as_secs_f64());
     }
 
     pub fn persist_start(&self, id: u64, bytes: u64, permits_free: usize) {
         let in_flight = self
-            .stats
+            .counts
             .record(|c| c.persists_started += 1)
             .persists_in_flight();
         fire!(persist__start, || (
@@ -95,7 +96,7 @@ impl Events {
     /// `timed_out` persists are failed ones too (`ok` is false).
     pub fn persist_done(&self, id: u64, ok: bool, timed_out: bool, latency: Duration) {
         let in_flight = self
-            .stats
+            .counts
             .record(|c| {
                 c.persists_done += 1;
                 c.persists_failed += u64::from(!ok);
@@ -123,21 +124,21 @@ impl Events {
     /// A persist got a second attempt `after` its start.
     pub fn persist_hedge(&self, id: u64, after: Duration) {
         fire!(persist__hedge, || (id, nanos(after)));
-        self.stats.record(|c| c.persists_hedged += 1);
+        self.counts.record(|c| c.persists_hedged += 1);
         m::handles().persists_hedged.increment(1);
     }
 
     /// The element went into the persistence queue; returns nothing, the depth
     /// travels in the probe.
     pub fn queue_enqueue(&self, id: u64) {
-        let depth = self.stats.record(|c| c.queue_enqueued += 1).queued();
+        let depth = self.counts.record(|c| c.queue_enqueued += 1).queued();
         fire!(queue__enqueue, || (id, depth));
         m::handles().queue_enqueued.increment(1);
     }
 
     /// A worker took the element after it waited `waited` in the queue.
     pub fn queue_dequeue(&self, id: u64, waited: Duration) {
-        let depth = self.stats.record(|c| c.queue_dequeued += 1).queued();
+        let depth = self.counts.record(|c| c.queue_dequeued += 1).queued();
         fire!(queue__dequeue, || (id, nanos(waited), depth));
         m::handles().queue_dequeued.increment(1);
         m::handles().queue_wait.record(waited.as_secs_f64());
@@ -145,14 +146,14 @@ impl Events {
 
     /// The queue was full and the request is refused (the element never queued).
     pub fn queue_refuse(&self, id: u64) {
-        let depth = self.stats.record(|c| c.queue_refused += 1).queued();
+        let depth = self.counts.record(|c| c.queue_refused += 1).queued();
         fire!(queue__refuse, || (id, depth));
         m::handles().queue_refused.increment(1);
     }
 
     /// A dequeued element was dropped: it waited `waited`, over `limit`.
     pub fn queue_drop(&self, id: u64, waited: Duration, limit: Duration) {
-        self.stats.record(|c| c.queue_dropped += 1);
+        self.counts.record(|c| c.queue_dropped += 1);
         fire!(queue__drop, || (id, nanos(waited), nanos(limit)));
         m::handles().queue_dropped.increment(1);
     }
@@ -163,14 +164,14 @@ impl Events {
     /// pool, 2 rayon).
     pub fn work_start(&self, id: u64, bytes: u64, on: u64) {
         fire!(work__start, || (id, bytes, on));
-        self.stats.record(|c| c.work_started += 1);
+        self.counts.record(|c| c.work_started += 1);
         m::handles().work_started.increment(1);
     }
 
     /// The work ran for `ran` after waiting `waited` for a slot or a thread.
     pub fn work_done(&self, id: u64, ran: Duration, waited: Duration, on: u64) {
         fire!(work__done, || (id, nanos(ran), nanos(waited), on));
-        self.stats.record(|c| c.work_done += 1);
+        self.counts.record(|c| c.work_done += 1);
         m::handles().work_done.increment(1);
         m::handles().work_time.record(ran.as_secs_f64());
         m::handles().work_wait.record(waited.as_secs_f64());
@@ -182,9 +183,4 @@ impl Events {
         fire!(canary__tick, || (seq, nanos(late), nanos(interval)));
         m::handles().timer_lateness.record(late.as_secs_f64());
     }
-}
-
-/// A duration in whole nanoseconds, saturating (probes and `/stats` carry u64).
-pub fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -1,16 +1,21 @@
 //! Observation: everything that reports what the request path did. `events.rs`
-//! fires each probe (`probes.rs`), moves its `/stats` counter (`stats.rs`) and
+//! fires each probe (`probes.rs`), moves its `/stats` counter (`live_counts.rs`) and
 //! records its Prometheus metric (`metrics.rs`) in one call, so the three views
 //! never disagree; `process.rs` reads the process's own CPU time, `runtime.rs` watches the
 //! async runtime (its metrics and a timer-lateness canary), `machine.rs` the cores,
 //! quota, timer and calibration an exercise's figures depend on.
 
 pub mod events;
+pub mod live_counts;
 pub mod machine;
 pub mod metrics;
 pub mod probes;
 pub mod process;
 pub mod runtime;
-pub mod stats;
 
-pub use events::{nanos, Events};
+pub use events::Events;
+
+/// A duration in whole nanoseconds, saturating (probes and `/stats` carry u64).
+pub fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -15,7 +15,7 @@
 /// where the platform refuses to say.
 pub fn cpu_ns() -> Option<u64> {
     let used = cpu_time::ProcessTime::try_now().ok()?.as_duration();
-    Some(super::events::nanos(used))
+    Some(super::nanos(used))
 }
 
 /// The standard process metrics in Prometheus' text format, those the platform

@@ -28,7 +28,8 @@ use hdrhistogram::Histogram;
 use simulator_api::RuntimeStats;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{nanos, Events};
+use super::events::Events;
+use super::nanos;
 
 /// How long the canary asks to sleep each time.
 pub const CANARY_INTERVAL: Duration = Duration::from_millis(10);

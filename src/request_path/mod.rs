@@ -303,7 +303,7 @@ impl DataProcessor {
     }
 
     pub fn counts(&self) -> Counts {
-        self.inner.events.stats().snapshot()
+        self.inner.events.counts().snapshot()
     }
 
     /// Elements queued for persistence, not yet taken by a worker.

@@ -151,7 +151,7 @@ fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 async fn reset(State(state): State<AppState>) -> Json<Stats> {
-    state.processor.events().stats().reset();
+    state.processor.events().counts().reset();
     tracing::info!("counters reset");
     Json(state.stats())
 }

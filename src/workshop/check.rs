@@ -175,7 +175,7 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
             "the server started {new} requests before the check sent any: stop any other load (the check brings its own) and check again"
         ))),
     }
-    let mut load = scenario.load_plan(target, Some(window.max(MIN_WINDOW)))?;
+    let mut load = scenario.load_plan(target, Some(window.max(MIN_WINDOW)));
     load.seed = load.seed.or(Some(CHECK_SEED));
     let report = simulator_clients::run(&load, CancellationToken::new(), false).await?;
     let runtime = endpoints::stats(target).await?.runtime;
@@ -291,7 +291,7 @@ mod tests {
             );
         }
     }
-    use simulator_clients::worker::payload_rng;
+    use simulator_clients::payload_rng;
     use simulator_clients::{Pacing, PayloadSize};
 
     /// The bytes a closed-loop load's clients send in a 10 s window, drawn from
@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn the_check_seed_draws_typical_sizes_for_every_scenario() {
         for scenario in scenario::bundled().unwrap() {
-            let plan = scenario.load_plan("http://127.0.0.1:1", None).unwrap();
+            let plan = scenario.load_plan("http://127.0.0.1:1", None);
             if matches!(plan.payload, PayloadSize::Fixed { .. }) {
                 continue;
             }

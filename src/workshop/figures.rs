@@ -101,7 +101,7 @@ pub async fn measure(
     for fix in &scenario.fixes {
         let server = ChildServer::start(&scenario.name, confinement)?;
         let body = fix
-            .config_for(scenario.clients())
+            .config_for(scenario.load.clients)
             .map_err(anyhow::Error::msg)?;
         endpoints::configure(&server.url, &body).await?;
         let after = check::check(scenario, &server.url, window).await?;

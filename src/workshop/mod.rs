@@ -22,15 +22,22 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::cli::ServeArgs;
 use crate::observe::probes;
 use crate::scenario::{self, Scenario};
+use crate::serve::ServeArgs;
 use crate::serving::answers::Answers;
 
 #[derive(Debug, Args)]
 pub struct WorkshopArgs {
     #[command(subcommand)]
     pub command: WorkshopCommand,
+}
+
+impl WorkshopArgs {
+    /// `workshop start`: this command runs a server.
+    pub fn starts_a_server(&self) -> bool {
+        matches!(self.command, WorkshopCommand::Start { .. })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -120,7 +127,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
             serve.scenario = Some(chosen.name.clone());
             // The attendee reads the cause and the fix in the hints, when ready.
             serve.answers.get_or_insert(Answers::Hidden);
-            crate::cli::serve_with(*serve, |pid, data_url| print_ticket(&chosen, pid, data_url))
+            crate::serve::serve_with(*serve, |pid, data_url| print_ticket(&chosen, pid, data_url))
                 .await?;
             Ok(std::process::ExitCode::SUCCESS)
         }
@@ -163,7 +170,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
                 "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
                 chosen.name,
                 window.as_secs(),
-                without_duration(&chosen.load).join(" ")
+                chosen.load.words_without_duration().join(" ")
             );
             let verdict = check::check(&chosen, &target, window).await?;
             print!("{}", verdict.render());
@@ -185,21 +192,6 @@ fn local_machine() -> simulator_api::Machine {
     )
 }
 
-/// A load's arguments without its `--duration` (the check sets its own).
-fn without_duration(load: &[String]) -> Vec<&str> {
-    let mut words = Vec::new();
-    let mut iter = load.iter();
-    while let Some(word) = iter.next() {
-        match word.as_str() {
-            "--duration" => {
-                iter.next();
-            }
-            w => words.push(w),
-        }
-    }
-    words
-}
-
 /// Words as a shell reads them back: `lognormal(256k, 1M)` quoted, plain words not.
 pub fn shell_line(words: &[String]) -> String {
     shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
@@ -208,7 +200,7 @@ pub fn shell_line(words: &[String]) -> String {
 
 /// The ticket and what to run, printed after the server's own banner.
 fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
-    let load = shell_line(&s.load);
+    let load = shell_line(s.load.words());
     let target = match data_url {
         "http://127.0.0.1:7878" => String::new(),
         other => format!(" --target {other}"),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use simulator_api::{Counts, SEED_COUNTS};
 
-use crate::report::{Bucket, Latency, Report};
-use crate::units::duration;
+use crate::reporting::report::{Bucket, Latency, Report};
+use crate::reporting::units::duration;
 
 /// A configured duration, exactly as it was given (`1s`, `5ms`).
 fn human(ns: u64) -> humantime::FormattedDuration {
@@ -20,8 +20,8 @@ fn header(r: &Report) -> String {
         (_, Some(rate), Some(arrivals)) => format!(
             "open loop, {rate}/s {} arrivals over {} connections",
             match arrivals {
-                crate::plan::Arrivals::Uniform => "uniform",
-                crate::plan::Arrivals::Poisson => "Poisson",
+                crate::load::plan::Arrivals::Uniform => "uniform",
+                crate::load::plan::Arrivals::Poisson => "Poisson",
             },
             r.clients
         ),
@@ -43,10 +43,10 @@ fn header(r: &Report) -> String {
             shard.index,
             shard.count,
             match shard.source {
-                crate::shard::ShardSource::Flag => "--shard",
-                crate::shard::ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
-                crate::shard::ShardSource::Nomad => "NOMAD_ALLOC_INDEX",
-                crate::shard::ShardSource::Slurm => "SLURM_PROCID",
+                crate::scale_out::shard::ShardSource::Flag => "--shard",
+                crate::scale_out::shard::ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
+                crate::scale_out::shard::ShardSource::Nomad => "NOMAD_ALLOC_INDEX",
+                crate::scale_out::shard::ShardSource::Slurm => "SLURM_PROCID",
             },
             shard.shard().share(r.clients),
             r.clients,

@@ -12,11 +12,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::shard::ShardInfo;
-
-/// The default pause between two steps of a sharded sweep: room for the last
-/// replies to drain and for shard 0 to settle and reset the server.
-pub const DEFAULT_STEP_GAP: Duration = Duration::from_secs(10);
+use crate::scale_out::shard::ShardInfo;
 
 /// How the shards of a sweep meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +46,7 @@ impl Together {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::ShardSource;
+    use crate::scale_out::shard::ShardSource;
 
     #[test]
     fn steps_follow_each_other_a_gap_apart_and_shard_0_leads() {

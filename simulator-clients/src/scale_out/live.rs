@@ -20,8 +20,8 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Failure, Reply};
-use crate::shard::Shard;
+use crate::load::connection::{Failure, Reply};
+use crate::scale_out::shard::Shard;
 
 /// Upper bounds of the latency buckets, in seconds: the same on every shard and
 /// every run, from 100 us (a loopback round trip) to a minute (a stalled server).

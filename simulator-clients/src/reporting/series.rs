@@ -14,8 +14,8 @@ use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::record::Interval;
-use crate::worker::RunState;
+use crate::load::worker::RunState;
+use crate::reporting::record::Interval;
 
 /// One line of the series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,7 +144,7 @@ async fn collect_into(
         if let Some(kept) = keep.as_deref_mut() {
             kept.push(Second {
                 line,
-                latency_hdr: crate::hdr::encode(&interval.latency),
+                latency_hdr: crate::reporting::hdr::encode(&interval.latency),
             });
         }
     }
@@ -157,7 +157,7 @@ async fn collect_into(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tests::schema_errors;
+    use crate::reporting::report::tests::schema_errors;
 
     #[test]
     fn lines_match_the_schema() {

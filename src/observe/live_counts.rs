@@ -1,4 +1,4 @@
-//! The server's own event counters, the ones `GET /stats` reports ([`Counts`] is
+//! The server's live event counters (`LiveCounts`), the ones `GET /stats` reports ([`Counts`] is
 //! declared in `simulator-api`, where the clients read it too).
 //!
 //! Every counter moves exactly when its probe fires (see `events.rs`), so a count
@@ -15,11 +15,11 @@ use simulator_api::Counts;
 
 /// The live counters.
 #[derive(Debug, Default)]
-pub struct Stats {
+pub struct LiveCounts {
     counts: Mutex<Counts>,
 }
 
-impl Stats {
+impl LiveCounts {
     pub fn snapshot(&self) -> Counts {
         *self.lock()
     }
@@ -55,7 +55,7 @@ mod tests {
 
     #[test]
     fn reset_keeps_the_balance_for_work_in_flight() {
-        let stats = Stats::default();
+        let stats = LiveCounts::default();
         stats.record(|c| {
             c.requests_started = 10;
             c.requests_done = 7;

@@ -2,13 +2,20 @@
 //! client counts, repeated, with the server's counters reset before each run and,
 //! with a fix, the fix's `PUT /admin/config` body for that client count applied
 //! before each step. Owns the sweep's plan, its runner and its figures;
-//! `sweep_table.rs` lays them out as text.
+//! `table.rs` lays them out as text, `chart.rs` as an SVG and PNG, `seed.rs` holds
+//! the seed's own figures to put beside them, and `shard.rs` splits a sweep over
+//! processes.
 //!
 //! Every figure of a run comes from the server's own counters over the run's
 //! window (what the seed's count.d saw), per minute, plus the client's latency and
 //! the server's CPU from `GET /stats`. Beside them stands what the server's own
 //! model predicts (`/stats.model`): the capacity by Little's law, and closed-loop
 //! clients offering clients / (think time + unblocked lifetime).
+
+pub mod chart;
+pub mod seed;
+pub mod shard;
+pub mod table;
 
 use std::time::{Duration, Instant};
 
@@ -17,9 +24,9 @@ use simulator_api::{Fix, Model, SettingsUpdate, Stats};
 use tokio_util::sync::CancellationToken;
 
 use crate::endpoints::{self, EndpointError};
-use crate::plan::{LoadPlan, Pacing, Stop};
-use crate::report::Report;
-use crate::sweep_shard::Together;
+use crate::load::plan::{LoadPlan, Pacing, Stop};
+use crate::reporting::report::Report;
+use crate::sweep::shard::Together;
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -34,7 +41,7 @@ pub struct SweepPlan {
     pub fix: Option<Option<String>>,
     /// Switch the server to this bundled scenario first (and back after).
     pub scenario: Option<String>,
-    /// This process's share of a sweep split over several (`sweep_shard.rs`).
+    /// This process's share of a sweep split over several (`shard.rs`).
     pub together: Option<Together>,
 }
 
@@ -58,7 +65,7 @@ pub enum SweepError {
     #[error("--n {clients}: shard {shard} would have no clients; every step needs at least as many clients as shards")]
     EmptyShard {
         clients: usize,
-        shard: crate::shard::Shard,
+        shard: crate::scale_out::shard::Shard,
     },
     #[error("a sharded sweep needs --start-at: the shards meet at each step's start by the clock")]
     NoStartAt,
@@ -131,7 +138,7 @@ pub struct SweepReport {
     /// A sharded sweep's shard: the server figures are the whole load's, the
     /// latency this shard's clients'.
     #[serde(default)]
-    pub shard: Option<crate::shard::ShardInfo>,
+    pub shard: Option<crate::scale_out::shard::ShardInfo>,
 }
 
 impl SweepPlan {
@@ -257,7 +264,7 @@ async fn sweep_in_force(
         phases.push((Some(fix), Vec::new()));
     }
     // Steps counted over every phase, client count and repeat: a sharded sweep's
-    // clock (`sweep_shard.rs`).
+    // clock (`shard.rs`).
     let mut step_index = 0u32;
     let result = async {
         for (fix, steps) in &mut phases {

@@ -131,13 +131,13 @@ pub fn warning(status: ClockStatus) -> Option<String> {
     if status.unsynchronised {
         return Some(format!(
             "the system clock is not synchronised (kernel STA_UNSYNC; maximum error {}): shards on other machines may start that far apart; run a time daemon (chrony, systemd-timesyncd)",
-            crate::units::duration(u64::try_from(status.max_error.as_nanos()).unwrap_or(u64::MAX))
+            crate::reporting::units::duration(u64::try_from(status.max_error.as_nanos()).unwrap_or(u64::MAX))
         ));
     }
     (status.max_error > CLOCK_ERROR_WARNING).then(|| {
         format!(
             "the system clock's error bound is {} (kernel maxerror): shards on other machines may start that far apart",
-            crate::units::duration(u64::try_from(status.max_error.as_nanos()).unwrap_or(u64::MAX))
+            crate::reporting::units::duration(u64::try_from(status.max_error.as_nanos()).unwrap_or(u64::MAX))
         )
     })
 }

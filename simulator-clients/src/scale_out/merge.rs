@@ -19,11 +19,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use hdrhistogram::Histogram;
 
-use crate::hdr::{self, DecodeError};
-use crate::plan::{Arrivals, LoadPlan, Pacing, Stop};
-use crate::record::Tally;
-use crate::report::{Merged, Report};
-use crate::series::{Line, Second};
+use crate::load::plan::{Arrivals, LoadPlan, Pacing, Stop};
+use crate::reporting::hdr::{self, DecodeError};
+use crate::reporting::record::Tally;
+use crate::reporting::report::{Merged, Report};
+use crate::reporting::series::{Line, Second};
 
 /// `sim-clients merge`'s flags.
 #[derive(Debug, clap::Args)]
@@ -216,7 +216,9 @@ fn earliest_start(reports: &[(PathBuf, Report)]) -> Result<String, MergeError> {
         let t = started(path, report)?;
         earliest = Some(earliest.map_or(t, |e| e.min(t)));
     }
-    Ok(earliest.map(crate::report::rfc3339).unwrap_or_default())
+    Ok(earliest
+        .map(crate::reporting::report::rfc3339)
+        .unwrap_or_default())
 }
 
 /// Adds the histogram `text` of `path` into `into`.
@@ -316,7 +318,7 @@ fn merge_seconds(reports: &[(PathBuf, Report)]) -> Result<Vec<Second>, MergeErro
         .unwrap_or(0);
     let mut merged = Vec::with_capacity(longest);
     for k in 0..longest {
-        let mut interval = crate::record::Interval::default();
+        let mut interval = crate::reporting::record::Interval::default();
         let mut t_s: f64 = 0.0;
         for (path, report) in reports {
             let Some(second) = report.seconds.get(k) else {
@@ -353,7 +355,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<()> {
     }
     print!("{}", merged.render());
     if let Some(path) = &args.json {
-        crate::args::write_json(path, &merged)?;
+        crate::reporting::write_json(path, &merged)?;
     }
     if let Some(path) = &args.series {
         let mut text = String::new();

@@ -19,10 +19,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Connection, Failure, Reply};
-use crate::plan::{LoadPlan, Pacing};
-use crate::record::{Recorder, Timing};
-use crate::schedule::Schedule;
+use crate::load::connection::{Connection, Failure, Reply};
+use crate::load::plan::{LoadPlan, Pacing};
+use crate::load::schedule::Schedule;
+use crate::reporting::record::{Recorder, Timing};
 
 /// One request/reply exchange; the real one is [`Connection`], tests use a fake
 /// that takes virtual time.
@@ -61,6 +61,7 @@ pub struct RunState {
 impl RunState {
     /// A run of `plan` starting now. `intervals`: keep per-second tallies for
     /// `--series` and the report's seconds.
+    #[cfg(test)]
     pub fn new(plan: LoadPlan, cancel: CancellationToken, intervals: bool) -> Self {
         let recorder = Recorder::new(plan.late_after, intervals);
         Self::starting(plan, cancel, recorder, Instant::now())
@@ -217,7 +218,7 @@ pub fn payload_rng(seed: u64, index: usize) -> SmallRng {
 #[derive(Debug, Default)]
 pub struct Pacer {
     #[cfg(target_os = "linux")]
-    precise: Option<crate::precise::PreciseTimer>,
+    precise: Option<crate::load::precise::PreciseTimer>,
 }
 
 impl Pacer {
@@ -225,7 +226,7 @@ impl Pacer {
         #[cfg(target_os = "linux")]
         {
             let precise = plan.precise_pacing.then(|| {
-                crate::precise::PreciseTimer::new()
+                crate::load::precise::PreciseTimer::new()
                     .map_err(|e| eprintln!("sim-clients: no precise timer ({e}); this client paces by tokio's timer"))
                     .ok()
             });

@@ -9,7 +9,7 @@
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use crate::seed::{SEED_SCENARIO, SEED_TABLE};
+use crate::sweep::seed::{SEED_SCENARIO, SEED_TABLE};
 use crate::sweep::{Step, SweepReport};
 
 /// Why the chart could not be drawn.
@@ -119,7 +119,7 @@ pub fn render(report: &SweepReport) -> Result<String, ChartError> {
         ));
     }
     if is_seed_experiment(report) {
-        let seed = |name: &str, marker, value: fn(&crate::seed::SeedRow) -> f64| Line {
+        let seed = |name: &str, marker, value: fn(&crate::sweep::seed::SeedRow) -> f64| Line {
             name: name.to_owned(),
             colour: SEED,
             look: Look::Reference(marker),

@@ -1,19 +1,16 @@
-//! `sim-clients` flags, turned into a [`LoadPlan`].
+//! The `sim-clients` flags (and `system-simulator clients`, the same): a load run,
+//! a sweep, a merge, and how a process finds its shard; [`Args::plan`] turns them
+//! into a [`LoadPlan`].
 
-use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 use simulator_api::max_duration;
-use tokio_util::sync::CancellationToken;
 
-use crate::live::LiveMetrics;
-use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, Stop};
-use crate::shard::{Shard, ShardInfo, ShardSource};
+use crate::load::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, Stop};
+use crate::scale_out::shard::{Shard, ShardInfo, ShardSource};
 
 /// N virtual clients against system-simulator: the original simulator's closed
 /// loop (send, wait for the reply, think, repeat) or an open loop at a fixed rate,
@@ -153,8 +150,8 @@ pub struct ShardArgs {
     /// Start the first sends at this wall-clock time: RFC 3339
     /// (2026-11-22T20:00:00Z) or +DURATION from now; connections open before. A
     /// sharded sweep's step i starts at TIME + i x (duration + --step-gap).
-    #[arg(long, value_name = "TIME", value_parser = crate::start::parse)]
-    pub start_at: Option<crate::start::StartAt>,
+    #[arg(long, value_name = "TIME", value_parser = crate::scale_out::start::parse)]
+    pub start_at: Option<crate::scale_out::start::StartAt>,
 }
 
 impl ShardArgs {
@@ -162,8 +159,8 @@ impl ShardArgs {
     pub fn resolve(
         &self,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<ShardInfo>, crate::shard::ShardError> {
-        crate::shard::resolve(self.shard, self.shards, env)
+    ) -> Result<Option<ShardInfo>, crate::scale_out::shard::ShardError> {
+        crate::scale_out::shard::resolve(self.shard, self.shards, env)
     }
 }
 
@@ -176,7 +173,7 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// Add the JSON reports of a sharded run (`--json` of each shard) into one
     /// exact report: counts, sums, every percentile of the merged histograms.
-    Merge(crate::merge::MergeArgs),
+    Merge(crate::scale_out::merge::MergeArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -306,206 +303,10 @@ impl Args {
                 self.sharding
                     .start_at
                     .filter(|s| !s.relative)
-                    .map(|s| crate::start::name(s.at))
+                    .map(|s| crate::scale_out::start::name(s.at))
             });
         }
         plan.validate()?;
         Ok(plan)
-    }
-}
-
-/// Ctrl-C as an early stop: the run (or sweep) still reports what it measured.
-fn cancel_on_ctrl_c() -> CancellationToken {
-    let cancel = CancellationToken::new();
-    tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("sim-clients: stopping early; waiting for replies in flight");
-                cancel.cancel();
-            }
-        }
-    });
-    cancel
-}
-
-pub(crate) fn write_json(
-    path: &std::path::Path,
-    value: &impl serde::Serialize,
-) -> anyhow::Result<()> {
-    let json = serde_json::to_string_pretty(value)?;
-    if path.as_os_str() == "-" {
-        println!("{json}");
-        return Ok(());
-    }
-    std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))
-}
-
-async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
-    let report = match &args.from {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a sweep saved with --json", path.display()))?
-        }
-        None => run_sweep(&args).await?,
-    };
-    print!("{}", crate::sweep_table::render(&report));
-    if let Some(path) = &args.json {
-        write_json(path, &report)?;
-    }
-    if let Some(path) = &args.markdown {
-        std::fs::write(path, crate::sweep_table::markdown(&report))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &args.svg {
-        let svg = crate::sweep_chart::render(&report)?;
-        std::fs::write(path, &svg).with_context(|| format!("writing {}", path.display()))?;
-        let png = path.with_extension("png");
-        std::fs::write(&png, crate::sweep_chart::png(&svg)?)
-            .with_context(|| format!("writing {}", png.display()))?;
-    }
-    Ok(())
-}
-
-async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport> {
-    let shard = args.sharding.resolve(|var| std::env::var(var).ok())?;
-    let together = match (shard, args.sharding.start_at) {
-        (None, _) => None,
-        (Some(shard), Some(start)) => Some(crate::sweep_shard::Together {
-            shard,
-            start_at: start.at,
-            step_gap: args.step_gap,
-        }),
-        (Some(_), None) => return Err(crate::sweep::SweepError::NoStartAt.into()),
-    };
-    let duration = max_duration::cut_and_say(
-        "sweep",
-        "--duration",
-        args.duration,
-        max_duration::from_env()?,
-    );
-    let plan = crate::sweep::SweepPlan {
-        together,
-        target: args.target.clone(),
-        clients: args.clients.clone(),
-        duration,
-        repeat: args.repeat,
-        think_time: args.think_time,
-        fix: args.fix.clone(),
-        scenario: args.scenario.clone(),
-    };
-    plan.validate()?;
-    let cancel = cancel_on_ctrl_c();
-    let mut report = crate::sweep::run(&plan, cancel, |what| eprintln!("sweep: {what}")).await?;
-    let words: Vec<String> = std::env::args().collect();
-    report.command = Some(words.join(" "));
-    Ok(report)
-}
-
-/// What `main` runs: a sweep, or one run of the plan.
-/// The runtime the sim-clients process runs on: `--threads 1` a current-thread
-/// runtime (clients that mostly wait are woken without handing tasks between
-/// threads), more a work-stealing one with that many workers, 0 one per core.
-pub fn runtime(threads: u16) -> std::io::Result<tokio::runtime::Runtime> {
-    let mut builder = match threads {
-        1 => tokio::runtime::Builder::new_current_thread(),
-        0 => tokio::runtime::Builder::new_multi_thread(),
-        n => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(usize::from(n));
-            b
-        }
-    };
-    builder.enable_all().build()
-}
-
-pub async fn run(args: Args) -> anyhow::Result<()> {
-    match args.command {
-        Some(Command::Sweep(sweep_args)) => return sweep(*sweep_args).await,
-        Some(Command::Merge(merge_args)) => return crate::merge::run(&merge_args),
-        None => {}
-    }
-    let plan = args.plan_in(|var| std::env::var(var).ok())?;
-    let shard_file = |path: &PathBuf| shard_path(path, plan.shard());
-    let (json, series) = (
-        args.json.as_ref().map(shard_file),
-        args.series.as_ref().map(shard_file),
-    );
-    let series = match &series {
-        Some(path) => Some(
-            crate::series::create(path)
-                .await
-                .with_context(|| format!("creating {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let endpoint = match args.metrics_listen {
-        Some(listen) => Some(MetricsEndpoint::start(listen, &plan).await?),
-        None => None,
-    };
-    let cancel = cancel_on_ctrl_c();
-    let outputs = crate::Outputs {
-        progress: std::io::stdout().is_terminal(),
-        series,
-        seconds: json.is_some(),
-        live: endpoint.as_ref().map(|e| Arc::clone(&e.live)),
-    };
-    let report = crate::run_with(&plan, cancel.clone(), outputs).await?;
-    print!("{}", report.render());
-    if let Some(path) = &json {
-        write_json(path, &report)?;
-    }
-    if let Some(endpoint) = endpoint {
-        endpoint.linger(args.metrics_linger, &cancel).await;
-    }
-    Ok(())
-}
-
-/// `path` with `{shard}` replaced by the shard's index, so every shard of a job
-/// given one command line writes its own file (`reports/shard-{shard}.json`).
-pub fn shard_path(path: &std::path::Path, shard: Shard) -> PathBuf {
-    PathBuf::from(
-        path.to_string_lossy()
-            .replace("{shard}", &shard.index.to_string()),
-    )
-}
-
-/// The driver's own `/metrics` (`--metrics-listen`), served from before the run
-/// to the end of the linger after it.
-struct MetricsEndpoint {
-    live: Arc<LiveMetrics>,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl MetricsEndpoint {
-    /// Binds now, so a taken port fails before any load is sent.
-    async fn start(listen: std::net::SocketAddr, plan: &LoadPlan) -> anyhow::Result<Self> {
-        let live = Arc::new(LiveMetrics::new(plan.shard(), plan.run_id.as_deref()));
-        let stop = CancellationToken::new();
-        let (bound, task) = crate::live::serve(listen, Arc::clone(&live), stop.clone())
-            .await
-            .with_context(|| format!("--metrics-listen {listen}"))?;
-        eprintln!("sim-clients: metrics at http://{bound}/metrics");
-        Ok(Self { live, stop, task })
-    }
-
-    /// Keeps serving `linger` longer, so the last scrape sees the final counts;
-    /// Ctrl-C ends the wait.
-    async fn linger(self, linger: Duration, cancel: &CancellationToken) {
-        if !linger.is_zero() && !cancel.is_cancelled() {
-            eprintln!(
-                "sim-clients: serving the final metrics for {} more (--metrics-linger)",
-                humantime::format_duration(linger)
-            );
-            tokio::select! {
-                () = tokio::time::sleep(linger) => {}
-                () = cancel.cancelled() => {}
-            }
-        }
-        self.stop.cancel();
-        let _ = self.task.await;
     }
 }

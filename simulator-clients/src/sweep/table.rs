@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn the_json_follows_its_schema() {
-        use crate::report::tests::schema_errors;
+        use crate::reporting::report::tests::schema_errors;
         let mut value = serde_json::to_value(seed_like()).unwrap();
         assert_eq!(
             schema_errors("sweep.schema.json", &value),
@@ -290,7 +290,7 @@ mod tests {
 
     #[test]
     fn the_chart_is_an_svg_with_three_panels_and_every_line() {
-        let svg = crate::sweep_chart::render(&seed_like()).unwrap();
+        let svg = crate::sweep::chart::render(&seed_like()).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
         assert_eq!(doc.root_element().tag_name().name(), "svg");
         let texts: Vec<&str> = doc
@@ -358,10 +358,10 @@ mod tests {
     #[test]
     fn the_seeds_figures_are_drawn_only_beside_the_seeds_experiment() {
         let legend = |report: &SweepReport| {
-            crate::sweep_chart::render(report)
+            crate::sweep::chart::render(report)
                 .unwrap()
                 .contains("the seed&apos;s figures")
-                || crate::sweep_chart::render(report)
+                || crate::sweep::chart::render(report)
                     .unwrap()
                     .contains("the seed's figures")
         };
@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn the_png_is_the_chart_as_an_image() {
         let png =
-            crate::sweep_chart::png(&crate::sweep_chart::render(&seed_like()).unwrap()).unwrap();
+            crate::sweep::chart::png(&crate::sweep::chart::render(&seed_like()).unwrap()).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         // IHDR: width and height, big-endian, right after the signature and chunk head.
         let width = u32::from_be_bytes(png[16..20].try_into().unwrap());

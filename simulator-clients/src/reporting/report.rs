@@ -7,10 +7,10 @@ use hdrhistogram::Histogram;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
-use crate::record::{Errors, Tally};
-use crate::series::Second;
-use crate::shard::ShardInfo;
+use crate::load::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
+use crate::reporting::record::{Errors, Tally};
+use crate::reporting::series::Second;
+use crate::scale_out::shard::ShardInfo;
 use simulator_api::Counts;
 
 /// Latency figures, in nanoseconds; all 0 when nothing was measured.
@@ -235,9 +235,10 @@ impl Report {
             start_at: plan.start_at.map(rfc3339),
             start_late_ns: None,
             histograms: Histograms {
-                latency: crate::hdr::encode(&tally.latency),
-                latency_from_send: rate.map(|_| crate::hdr::encode(&tally.latency_from_send)),
-                schedule_lag: crate::hdr::encode(&tally.lag),
+                latency: crate::reporting::hdr::encode(&tally.latency),
+                latency_from_send: rate
+                    .map(|_| crate::reporting::hdr::encode(&tally.latency_from_send)),
+                schedule_lag: crate::reporting::hdr::encode(&tally.lag),
             },
             seconds: Vec::new(),
         }
@@ -252,9 +253,9 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::connection::{Failure, Reply};
-    use crate::plan::Stop;
-    use crate::record::{Recorder, Timing};
+    use crate::load::connection::{Failure, Reply};
+    use crate::load::plan::Stop;
+    use crate::reporting::record::{Recorder, Timing};
 
     /// Checks `value` against one of the schemas in `simulator-clients/schema/`.
     pub(crate) fn schema_errors(schema_file: &str, value: &serde_json::Value) -> Vec<String> {

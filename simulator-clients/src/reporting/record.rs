@@ -8,9 +8,9 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::connection::{Failure, Reply};
-use crate::hdr::new_histogram;
-use crate::live::LiveMetrics;
+use crate::load::connection::{Failure, Reply};
+use crate::reporting::hdr::new_histogram;
+use crate::scale_out::live::LiveMetrics;
 
 /// Failures by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

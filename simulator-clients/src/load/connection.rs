@@ -59,7 +59,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// `host` is the `Host` header, as [`crate::plan::resolve`] checked it.
+    /// `host` is the `Host` header, as [`crate::load::plan::resolve`] checked it.
     pub fn new(addr: SocketAddr, host: HeaderValue) -> Self {
         let mut head = b"POST /requests HTTP/1.1\r\nhost: ".to_vec();
         head.extend_from_slice(host.as_bytes());

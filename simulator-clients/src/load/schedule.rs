@@ -20,8 +20,8 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 use tokio::time::Instant;
 
-use crate::plan::Arrivals;
-use crate::shard::Shard;
+use crate::load::plan::Arrivals;
+use crate::scale_out::shard::Shard;
 
 #[derive(Debug)]
 pub struct Schedule {

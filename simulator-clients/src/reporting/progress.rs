@@ -8,7 +8,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::task::JoinHandle;
 
-use crate::worker::RunState;
+use crate::load::worker::RunState;
 
 #[derive(Debug)]
 pub struct Progress {

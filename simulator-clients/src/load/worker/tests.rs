@@ -4,8 +4,8 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::plan::{Arrivals, Stop};
-use crate::report::Report;
+use crate::load::plan::{Arrivals, Stop};
+use crate::reporting::report::Report;
 
 /// A server that answers after `service`, and holds every reply due inside
 /// `stall` until the stall ends.

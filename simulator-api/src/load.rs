@@ -1,0 +1,496 @@
+//! A load: what the clients do, typed once.
+//!
+//! A scenario's `load` is written as the sim-clients arguments a user would type
+//! (`["--n", "135", "--think-time", "1s", "--duration", "60s"]`), and `GET
+//! /scenarios` shows it that way. [`Load::parse`] reads those words once, when
+//! the scenario is read, into the figures the server's model, the demo, the check
+//! and the tests use (clients, pacing, element sizes, when it stops), and keeps
+//! the words as typed to show them back. The driver builds its run from the same
+//! type (`simulator_clients::LoadPlan::from_load`), whether the load came from a
+//! scenario or from its own flags, so the two cannot mean different things.
+//!
+//! The words a load takes are the load-shaping flags of sim-clients, each with
+//! its value: `--n`, `--think-time`, `--ramp-up`, `--rate`, `--arrivals`,
+//! `--payload-size`, `--duration`, `--requests`, `--seed` (also as `--flag=value`).
+//! Where to send, how to report and how to split a run are the driver's own
+//! business and not part of a load.
+
+use std::time::Duration;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::value::{parse_duration, parse_size, text_of};
+
+/// A load as its words say, with the words kept to show them back. In a file
+/// (a scenario's `load`) it is the list of words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<String>", into = "Vec<String>")]
+pub struct Load {
+    words: Vec<String>,
+    /// Closed loop: the virtual clients. Open loop: the connections (`--n`, 1 unless given).
+    pub clients: usize,
+    pub pacing: Pacing,
+    pub payload: PayloadSize,
+    /// `--duration`, if given.
+    pub duration: Option<Duration>,
+    /// `--requests`: each closed-loop client stops after this many.
+    pub requests_per_client: Option<u64>,
+    /// `--seed`: the sizes and Poisson gaps drawn from it.
+    pub seed: Option<u64>,
+}
+
+/// How sends are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Each client: send, wait for the reply, think, repeat. A slow server slows
+    /// the clients down, which is the original's behaviour and the seed's story.
+    Closed {
+        think_time: Duration,
+        /// Client starts spread evenly over this long; zero starts them all at once.
+        ramp_up: Duration,
+    },
+    /// Sends leave on a schedule of `rate` per second in total, whatever the
+    /// server does; latency counts from the scheduled time (no coordinated omission).
+    Open { rate: f64, arrivals: Arrivals },
+}
+
+impl Pacing {
+    /// The original's client: think 1 s after each reply, all starting together.
+    pub const ORIGINAL: Pacing = Pacing::Closed {
+        think_time: Duration::from_secs(1),
+        ramp_up: Duration::ZERO,
+    };
+
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Pacing::Closed { .. } => "closed",
+            Pacing::Open { .. } => "open",
+        }
+    }
+}
+
+/// The spacing of open-loop sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Evenly spaced, 1/rate apart.
+    Uniform,
+    /// Exponentially distributed gaps with mean 1/rate, as independent users arrive.
+    Poisson,
+}
+
+/// The element size a load sends unless told otherwise.
+pub const DEFAULT_PAYLOAD: PayloadSize = PayloadSize::Fixed { bytes: 1024 };
+
+/// How long a load runs when it names neither a duration nor a request count.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
+
+/// Why a load's words cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(String);
+
+impl Load {
+    /// Reads a load from the words a user would give sim-clients.
+    pub fn parse(words: &[String]) -> Result<Load, LoadError> {
+        let err = |text: String| LoadError(text);
+        let mut clients = None;
+        let (mut think_time, mut ramp_up, mut rate, mut arrivals) = (None, None, None, None);
+        let (mut payload, mut duration, mut requests, mut seed) = (None, None, None, None);
+        let mut iter = words.iter();
+        while let Some(word) = iter.next() {
+            let (flag, inline) = match word.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+                _ => (word.as_str(), None),
+            };
+            let mut value = || {
+                inline
+                    .clone()
+                    .or_else(|| iter.next().cloned())
+                    .ok_or_else(|| err(format!("`{flag}` needs a value")))
+            };
+            let twice = |given: bool| {
+                if given {
+                    Err(err(format!("`{flag}` is given twice")))
+                } else {
+                    Ok(())
+                }
+            };
+            match flag {
+                "--n" | "-n" => {
+                    twice(clients.is_some())?;
+                    let v = value()?;
+                    let n: usize = v.parse().map_err(|_| {
+                        err(format!("`--n {v}`: the clients must be a whole number"))
+                    })?;
+                    if n == 0 {
+                        return Err(err("`--n 0`: a load needs at least one client".into()));
+                    }
+                    clients = Some(n);
+                }
+                "--think-time" => {
+                    twice(think_time.is_some())?;
+                    think_time = Some(duration_of(flag, &value()?)?);
+                }
+                "--ramp-up" => {
+                    twice(ramp_up.is_some())?;
+                    ramp_up = Some(duration_of(flag, &value()?)?);
+                }
+                "--rate" => {
+                    twice(rate.is_some())?;
+                    let v = value()?;
+                    let r: f64 = v
+                        .parse()
+                        .ok()
+                        .filter(|r: &f64| r.is_finite() && *r > 0.0)
+                        .ok_or_else(|| {
+                            err(format!("`--rate {v}`: a rate is requests a second above 0"))
+                        })?;
+                    rate = Some(r);
+                }
+                "--arrivals" => {
+                    twice(arrivals.is_some())?;
+                    arrivals = Some(match value()?.as_str() {
+                        "uniform" => Arrivals::Uniform,
+                        "poisson" => Arrivals::Poisson,
+                        other => {
+                            return Err(err(format!("`--arrivals {other}`: uniform or poisson")))
+                        }
+                    });
+                }
+                "--payload-size" => {
+                    twice(payload.is_some())?;
+                    payload = Some(value()?.parse::<PayloadSize>().map_err(err)?);
+                }
+                "--duration" => {
+                    twice(duration.is_some())?;
+                    duration = Some(duration_of(flag, &value()?)?);
+                }
+                "--requests" => {
+                    twice(requests.is_some())?;
+                    let v = value()?;
+                    requests = Some(v.parse::<u64>().map_err(|_| {
+                        err(format!("`--requests {v}`: a whole number of requests"))
+                    })?);
+                }
+                "--seed" => {
+                    twice(seed.is_some())?;
+                    let v = value()?;
+                    seed = Some(
+                        v.parse::<u64>()
+                            .map_err(|_| err(format!("`--seed {v}`: a whole number")))?,
+                    );
+                }
+                other => {
+                    return Err(err(format!(
+                        "`{other}` is not part of a load; a load takes --n, --think-time, \
+                         --ramp-up, --rate, --arrivals, --payload-size, --duration, \
+                         --requests and --seed, each with its value"
+                    )))
+                }
+            }
+        }
+        let pacing = match rate {
+            Some(rate) => {
+                for (given, name) in [
+                    (think_time.is_some(), "--think-time"),
+                    (ramp_up.is_some(), "--ramp-up"),
+                    (requests.is_some(), "--requests"),
+                ] {
+                    if given {
+                        return Err(err(format!(
+                            "`{name}` is for a closed loop; `--rate` makes an open one"
+                        )));
+                    }
+                }
+                Pacing::Open {
+                    rate,
+                    arrivals: arrivals.unwrap_or(Arrivals::Uniform),
+                }
+            }
+            None if arrivals.is_some() => {
+                return Err(err("`--arrivals` needs `--rate` (an open loop)".into()))
+            }
+            None => Pacing::Closed {
+                think_time: think_time.unwrap_or(Duration::from_secs(1)),
+                ramp_up: ramp_up.unwrap_or(Duration::ZERO),
+            },
+        };
+        Ok(Load {
+            words: words.to_vec(),
+            clients: clients.unwrap_or(1),
+            pacing,
+            payload: payload.unwrap_or(DEFAULT_PAYLOAD),
+            duration,
+            requests_per_client: requests,
+            seed,
+        })
+    }
+
+    /// The words, as typed.
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    /// The words without `--duration` and its value: the load as a check or a demo
+    /// runs it for a time of its own.
+    pub fn words_without_duration(&self) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut iter = self.words.iter();
+        while let Some(word) = iter.next() {
+            if word == "--duration" {
+                iter.next();
+            } else if !word.starts_with("--duration=") {
+                words.push(word.clone());
+            }
+        }
+        words
+    }
+
+    /// The same load running for `duration`: the duration in its words too.
+    pub fn with_duration(&self, duration: Duration) -> Load {
+        let mut words = self.words_without_duration();
+        words.extend(["--duration".to_owned(), text_of(duration)]);
+        Load {
+            words,
+            duration: Some(duration),
+            ..self.clone()
+        }
+    }
+
+    /// The think time of a closed loop (`None` for an open one).
+    pub fn think_time(&self) -> Option<Duration> {
+        match self.pacing {
+            Pacing::Closed { think_time, .. } => Some(think_time),
+            Pacing::Open { .. } => None,
+        }
+    }
+
+    /// When the run stops: its duration, and a count per client. With neither
+    /// given, it runs [`DEFAULT_DURATION`].
+    pub fn stop(&self) -> (Option<Duration>, Option<u64>) {
+        match (self.duration, self.requests_per_client) {
+            (None, None) => (Some(DEFAULT_DURATION), None),
+            given => given,
+        }
+    }
+}
+
+impl TryFrom<Vec<String>> for Load {
+    type Error = LoadError;
+
+    fn try_from(words: Vec<String>) -> Result<Self, Self::Error> {
+        Load::parse(&words)
+    }
+}
+
+impl From<Load> for Vec<String> {
+    fn from(load: Load) -> Self {
+        load.words
+    }
+}
+
+fn duration_of(flag: &str, text: &str) -> Result<Duration, LoadError> {
+    parse_duration(text).map_err(|e| LoadError(format!("`{flag}`: {e}")))
+}
+
+/// The size of each element, sent as a synthetic `{"size": N}` so large elements
+/// cost the client nothing to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PayloadSize {
+    Fixed {
+        bytes: u64,
+    },
+    Uniform {
+        low: u64,
+        high: u64,
+    },
+    /// Heavy-tailed sizes: a lognormal distribution with this mean and standard
+    /// deviation in bytes (not of the logarithm), each draw rounded and kept
+    /// within 1 byte to [`MAX_DRAWN_BYTES`].
+    Lognormal {
+        mean: u64,
+        sd: u64,
+    },
+}
+
+/// The largest size a distribution draws: the server's default
+/// `max_element_bytes`, so a far tail never turns into a 413.
+pub const MAX_DRAWN_BYTES: u64 = 1 << 30;
+
+impl PayloadSize {
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        match *self {
+            PayloadSize::Fixed { bytes } => bytes,
+            PayloadSize::Uniform { low, high } => rng.random_range(low..=high),
+            PayloadSize::Lognormal { mean, sd } => {
+                let (mu, sigma) = lognormal_parameters(mean, sd);
+                // The parameters are finite and sigma >= 0 (checked at parse), so
+                // the distribution always builds; a zero spread is a fixed size.
+                let drawn = rand_distr::LogNormal::new(mu, sigma)
+                    .map_or(mean as f64, |d| rand_distr::Distribution::sample(&d, rng));
+                (drawn.round() as u64).clamp(1, MAX_DRAWN_BYTES)
+            }
+        }
+    }
+}
+
+/// The underlying normal's mu and sigma for a lognormal of this mean and sd:
+/// sigma^2 = ln(1 + sd^2 / mean^2), mu = ln(mean) - sigma^2 / 2.
+fn lognormal_parameters(mean: u64, sd: u64) -> (f64, f64) {
+    let (mean, sd) = (mean as f64, sd as f64);
+    let sigma2 = (1.0 + (sd * sd) / (mean * mean)).ln();
+    (mean.ln() - sigma2 / 2.0, sigma2.sqrt())
+}
+
+impl std::str::FromStr for PayloadSize {
+    type Err = String;
+
+    /// `4096`, `64k`, `uniform(1024, 65536)` or `lognormal(256k, 1M)` (sizes take
+    /// binary units).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let parse = |t: &str| parse_size(t.trim()).map_err(|e| format!("`{s}`: {e}"));
+        let two = |args: &str, form: &str| {
+            let (a, b) = args
+                .split_once(',')
+                .ok_or_else(|| format!("`{s}`: write {form}"))?;
+            Ok::<_, String>((parse(a)?, parse(b)?))
+        };
+        if let Some(args) = s.strip_prefix("uniform(").and_then(|r| r.strip_suffix(')')) {
+            let (low, high) = two(args, "uniform(LOW, HIGH)")?;
+            if low > high {
+                return Err(format!("`{s}`: LOW is above HIGH"));
+            }
+            return Ok(PayloadSize::Uniform { low, high });
+        }
+        if let Some(args) = s
+            .strip_prefix("lognormal(")
+            .and_then(|r| r.strip_suffix(')'))
+        {
+            let (mean, sd) = two(args, "lognormal(MEAN, SD)")?;
+            if mean == 0 || mean > MAX_DRAWN_BYTES {
+                return Err(format!("`{s}`: MEAN must be 1 byte to 1 GiB"));
+            }
+            return Ok(PayloadSize::Lognormal { mean, sd });
+        }
+        parse(s)
+            .map(|bytes| PayloadSize::Fixed { bytes })
+            .map_err(|_| {
+                format!("`{s}` is not a size (`64k`), uniform(LOW, HIGH) or lognormal(MEAN, SD)")
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_load_reads_its_words_and_shows_them_back() {
+        let load = Load::parse(&words("--n 135 --think-time 1s --duration 60s")).unwrap();
+        assert_eq!(load.clients, 135);
+        assert_eq!(load.pacing, Pacing::ORIGINAL);
+        assert_eq!(load.think_time(), Some(Duration::from_secs(1)));
+        assert_eq!(load.duration, Some(Duration::from_secs(60)));
+        assert_eq!(load.payload, DEFAULT_PAYLOAD);
+        assert_eq!(
+            load.words().join(" "),
+            "--n 135 --think-time 1s --duration 60s"
+        );
+        let short = load.with_duration(Duration::from_secs(10));
+        assert_eq!(
+            short.words().join(" "),
+            "--n 135 --think-time 1s --duration 10s"
+        );
+        assert_eq!(short.duration, Some(Duration::from_secs(10)));
+
+        let open = Load::parse(&words("--n=200 --rate 400 --arrivals poisson --seed 7")).unwrap();
+        assert_eq!(
+            open.pacing,
+            Pacing::Open {
+                rate: 400.0,
+                arrivals: Arrivals::Poisson
+            }
+        );
+        assert_eq!(open.think_time(), None);
+        assert_eq!(open.stop(), (Some(DEFAULT_DURATION), None));
+        assert_eq!(open.seed, Some(7));
+        let empty = Load::parse(&[]).unwrap();
+        assert_eq!((empty.clients, empty.pacing), (1, Pacing::ORIGINAL));
+    }
+
+    #[test]
+    fn bad_loads_say_which_word_is_wrong() {
+        for (bad, needle) in [
+            ("--n lots", "--n lots"),
+            ("--n 0", "at least one client"),
+            ("--n", "needs a value"),
+            ("--n 1 --n 2", "twice"),
+            ("--think-time soon", "--think-time"),
+            ("--rate -3", "above 0"),
+            ("--rate 10 --think-time 1s", "closed loop"),
+            ("--arrivals poisson", "needs `--rate`"),
+            ("--arrivals bursty --rate 1", "uniform or poisson"),
+            ("--payload-size huge", "huge"),
+            ("--target http://x", "not part of a load"),
+        ] {
+            let e = Load::parse(&words(bad)).unwrap_err().to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn lognormal_sizes_have_the_mean_asked_for_and_a_heavy_tail() {
+        let size: PayloadSize = "lognormal(256k, 1M)".parse().unwrap();
+        assert_eq!(
+            size,
+            PayloadSize::Lognormal {
+                mean: 256 << 10,
+                sd: 1 << 20
+            }
+        );
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut draws: Vec<u64> = (0..200_000).map(|_| size.sample(&mut rng)).collect();
+        draws.sort_unstable();
+        let mean = draws.iter().sum::<u64>() as f64 / draws.len() as f64;
+        assert!((mean / (256 << 10) as f64 - 1.0).abs() < 0.1, "mean {mean}");
+        let (p50, p99) = (draws[100_000], draws[198_000]);
+        assert!(p99 > 20 * p50, "heavy tail: p50 {p50}, p99 {p99}");
+        assert!(draws.iter().all(|&d| (1..=MAX_DRAWN_BYTES).contains(&d)));
+    }
+
+    #[test]
+    fn sizes_parse_with_units_and_bad_ones_say_why() {
+        assert_eq!("4096".parse(), Ok(PayloadSize::Fixed { bytes: 4096 }));
+        assert_eq!("64k".parse(), Ok(PayloadSize::Fixed { bytes: 64 << 10 }));
+        assert_eq!(
+            "uniform(1k, 2k)".parse(),
+            Ok(PayloadSize::Uniform {
+                low: 1024,
+                high: 2048
+            })
+        );
+        for bad in [
+            "lognormal(0, 5)",
+            "lognormal(5)",
+            "uniform(9, 1)",
+            "lots",
+            "big",
+        ] {
+            assert!(bad.parse::<PayloadSize>().is_err(), "{bad}");
+        }
+        let fixed = PayloadSize::Lognormal { mean: 4096, sd: 0 };
+        assert_eq!(fixed.sample(&mut SmallRng::seed_from_u64(1)), 4096);
+    }
+}

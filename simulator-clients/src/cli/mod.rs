@@ -1,0 +1,241 @@
+//! The commands the flags run: a load run (with its report, JSON, series and
+//! metrics endpoint), a sweep, a merge; and the runtime they run on. The flags
+//! themselves are `flags.rs`.
+
+mod flags;
+
+pub use flags::{Args, Command, ShardArgs, SweepArgs};
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use simulator_api::max_duration;
+use tokio_util::sync::CancellationToken;
+
+use crate::load::plan::LoadPlan;
+use crate::scale_out::live::LiveMetrics;
+use crate::scale_out::shard::Shard;
+
+/// Ctrl-C as an early stop: the run (or sweep) still reports what it measured.
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("sim-clients: stopping early; waiting for replies in flight");
+                cancel.cancel();
+            }
+        }
+    });
+    cancel
+}
+
+async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
+    let report = match &args.from {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a sweep saved with --json", path.display()))?
+        }
+        None => run_sweep(&args).await?,
+    };
+    print!("{}", crate::sweep::table::render(&report));
+    if let Some(path) = &args.json {
+        crate::reporting::write_json(path, &report)?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, crate::sweep::table::markdown(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.svg {
+        let svg = crate::sweep::chart::render(&report)?;
+        std::fs::write(path, &svg).with_context(|| format!("writing {}", path.display()))?;
+        let png = path.with_extension("png");
+        std::fs::write(&png, crate::sweep::chart::png(&svg)?)
+            .with_context(|| format!("writing {}", png.display()))?;
+    }
+    Ok(())
+}
+
+async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport> {
+    let shard = args.sharding.resolve(|var| std::env::var(var).ok())?;
+    let together = match (shard, args.sharding.start_at) {
+        (None, _) => None,
+        (Some(shard), Some(start)) => Some(crate::sweep::shard::Together {
+            shard,
+            start_at: start.at,
+            step_gap: args.step_gap,
+        }),
+        (Some(_), None) => return Err(crate::sweep::SweepError::NoStartAt.into()),
+    };
+    let duration = max_duration::cut_and_say(
+        "sweep",
+        "--duration",
+        args.duration,
+        max_duration::from_env()?,
+    );
+    let plan = crate::sweep::SweepPlan {
+        together,
+        target: args.target.clone(),
+        clients: args.clients.clone(),
+        duration,
+        repeat: args.repeat,
+        think_time: args.think_time,
+        fix: args.fix.clone(),
+        scenario: args.scenario.clone(),
+    };
+    plan.validate()?;
+    let cancel = cancel_on_ctrl_c();
+    let mut report = crate::sweep::run(&plan, cancel, |what| eprintln!("sweep: {what}")).await?;
+    let words: Vec<String> = std::env::args().collect();
+    report.command = Some(words.join(" "));
+    Ok(report)
+}
+
+/// What `main` runs: a sweep, or one run of the plan.
+/// The runtime the sim-clients process runs on: `--threads 1` a current-thread
+/// runtime (clients that mostly wait are woken without handing tasks between
+/// threads), more a work-stealing one with that many workers, 0 one per core.
+pub fn runtime(threads: u16) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        0 => tokio::runtime::Builder::new_multi_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(usize::from(n));
+            b
+        }
+    };
+    builder.enable_all().build()
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    match args.command {
+        Some(Command::Sweep(sweep_args)) => return sweep(*sweep_args).await,
+        Some(Command::Merge(merge_args)) => return crate::scale_out::merge::run(&merge_args),
+        None => {}
+    }
+    let plan = args.plan_in(|var| std::env::var(var).ok())?;
+    let shard_file = |path: &PathBuf| shard_path(path, plan.shard());
+    let (json, series) = (
+        args.json.as_ref().map(shard_file),
+        args.series.as_ref().map(shard_file),
+    );
+    let series = match &series {
+        Some(path) => Some(
+            crate::reporting::series::create(path)
+                .await
+                .with_context(|| format!("creating {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let endpoint = match args.metrics_listen {
+        Some(listen) => Some(MetricsEndpoint::start(listen, &plan).await?),
+        None => None,
+    };
+    let cancel = cancel_on_ctrl_c();
+    let outputs = crate::Outputs {
+        progress: std::io::stdout().is_terminal(),
+        series,
+        seconds: json.is_some(),
+        live: endpoint.as_ref().map(|e| Arc::clone(&e.live)),
+    };
+    let report = crate::run_with(&plan, cancel.clone(), outputs).await?;
+    print!("{}", report.render());
+    if let Some(path) = &json {
+        crate::reporting::write_json(path, &report)?;
+    }
+    if let Some(endpoint) = endpoint {
+        endpoint.linger(args.metrics_linger, &cancel).await;
+    }
+    Ok(())
+}
+
+/// `path` with `{shard}` replaced by the shard's index, so every shard of a job
+/// given one command line writes its own file (`reports/shard-{shard}.json`).
+pub fn shard_path(path: &std::path::Path, shard: Shard) -> PathBuf {
+    PathBuf::from(
+        path.to_string_lossy()
+            .replace("{shard}", &shard.index.to_string()),
+    )
+}
+
+/// The driver's own `/metrics` (`--metrics-listen`), served from before the run
+/// to the end of the linger after it.
+struct MetricsEndpoint {
+    live: Arc<LiveMetrics>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetricsEndpoint {
+    /// Binds now, so a taken port fails before any load is sent.
+    async fn start(listen: std::net::SocketAddr, plan: &LoadPlan) -> anyhow::Result<Self> {
+        let live = Arc::new(LiveMetrics::new(plan.shard(), plan.run_id.as_deref()));
+        let stop = CancellationToken::new();
+        let (bound, task) = crate::scale_out::live::serve(listen, Arc::clone(&live), stop.clone())
+            .await
+            .with_context(|| format!("--metrics-listen {listen}"))?;
+        eprintln!("sim-clients: metrics at http://{bound}/metrics");
+        Ok(Self { live, stop, task })
+    }
+
+    /// Keeps serving `linger` longer, so the last scrape sees the final counts;
+    /// Ctrl-C ends the wait.
+    async fn linger(self, linger: Duration, cancel: &CancellationToken) {
+        if !linger.is_zero() && !cancel.is_cancelled() {
+            eprintln!(
+                "sim-clients: serving the final metrics for {} more (--metrics-linger)",
+                humantime::format_duration(linger)
+            );
+            tokio::select! {
+                () = tokio::time::sleep(linger) => {}
+                () = cancel.cancelled() => {}
+            }
+        }
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use simulator_api::Load;
+
+    use super::*;
+
+    /// A load written as words means the same run whether sim-clients reads them
+    /// as its flags or a scenario reads them as a [`Load`].
+    #[test]
+    fn the_flags_and_a_load_of_the_same_words_make_the_same_run() {
+        for text in [
+            "",
+            "--n 135 --think-time 1s --duration 60s",
+            "--n 15 --think-time 100ms --payload-size lognormal(256k,1M) --duration 60s",
+            "--n 200 --rate 400 --duration 60s",
+            "--n 8 --rate 50 --arrivals poisson --seed 7 --duration 5s",
+            "--n 3 --ramp-up 2s --requests 10",
+            "--n 2 --requests 5 --duration 3s --payload-size uniform(1k,2k)",
+        ] {
+            let words: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+            let flags = Args::try_parse_from(
+                std::iter::once("sim-clients".to_owned()).chain(words.clone()),
+            )
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .plan();
+            let load = LoadPlan::from_load(&Load::parse(&words).unwrap(), &flags.target);
+            assert_eq!(flags.clients, load.clients, "{text}");
+            assert_eq!(flags.pacing, load.pacing, "{text}");
+            assert_eq!(flags.stop, load.stop, "{text}");
+            assert_eq!(flags.payload, load.payload, "{text}");
+            assert_eq!(flags.seed, load.seed, "{text}");
+            assert_eq!(flags.timeout, load.timeout, "{text}");
+        }
+    }
+}

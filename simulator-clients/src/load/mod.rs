@@ -1,0 +1,178 @@
+//! Running a load: what a run is (`plan.rs`), the clients themselves
+//! (`worker.rs`), their connections (`connection.rs`), the open loop's timetable
+//! (`schedule.rs`) and the sub-millisecond pacing of `--precise-pacing`
+//! (`precise.rs`); here, [`run`], which opens the connections, starts the clients
+//! and returns the [`Report`].
+
+pub mod connection;
+pub mod plan;
+#[cfg(target_os = "linux")]
+pub mod precise;
+pub mod schedule;
+pub mod worker;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::endpoints;
+use crate::reporting::{progress, record, series, units, Report};
+use crate::scale_out::{live, start};
+use plan::{LoadPlan, PlanError};
+
+/// Why a run could not start or could not record what it measured.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Target(#[from] plan::TargetError),
+    #[error("series file: {0}")]
+    Series(std::io::Error),
+}
+
+/// Where a run's output goes besides the returned report.
+#[derive(Debug, Default)]
+pub struct Outputs {
+    /// Draw live progress on stderr.
+    pub progress: bool,
+    /// Write one JSON line per second here (see [`series`]).
+    pub series: Option<tokio::fs::File>,
+    /// Keep every second in the report (for `--json`, so `merge` can add series).
+    pub seconds: bool,
+    /// Count into these live metrics too (`--metrics-listen`, `live.rs`).
+    pub live: Option<Arc<live::LiveMetrics>>,
+}
+
+/// One connection per client, opened before the run's clock starts so that the
+/// start-up burst is one of requests, not of TCP handshakes. Connections leave
+/// from the plan's bind addresses in turn.
+async fn connect_all(
+    plan: &LoadPlan,
+    addr: std::net::SocketAddr,
+    host: &hyper::header::HeaderValue,
+    cancel: &CancellationToken,
+) -> Vec<connection::Connection> {
+    let mut opening = tokio::task::JoinSet::new();
+    for i in 0..plan.local_clients() {
+        let mut c = new_connection(plan, i, addr, host);
+        let timeout = plan.timeout;
+        opening.spawn(async move {
+            c.open(timeout).await;
+            c
+        });
+    }
+    let mut connections = Vec::with_capacity(plan.local_clients());
+    loop {
+        tokio::select! {
+            joined = opening.join_next() => match joined {
+                Some(Ok(c)) => connections.push(c),
+                // Opening cannot panic short of a bug; that client connects on first use.
+                Some(Err(_)) => {}
+                None => break,
+            },
+            () = cancel.cancelled() => break,
+        }
+    }
+    connections
+}
+
+fn new_connection(
+    plan: &LoadPlan,
+    i: usize,
+    addr: std::net::SocketAddr,
+    host: &hyper::header::HeaderValue,
+) -> connection::Connection {
+    let bind = (!plan.bind.is_empty()).then(|| plan.bind[i % plan.bind.len()]);
+    connection::Connection::new(addr, host.clone()).bound_to(bind)
+}
+
+/// Runs `plan` until its stop condition or `cancel`, showing progress when asked.
+pub async fn run(
+    plan: &LoadPlan,
+    cancel: CancellationToken,
+    show_progress: bool,
+) -> Result<Report, RunError> {
+    let outputs = Outputs {
+        progress: show_progress,
+        ..Outputs::default()
+    };
+    run_with(plan, cancel, outputs).await
+}
+
+/// [`run`], with a per-second series, the report's seconds and the driver's
+/// own metrics endpoint as asked.
+pub async fn run_with(
+    plan: &LoadPlan,
+    cancel: CancellationToken,
+    outputs: Outputs,
+) -> Result<Report, RunError> {
+    plan.validate()?;
+    let (addr, host) = plan::resolve(&plan.target).await?;
+    let live = outputs
+        .live
+        .unwrap_or_else(|| Arc::new(live::LiveMetrics::off()));
+    if plan.start_at.is_some() {
+        if let Some(warning) = start::clock_status().and_then(start::warning) {
+            eprintln!("sim-clients: warning: {warning}");
+        }
+    }
+    let before = endpoints::stats(&plan.target).await.ok();
+    let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
+    let (start, start_late) = match plan.start_at {
+        Some(at) => {
+            let (start, late) = start::wait_for(at, &cancel).await;
+            if late > plan.late_after {
+                eprintln!(
+                    "sim-clients: started {} after --start-at",
+                    units::duration(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX))
+                );
+            }
+            (start, Some(late))
+        }
+        None => (tokio::time::Instant::now(), None),
+    };
+    let intervals = outputs.series.is_some() || outputs.seconds;
+    let recorder = record::Recorder::new(plan.late_after, intervals).with_live(Arc::clone(&live));
+    let shared = Arc::new(worker::RunState::starting(
+        plan.clone(),
+        cancel.clone(),
+        recorder,
+        start,
+    ));
+    let seconds = intervals
+        .then(|| series::SeriesWriter::start(Arc::clone(&shared), outputs.series, outputs.seconds));
+    let progress = outputs
+        .progress
+        .then(|| progress::Progress::start(Arc::clone(&shared)));
+    worker::run_clients(Arc::clone(&shared), |i| {
+        connections
+            .next()
+            .unwrap_or_else(|| new_connection(plan, i, addr, &host))
+    })
+    .await;
+    let elapsed = shared.start.elapsed();
+    if let Some(p) = progress {
+        p.finish();
+    }
+    let (seconds, series_result) = match seconds {
+        Some(writer) => writer.finish().await,
+        None => (Vec::new(), Ok(())),
+    };
+    let after = endpoints::stats(&plan.target).await.ok();
+    let window = before.zip(after).map(|(b, a)| a.counts.since(&b.counts));
+    // The figures are worth more than the series: report them even if it failed.
+    if let Err(err) = series_result {
+        eprintln!("sim-clients: {}", RunError::Series(err));
+    }
+    let mut report = Report::new(
+        plan,
+        shared.seed(),
+        &shared.recorder.tally(),
+        elapsed,
+        window,
+    );
+    report.start_late_ns = start_late.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    report.seconds = seconds;
+    Ok(report)
+}

@@ -1,0 +1,138 @@
+//! `system-simulator serve`: its flags, the banner, and the server until Ctrl-C.
+//!
+//! Flags override the `--config` file, which overrides the scenario, which
+//! overrides the defaults (the original simulator). The setting flags are made
+//! from the one declaration of the settings (`config/flags.rs`), so their help
+//! states the real defaults by construction. `workshop start` serves through
+//! [`serve_with`], printing its ticket after the banner.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use simulator_api::settings::AdminListen;
+use simulator_api::Settings;
+
+use crate::config::{self, SettingFlags};
+use crate::observe::{machine, probes};
+use crate::scenario::{self, Scenario};
+use crate::serving::answers::Answers;
+use crate::serving::{self, shutdown};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Start in this scenario: a bundled name (`system-simulator scenarios` lists
+    /// them) or a TOML file [default: semaphore-starvation].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub scenario: Option<String>,
+
+    /// TOML file with any of the settings below (keys are the flag names with `_`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Whether `/stats` and `/scenarios` name the cause and the fixes, or keep them
+    /// back until asked with `?answers=show` [default: shown; hidden under
+    /// `workshop start`].
+    #[arg(long, value_enum)]
+    pub answers: Option<Answers>,
+
+    #[command(flatten)]
+    pub settings: SettingFlags,
+}
+
+impl ServeArgs {
+    /// The scenario, then the file, then the flags; validated.
+    pub fn resolve(&self) -> anyhow::Result<(Settings, Scenario)> {
+        let scenario = Scenario::load(self.scenario.as_deref().unwrap_or(scenario::DEFAULT))?;
+        let settings = config::resolve(&scenario, self.config.as_deref(), &self.settings.0)?;
+        Ok((settings, scenario))
+    }
+}
+
+/// What `main` runs; the exit status is `workshop check`'s verdict.
+pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    serve_with(args, |_, _| {}).await
+}
+
+/// `serve`, with `after_banner(pid, data URL)` printed after the banner's contract
+/// lines (`workshop start` prints the ticket there).
+pub async fn serve_with(
+    args: ServeArgs,
+    after_banner: impl FnOnce(u32, &str),
+) -> anyhow::Result<()> {
+    let (config, scenario) = args.resolve()?;
+    probes::register();
+    let listener = serving::bind(config.listen)
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    // From the configured address, not the bound one: a data port of 0 gives the
+    // operator an ephemeral port too, never a guess at the port after a random one.
+    let (operator, operator_missing) = bind_operator(&config)?;
+    let pid = std::process::id();
+    // The first two lines are a contract: tests and scripts read the addresses.
+    println!("system-simulator listening on http://{addr} (pid {pid})");
+    match (&operator, operator_missing) {
+        (Some(l), _) => println!(
+            "  operator routes (/stats, /metrics, /admin/...) also on http://{}",
+            l.local_addr()?
+        ),
+        (None, Some(why)) => println!("  operator routes on the data port only: {why}"),
+        (None, None) => println!("  operator routes on the data port only (--admin-listen off)"),
+    }
+    println!(
+        "  scenario {}: {} permits, persistence {}, persist latency {}, network delay {} each way",
+        scenario.name,
+        config.permits,
+        config.persistence.name(),
+        config.persist_latency,
+        config.network_delay
+    );
+    // Measure the machine now, before any request needs the work's calibration.
+    if config.work != simulator_api::settings::WorkKind::None {
+        crate::request_path::work::bytes_per_work(&config);
+    }
+    let machine = machine::snapshot(&config, std::time::Duration::ZERO);
+    println!("  {}", machine::banner(&config, &machine));
+    for (i, command) in probes::trace_commands(pid).iter().enumerate() {
+        let lead = if i == 0 { "trace it:" } else { "" };
+        println!("  {lead:<10} {command}");
+    }
+    println!("  stop with Ctrl-C; final counts are printed on exit");
+    after_banner(pid, &format!("http://{addr}"));
+    tracing::info!(%addr, pid, ?config.permits, "serving");
+    let report = serving::run(
+        listener,
+        operator,
+        config,
+        scenario,
+        args.answers.unwrap_or_default(),
+        shutdown::signal(),
+    )
+    .await?;
+    print!("{}", shutdown::final_report(&report));
+    Ok(())
+}
+
+/// The operator's listener. With `auto` (the data port + 1) a port already taken
+/// is no reason not to start, since any of the thousands of ephemeral ports a load
+/// uses can hold it: the routes then stay on the data port only, and the second
+/// value says why for the banner. A port the user named must be had.
+fn bind_operator(
+    config: &Settings,
+) -> anyhow::Result<(Option<tokio::net::TcpListener>, Option<String>)> {
+    let Some(at) = config.admin_listen.address(config.listen) else {
+        return Ok((None, None));
+    };
+    match serving::bind(at) {
+        Ok(listener) => Ok((Some(listener), None)),
+        Err(e) if config.admin_listen == AdminListen::Auto => Ok((
+            None,
+            Some(format!(
+                "{at} (the data port + 1, --admin-listen auto) is taken ({e}); name a free one with --admin-listen ADDR"
+            )),
+        )),
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "cannot listen on {at} for the operator's routes (--admin-listen; `off` serves them on the data port only)"
+        ))),
+    }
+}
