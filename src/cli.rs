@@ -20,7 +20,7 @@ pub enum Command {
     /// Run the data processor over HTTP (POST /requests, GET /stats, GET /metrics).
     Serve(Box<ServeArgs>),
     /// The seed in one command: the server, 135 clients for 30 s, the fix, again.
-    Demo(crate::demo::DemoArgs),
+    Demo(Box<crate::demo::DemoArgs>),
     /// The load generator, the same as the `sim-clients` binary (same flags).
     Clients(Box<simulator_clients::cli::Args>),
     /// Every setting: key, flag, default, allowed values, whether it changes live.
@@ -42,7 +42,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     let done = match cli.command {
         Command::Workshop(args) => return crate::workshop::run(args).await,
         Command::Serve(args) => crate::serve::serve(*args).await,
-        Command::Demo(args) => crate::demo::run(args).await,
+        Command::Demo(args) => crate::demo::run(*args).await,
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
         Command::Settings { markdown } => {
             print_settings(markdown);

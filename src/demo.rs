@@ -16,16 +16,21 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use simulator_api::{max_duration, Counts, Delay, Fix, Model, Settings, SEED_COUNTS};
+use simulator_api::{max_duration, Counts, Fix, Model, Settings, SEED_COUNTS};
 use simulator_clients::{endpoints, LoadPlan, Pacing, Report};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::SettingFlags;
 use crate::observe::probes;
 use crate::scenario::{self, Scenario};
 use crate::serving;
 use crate::serving::answers::Answers;
 
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("listen", |a| a.help("Address the demo's server listens on [default: a free port on 127.0.0.1]")),
+    mut_arg("admin_listen", |a| a.hide(true))
+)]
 pub struct DemoArgs {
     /// The scenario to show (`system-simulator scenarios` lists them).
     #[arg(long, default_value = scenario::DEFAULT)]
@@ -49,13 +54,12 @@ pub struct DemoArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub think_time: Option<Duration>,
 
-    /// Permits before the fix [default: the scenario's].
-    #[arg(long)]
-    pub permits: Option<usize>,
-
-    /// Simulated store latency, e.g. `exp(60ms)` [default: the scenario's].
-    #[arg(long)]
-    pub persist_latency: Option<Delay>,
+    /// Settings for the run before the fix, over the scenario's: any of `serve`'s
+    /// setting flags (`--permits`, `--persist-latency`, ...), from the same
+    /// declaration. The demo's server listens on a free loopback port unless
+    /// `--listen` names one.
+    #[command(flatten)]
+    pub settings: SettingFlags,
 }
 
 /// The demo's load and settings, the scenario's where the flags say nothing.
@@ -101,12 +105,12 @@ impl DemoArgs {
             ),
             (_, None) => {}
         }
-        let base = scenario.settings();
+        let given = &self.settings.0;
         let settings = Settings {
-            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            permits: self.permits.unwrap_or(base.permits),
-            persist_latency: self.persist_latency.unwrap_or(base.persist_latency),
-            ..base
+            listen: given
+                .listen
+                .unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+            ..scenario.settings().with(given)
         };
         settings.validate()?;
         Ok(Plan {

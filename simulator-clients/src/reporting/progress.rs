@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio::task::JoinHandle;
 
 use crate::load::worker::RunState;
+use crate::reporting::record::RunCounts;
 
 #[derive(Debug)]
 pub struct Progress {
@@ -29,7 +30,13 @@ impl Progress {
                 let mut every = tokio::time::interval(Duration::from_millis(250));
                 loop {
                     every.tick().await;
-                    let [sent, completed, blocked, errors, late] = shared.recorder.counts();
+                    let RunCounts {
+                        sent,
+                        completed,
+                        blocked,
+                        errors,
+                        late,
+                    } = shared.recorder.counts();
                     let secs = shared.start.elapsed().as_secs_f64().max(1e-9);
                     let share = if completed == 0 {
                         0.0

@@ -244,11 +244,16 @@ impl Recorder {
         total.start_spread = total.start_spread.max(lag);
     }
 
-    /// Counters only, cheap enough for a progress bar: sent, completed, blocked,
-    /// errors, late.
-    pub fn counts(&self) -> [u64; 5] {
+    /// Counters only, cheap enough for a progress bar.
+    pub fn counts(&self) -> RunCounts {
         let t = &self.lock().total;
-        [t.sent, t.completed, t.blocked, t.errors.total(), t.late]
+        RunCounts {
+            sent: t.sent,
+            completed: t.completed,
+            blocked: t.blocked,
+            errors: t.errors.total(),
+            late: t.late,
+        }
     }
 
     pub fn tally(&self) -> Tally {
@@ -263,6 +268,16 @@ impl Recorder {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// A run's counters so far, as the progress bar shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunCounts {
+    pub sent: u64,
+    pub completed: u64,
+    pub blocked: u64,
+    pub errors: u64,
+    pub late: u64,
 }
 
 #[cfg(test)]

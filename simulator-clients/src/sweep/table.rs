@@ -6,14 +6,125 @@ use std::fmt::Write as _;
 
 use crate::sweep::{Figures, Step, SweepReport};
 
-/// The count columns, per minute, in the seed's order.
-const COUNTS: [fn(&Figures) -> f64; 6] = [
-    |f| f.requests_started_per_min,
-    |f| f.requests_done_per_min,
-    |f| f.blocked_per_min,
-    |f| f.nonblocked_per_min,
-    |f| f.persists_started_per_min,
-    |f| f.persists_done_per_min,
+/// How a table is laid out: aligned text for a terminal, or Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Text,
+    Markdown,
+}
+
+/// One column of the sweep's tables: its headers and how a step fills it, in one
+/// place, so a header and its figure cannot drift apart.
+struct Column {
+    text: &'static str,
+    /// Width in the text table (right-aligned).
+    width: usize,
+    markdown: &'static str,
+    cell: fn(&Step, Layout) -> String,
+}
+
+/// A count per minute: the mean, with ± half the runs' range in Markdown (and in
+/// text for requests done, the figure the runs are compared by).
+fn count(step: &Step, layout: Layout, get: fn(&Figures) -> f64, spread_in_text: bool) -> String {
+    let (mean, half) = (get(&step.mean), get(&step.spread) / 2.0);
+    if layout == Layout::Markdown || spread_in_text {
+        format!("{mean:.0} ±{half:.0}")
+    } else {
+        format!("{mean:.0}")
+    }
+}
+
+/// The columns of both tables, in the seed's order for the counts.
+const COLUMNS: [Column; 13] = [
+    Column {
+        text: "clients",
+        width: 7,
+        markdown: "clients",
+        cell: |s, _| s.clients.to_string(),
+    },
+    Column {
+        text: "permits",
+        width: 7,
+        markdown: "permits",
+        cell: |s, _| s.permits.to_string(),
+    },
+    Column {
+        text: "started",
+        width: 9,
+        markdown: "requests started",
+        cell: |s, l| count(s, l, |f| f.requests_started_per_min, false),
+    },
+    Column {
+        text: "done",
+        width: 15,
+        markdown: "requests done",
+        cell: |s, l| count(s, l, |f| f.requests_done_per_min, true),
+    },
+    Column {
+        text: "blocked",
+        width: 9,
+        markdown: "blocked",
+        cell: |s, l| count(s, l, |f| f.blocked_per_min, false),
+    },
+    Column {
+        text: "nonblock",
+        width: 9,
+        markdown: "non blocked",
+        cell: |s, l| count(s, l, |f| f.nonblocked_per_min, false),
+    },
+    Column {
+        text: "wr start",
+        width: 9,
+        markdown: "writes started",
+        cell: |s, l| count(s, l, |f| f.persists_started_per_min, false),
+    },
+    Column {
+        text: "wr done",
+        width: 9,
+        markdown: "writes done",
+        cell: |s, l| count(s, l, |f| f.persists_done_per_min, false),
+    },
+    Column {
+        text: "blocked%",
+        width: 9,
+        markdown: "blocked share",
+        cell: |s, l| match l {
+            Layout::Text => format!("{:.1}%", s.mean.blocked_share * 100.0),
+            Layout::Markdown => format!("{:.1} %", s.mean.blocked_share * 100.0),
+        },
+    },
+    Column {
+        text: "p50 ms",
+        width: 8,
+        markdown: "p50 ms",
+        cell: |s, _| format!("{:.1}", s.mean.latency_p50_ms),
+    },
+    Column {
+        text: "p99 ms",
+        width: 9,
+        markdown: "p99 ms",
+        cell: |s, _| format!("{:.1}", s.mean.latency_p99_ms),
+    },
+    Column {
+        text: "CPU%",
+        width: 6,
+        markdown: "server CPU %",
+        cell: |s, l| {
+            let missing = match l {
+                Layout::Text => "-",
+                Layout::Markdown => "–",
+            };
+            s.mean
+                .server_cpu_percent
+                .map_or(missing.into(), |v| format!("{v:.1}"))
+        },
+    },
+    Column {
+        text: "predicted",
+        width: 10,
+        markdown: "predicted",
+        cell: |s, _| format!("{:.0}", s.predicted_per_min),
+    },
 ];
 
 /// The whole sweep, the fix after the original when it was run.
@@ -101,39 +212,15 @@ pub fn markdown(report: &SweepReport) -> String {
     );
     for (title, steps) in titles(report) {
         let _ = writeln!(out, "\n## {title}\n");
-        let _ = writeln!(
-            out,
-            "| clients | permits | requests started | requests done | blocked | non blocked \
-             | writes started | writes done | blocked share | p50 ms | p99 ms | server CPU % | predicted |"
-        );
-        let _ = writeln!(out, "|{}", " ---: |".repeat(13));
+        let headers: Vec<&str> = COLUMNS.iter().map(|c| c.markdown).collect();
+        let _ = writeln!(out, "| {} |", headers.join(" | "));
+        let _ = writeln!(out, "|{}", " ---: |".repeat(COLUMNS.len()));
         for step in steps {
-            let count = |i: usize| {
-                format!(
-                    "{:.0} ±{:.0}",
-                    COUNTS[i](&step.mean),
-                    COUNTS[i](&step.spread) / 2.0
-                )
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {:.1} | {:.1} | {} | {:.0} |",
-                step.clients,
-                step.permits,
-                count(0),
-                count(1),
-                count(2),
-                count(3),
-                count(4),
-                count(5),
-                step.mean.blocked_share * 100.0,
-                step.mean.latency_p50_ms,
-                step.mean.latency_p99_ms,
-                step.mean
-                    .server_cpu_percent
-                    .map_or("–".into(), |v| format!("{v:.1}")),
-                step.predicted_per_min,
-            );
+            let cells: Vec<String> = COLUMNS
+                .iter()
+                .map(|c| (c.cell)(step, Layout::Markdown))
+                .collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
     }
     let _ = writeln!(
@@ -146,45 +233,16 @@ pub fn markdown(report: &SweepReport) -> String {
 
 fn phase(out: &mut String, title: &str, steps: &[Step]) {
     let _ = writeln!(out, "\n{title}:");
-    let _ = writeln!(
-        out,
-        "  {:>7} {:>7} {:>9} {:>15} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6} {:>10}",
-        "clients",
-        "permits",
-        "started",
-        "done",
-        "blocked",
-        "nonblock",
-        "wr start",
-        "wr done",
-        "blocked%",
-        "p50 ms",
-        "p99 ms",
-        "CPU%",
-        "predicted"
-    );
+    let row = |cell: &dyn Fn(&Column) -> String| {
+        let cells: Vec<String> = COLUMNS
+            .iter()
+            .map(|c| format!("{:>w$}", cell(c), w = c.width))
+            .collect();
+        format!("  {}", cells.join(" "))
+    };
+    let _ = writeln!(out, "{}", row(&|c| c.text.to_owned()));
     for step in steps {
-        let whole = |i: usize| format!("{:.0}", COUNTS[i](&step.mean));
-        let half = |i: usize| COUNTS[i](&step.spread) / 2.0;
-        let _ = writeln!(
-            out,
-            "  {:>7} {:>7} {:>9} {:>15} {:>9} {:>9} {:>9} {:>9} {:>8.1}% {:>8.1} {:>9.1} {:>6} {:>10.0}",
-            step.clients,
-            step.permits,
-            whole(0),
-            format!("{} ±{:.0}", whole(1), half(1)),
-            whole(2),
-            whole(3),
-            whole(4),
-            whole(5),
-            step.mean.blocked_share * 100.0,
-            step.mean.latency_p50_ms,
-            step.mean.latency_p99_ms,
-            step.mean
-                .server_cpu_percent
-                .map_or("-".into(), |v| format!("{v:.1}")),
-            step.predicted_per_min,
-        );
+        let _ = writeln!(out, "{}", row(&|c| (c.cell)(step, Layout::Text)));
     }
 }
 
