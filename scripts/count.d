@@ -9,7 +9,9 @@
  * smallest first, as the seed's DTrace output did. A count line appears only once
  * its probe has fired, so "blocked requests" is missing while nothing blocks, and
  * "shed requests (503)" unless the server sheds (when_full = shed; each shed request
- * is a blocked one too).
+ * is a blocked one too), and "abandoned requests (client gone)" unless a client
+ * went away before its reply (a client timeout; the request still runs to its
+ * request-done).
  * Over a window, "requests started" and "requests done" differ by the requests
  * in flight at its two edges; they agree with GET /stats when the window covers
  * the whole load (start tracing, run the clients, let them finish, stop).
@@ -44,6 +46,7 @@ isim*:::request-done	{ @counts["requests done"] = count(); }
 isim*:::request-block	{ @counts["blocked requests"] = count(); }
 isim*:::request-nonblock	{ @counts["non blocked requests"] = count(); }
 isim*:::request-shed	{ @counts["shed requests (503)"] = count(); }
+isim*:::request-abandoned	{ @counts["abandoned requests (client gone)"] = count(); }
 isim*:::persist-start	{ @counts["persistent writes started"] = count(); }
 isim*:::persist-done	{ @counts["persistent writes done"] = count(); }
 isim*:::persist-done /arg1 == 0/ { @counts["persistent writes failed"] = count(); }

@@ -58,3 +58,36 @@ fn every_scenario_fix_in_the_docs_is_a_valid_config_body() {
         .changed_live(&update)
         .unwrap();
 }
+
+/// Every `/stats` counter the events declare is in the report's JSON schema (the
+/// server's counters of a run) and has its row in docs/api.md.
+#[test]
+fn every_declared_counter_is_in_the_report_schema_and_the_api_docs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("simulator-clients/schema/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let server = &schema["properties"]["server"]["oneOf"][0];
+    let required: Vec<&str> = server["required"]
+        .as_array()
+        .expect("the schema's server counts list what they require")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    let api = std::fs::read_to_string(root.join("docs/api.md")).unwrap();
+    for event in simulator_api::events::EVENTS {
+        for counter in event.counters {
+            assert!(
+                required.contains(&counter.field) && !server["properties"][counter.field].is_null(),
+                "report.schema.json's server counts lack {}",
+                counter.field
+            );
+            assert!(
+                api.contains(&format!("`{}`", counter.field)),
+                "docs/api.md's /stats table lacks {}",
+                counter.field
+            );
+        }
+    }
+}

@@ -629,3 +629,48 @@ async fn with_the_operator_listener_off_one_port_serves_everything() {
     post_element(&client, &server.url).await;
     assert_eq!(stats(&client, &server.url).await["requests_started"], 1);
 }
+
+/// A client that hangs up while its request waits at the gate: request-abandoned
+/// fires once for it, and the request still runs to its request-done (every
+/// request-start has its request-done), its element persisted.
+#[tokio::test]
+async fn a_client_that_hangs_up_is_counted_and_its_request_runs_to_its_end() {
+    let server = Server::start(&["--permits", "1", "--persist-latency", "400ms"]);
+    let client = client();
+    // The first request takes the only permit for its 400 ms persist.
+    post_element(&client, &server.url).await;
+    let addr = server.addr();
+    let hung_up = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(&addr).expect("connect");
+        stream
+            .write_all(b"POST /requests HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+            .expect("send");
+        stream
+    })
+    .await
+    .unwrap();
+    wait_for(
+        &client,
+        &server.url,
+        "the second request waits at the gate",
+        |s| s["requests_blocked"] == 1,
+    )
+    .await;
+    assert_eq!(stats(&client, &server.url).await["requests_abandoned"], 0);
+    drop(hung_up);
+    wait_for(&client, &server.url, "the hang-up is counted", |s| {
+        s["requests_abandoned"] == 1
+    })
+    .await;
+    let gone = stats(&client, &server.url).await;
+    assert_eq!(gone["requests_done"], 1, "abandoned, not yet ended: {gone}");
+    let settled = settled_stats(&client, &server.url).await;
+    for (field, want) in [
+        ("requests_started", 2),
+        ("requests_done", 2),
+        ("requests_abandoned", 1),
+        ("persists_done", 2),
+    ] {
+        assert_eq!(settled[field], want, "{field}: {settled}");
+    }
+}

@@ -189,6 +189,18 @@ both_tools! {
         assert_eq!(figures(&output)["hedged persistent writes"], hedged, "{output}");
         check_count(tool, &output, &truth);
     };
+    count_shows_abandoned_requests: |tool| async move {
+        // 2 permits for 100 ms persists pass 20 a second; 4 clients that give up
+        // after 150 ms and send again at once offer more, so some wait past their
+        // timeout at the gate and hang up.
+        let server_args = ["--permits", "2", "--persist-latency", "100ms"];
+        let load = ["--n", "4", "--think-time", "0s", "--timeout", "150ms", "--duration", "3s"];
+        let Some((output, truth)) = traced_run_with(tool, "count", &server_args, &load).await else { return };
+        let abandoned = truth.count("requests_abandoned");
+        assert!(abandoned > 0, "clients that time out at the gate leave requests behind");
+        assert_eq!(figures(&output)["abandoned requests (client gone)"], abandoned, "{output}");
+        check_count(tool, &output, &truth);
+    };
     request_lifetime_agrees_with_the_server: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "request-lifetime").await else { return };
         let got = figures(&output);

@@ -78,6 +78,14 @@ macro_rules! with_events {
                         "Blocked requests refused at once with 503 (probe request-shed)."
                 ]
                 histograms [];
+            request__abandoned "request-abandoned"
+                "the server found the client gone before the reply (hyper looks at the connection when the request next wakes: a request waiting at the gate is found when it gets its permit); the request runs on to its request-done"
+                (id: "request id", waited_ns: "ns from request-start until it was found gone")
+                counters [
+                    requests_abandoned "isim_requests_abandoned_total"
+                        "Requests whose client went away before the reply (probe request-abandoned)."
+                ]
+                histograms [];
             request__done "request-done" "the reply is ready"
                 (id: "request id", lifetime_ns: "lifetime ns", blocked: "1 if it blocked")
                 counters [

@@ -72,6 +72,14 @@ impl Events {
         m::handles().permit_wait.record(waited.as_secs_f64());
     }
 
+    /// The client went away `waited` after request-start, before its reply; the
+    /// request runs on to its request-done.
+    pub fn request_abandoned(&self, id: u64, waited: Duration) {
+        fire!(request__abandoned, || (id, nanos(waited)));
+        self.counts.record(|c| c.requests_abandoned += 1);
+        m::handles().requests_abandoned.increment(1);
+    }
+
     pub fn request_done(&self, id: u64, lifetime: Duration, blocked: bool) {
         fire!(request__done, || (id, nanos(lifetime), u64::from(blocked)));
         self.counts.record(|c| c.requests_done += 1);

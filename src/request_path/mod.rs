@@ -39,6 +39,7 @@ mod run_to_end;
 pub mod store;
 pub mod work;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -187,26 +188,48 @@ impl DataProcessor {
         })
     }
 
-    /// Runs one request to completion and waits for the reply. Dropping the
-    /// returned future (a client hanging up) does not stop the request: the rest
-    /// of it runs on a task of its own (`run_to_end.rs`).
-    pub async fn submit(&self, element: Element) -> Result<Reply, RequestError> {
-        let this = self.clone();
+    /// Starts one request (request-start fires now) and returns the future of its
+    /// reply. Dropping that future (a client hanging up) does not stop the
+    /// request: request-abandoned fires, and the rest of it runs on a task of its
+    /// own (`run_to_end.rs`) to its request-done.
+    pub fn submit(
+        &self,
+        element: Element,
+    ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
+        let (id, started) = self.start(&element);
+        let (this, gone) = (self.clone(), self.clone());
         run_to_end::RunToEnd::new(
             &self.inner.requests,
-            async move { this.handle(element).await },
+            async move { this.finish(id, started, element).await },
+            move || gone.inner.events.request_abandoned(id, started.elapsed()),
         )
-        .await
     }
 
-    /// The request path. Call through [`Self::submit`] unless the caller itself
-    /// cannot be cancelled (the unit tests).
+    /// The request path, awaited to its end. Call through [`Self::submit`] unless
+    /// the caller itself cannot be cancelled (the unit tests).
     pub async fn handle(&self, element: Element) -> Result<Reply, RequestError> {
+        let (id, started) = self.start(&element);
+        self.finish(id, started, element).await
+    }
+
+    /// A new request: its id, and the instant it started (request-start).
+    fn start(&self, element: &Element) -> (u64, Instant) {
         let s = &*self.inner;
         let started = Instant::now();
         let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-        let settings = self.settings();
         s.events.request_start(id, element.len());
+        (id, started)
+    }
+
+    /// Everything after request-start, to request-done.
+    async fn finish(
+        &self,
+        id: u64,
+        started: Instant,
+        element: Element,
+    ) -> Result<Reply, RequestError> {
+        let s = &*self.inner;
+        let settings = self.settings();
         let mut progress = Progress::default();
         let outcome = self.process(id, element, settings, &mut progress).await;
         // Every request-start gets its request-done, whatever happened in between.

@@ -20,27 +20,35 @@ use std::task::{ready, Context, Poll};
 use tokio_util::task::task_tracker::TrackedFuture;
 use tokio_util::task::TaskTracker;
 
-/// A future that, dropped before it is done, finishes on a task of its own.
-/// Counted by `tracker` until it is done, inline or spawned.
-pub struct RunToEnd<F: Future + Send + 'static>
+/// A future that, dropped before it is done, calls `abandoned` and finishes on a
+/// task of its own. Counted by `tracker` until it is done, inline or spawned.
+pub struct RunToEnd<F: Future + Send + 'static, A: FnOnce()>
 where
     F::Output: Send + 'static,
 {
     future: Option<Pin<Box<TrackedFuture<F>>>>,
+    abandoned: Option<A>,
 }
 
-impl<F: Future + Send + 'static> RunToEnd<F>
+impl<F: Future + Send + 'static, A: FnOnce()> RunToEnd<F, A>
 where
     F::Output: Send + 'static,
 {
-    pub fn new(tracker: &TaskTracker, future: F) -> Self {
+    pub fn new(tracker: &TaskTracker, future: F, abandoned: A) -> Self {
         Self {
             future: Some(Box::pin(tracker.track_future(future))),
+            abandoned: Some(abandoned),
         }
     }
 }
 
-impl<F: Future + Send + 'static> Future for RunToEnd<F>
+// Nothing is pinned in place but the boxed future, which stays in its box.
+impl<F: Future + Send + 'static, A: FnOnce()> Unpin for RunToEnd<F, A> where
+    F::Output: Send + 'static
+{
+}
+
+impl<F: Future + Send + 'static, A: FnOnce()> Future for RunToEnd<F, A>
 where
     F::Output: Send + 'static,
 {
@@ -57,12 +65,15 @@ where
     }
 }
 
-impl<F: Future + Send + 'static> Drop for RunToEnd<F>
+impl<F: Future + Send + 'static, A: FnOnce()> Drop for RunToEnd<F, A>
 where
     F::Output: Send + 'static,
 {
     fn drop(&mut self) {
         if let Some(rest) = self.future.take() {
+            if let Some(abandoned) = self.abandoned.take() {
+                abandoned();
+            }
             // Outside a runtime (it is being torn down) there is nothing left to
             // run the rest on; the request ends with it.
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -89,13 +100,23 @@ mod tests {
         }
     }
 
+    fn flag(gone: &Arc<AtomicBool>) -> impl FnOnce() {
+        let gone = Arc::clone(gone);
+        move || gone.store(true, Ordering::SeqCst)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn awaited_it_runs_inline_and_returns_its_output() {
         let tracker = TaskTracker::new();
         let done = Arc::new(AtomicBool::new(false));
-        let run = RunToEnd::new(&tracker, finishing(&done));
+        let gone = Arc::new(AtomicBool::new(false));
+        let run = RunToEnd::new(&tracker, finishing(&done), flag(&gone));
         assert_eq!(tracker.len(), 1);
         assert_eq!(run.await, 7);
+        assert!(
+            !gone.load(Ordering::SeqCst),
+            "awaited to its end: not abandoned"
+        );
         assert!(done.load(Ordering::SeqCst));
         assert!(tracker.is_empty());
     }
@@ -104,11 +125,13 @@ mod tests {
     async fn dropped_half_way_it_finishes_on_its_own_task_and_stays_tracked() {
         let tracker = TaskTracker::new();
         let done = Arc::new(AtomicBool::new(false));
-        let run = RunToEnd::new(&tracker, finishing(&done));
+        let gone = Arc::new(AtomicBool::new(false));
+        let run = RunToEnd::new(&tracker, finishing(&done), flag(&gone));
         // The caller gives up after 10 ms of the request's 100.
         assert!(tokio::time::timeout(Duration::from_millis(10), run)
             .await
             .is_err());
+        assert!(gone.load(Ordering::SeqCst), "told when its caller left");
         assert!(!done.load(Ordering::SeqCst));
         assert_eq!(tracker.len(), 1, "the rest is still counted");
         tracker.close();
@@ -120,7 +143,7 @@ mod tests {
     async fn dropped_before_it_started_it_still_runs() {
         let tracker = TaskTracker::new();
         let done = Arc::new(AtomicBool::new(false));
-        drop(RunToEnd::new(&tracker, finishing(&done)));
+        drop(RunToEnd::new(&tracker, finishing(&done), || {}));
         tracker.close();
         tracker.wait().await;
         assert!(done.load(Ordering::SeqCst));
