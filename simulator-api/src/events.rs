@@ -79,8 +79,8 @@ macro_rules! with_events {
                 ]
                 histograms [];
             request__abandoned "request-abandoned"
-                "the server found the client gone before the reply (hyper looks at the connection when the request next wakes: a request waiting at the gate is found when it gets its permit); the request runs on to its request-done"
-                (id: "request id", waited_ns: "ns from request-start until it was found gone")
+                "the client closed its connection before the reply (a timeout or a hang-up); the request runs on to its request-done"
+                (id: "request id", waited_ns: "ns the client waited, since request-start")
                 counters [
                     requests_abandoned "isim_requests_abandoned_total"
                         "Requests whose client went away before the reply (probe request-abandoned)."
