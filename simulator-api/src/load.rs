@@ -11,7 +11,9 @@
 //!
 //! The words a load takes are the load-shaping flags of sim-clients, each with
 //! its value: `--n`, `--think-time`, `--ramp-up`, `--rate`, `--arrivals`,
-//! `--payload-size`, `--duration`, `--requests`, `--seed` (also as `--flag=value`).
+//! `--payload-size`, `--duration`, `--requests`, `--seed`, and how its clients
+//! give up and retry: `--timeout`, `--retries`, `--backoff`, `--retry-budget`
+//! (also as `--flag=value`).
 //! Where to send, how to report and how to split a run are the driver's own
 //! business and not part of a load.
 
@@ -38,7 +40,15 @@ pub struct Load {
     pub requests_per_client: Option<u64>,
     /// `--seed`: the sizes and Poisson gaps drawn from it.
     pub seed: Option<u64>,
+    /// `--timeout`: a client gives up on an attempt after this and closes its
+    /// connection ([`DEFAULT_TIMEOUT`] unless given).
+    pub timeout: Duration,
+    /// `--retries`, `--backoff`, `--retry-budget`.
+    pub retry: RetryPolicy,
 }
+
+/// How long a client waits for a reply unless told otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How sends are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,6 +94,9 @@ pub enum Arrivals {
 /// The element size a load sends unless told otherwise.
 pub const DEFAULT_PAYLOAD: PayloadSize = PayloadSize::Fixed { bytes: 1024 };
 
+/// The most retries a request may have: beyond this a load is a flood, not a client.
+pub const MAX_RETRIES: u32 = 100;
+
 /// How long a load runs when it names neither a duration nor a request count.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
@@ -99,6 +112,7 @@ impl Load {
         let mut clients = None;
         let (mut think_time, mut ramp_up, mut rate, mut arrivals) = (None, None, None, None);
         let (mut payload, mut duration, mut requests, mut seed) = (None, None, None, None);
+        let (mut timeout, mut retries, mut backoff, mut budget) = (None, None, None, None);
         let mut iter = words.iter();
         while let Some(word) = iter.next() {
             let (flag, inline) = match word.split_once('=') {
@@ -183,11 +197,51 @@ impl Load {
                             .map_err(|_| err(format!("`--seed {v}`: a whole number")))?,
                     );
                 }
+                "--timeout" => {
+                    twice(timeout.is_some())?;
+                    let t = duration_of(flag, &value()?)?;
+                    if t.is_zero() {
+                        return Err(err("`--timeout 0`: a client must wait for something".into()));
+                    }
+                    timeout = Some(t);
+                }
+                "--retries" => {
+                    twice(retries.is_some())?;
+                    let v = value()?;
+                    retries = Some(
+                        v.parse::<u32>()
+                            .ok()
+                            .filter(|n| *n <= MAX_RETRIES)
+                            .ok_or_else(|| {
+                                err(format!(
+                                    "`--retries {v}`: a whole number from 0 to {MAX_RETRIES}"
+                                ))
+                            })?,
+                    );
+                }
+                "--backoff" => {
+                    twice(backoff.is_some())?;
+                    backoff = Some(value()?.parse::<Backoff>().map_err(err)?);
+                }
+                "--retry-budget" => {
+                    twice(budget.is_some())?;
+                    let v = value()?;
+                    budget = Some(
+                        v.trim_end_matches('%')
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|p| (0.0..=100.0).contains(p))
+                            .ok_or_else(|| {
+                                err(format!("`--retry-budget {v}`: a percentage from 0 to 100"))
+                            })?,
+                    );
+                }
                 other => {
                     return Err(err(format!(
                         "`{other}` is not part of a load; a load takes --n, --think-time, \
                          --ramp-up, --rate, --arrivals, --payload-size, --duration, \
-                         --requests and --seed, each with its value"
+                         --requests, --seed, --timeout, --retries, --backoff and \
+                         --retry-budget, each with its value"
                     )))
                 }
             }
@@ -218,8 +272,19 @@ impl Load {
                 ramp_up: ramp_up.unwrap_or(Duration::ZERO),
             },
         };
+        if retries.unwrap_or(0) == 0 && (backoff.is_some() || budget.is_some()) {
+            return Err(err(
+                "`--backoff` and `--retry-budget` shape retries: give `--retries N` too".into(),
+            ));
+        }
         Ok(Load {
             words: words.to_vec(),
+            timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
+            retry: RetryPolicy {
+                retries: retries.unwrap_or(0),
+                backoff: backoff.unwrap_or(Backoff::None),
+                budget_percent: budget,
+            },
             clients: clients.unwrap_or(1),
             pacing,
             payload: payload.unwrap_or(DEFAULT_PAYLOAD),
@@ -294,6 +359,122 @@ impl From<Load> for Vec<String> {
 
 fn duration_of(flag: &str, text: &str) -> Result<Duration, LoadError> {
     parse_duration(text).map_err(|e| LoadError(format!("`{flag}`: {e}")))
+}
+
+/// How long a client waits before retry number `k` (1 for the first retry). In
+/// JSON, its text form (`"exp-jitter(10ms, 1s)"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Backoff {
+    /// Retry at once.
+    None,
+    /// `min(cap, base x 2^(k-1))`.
+    Exp { base: Duration, cap: Duration },
+    /// Full jitter: uniform in `[0, min(cap, base x 2^(k-1))]`, so clients that
+    /// failed together do not retry together (the AWS Builders' Library's
+    /// "Timeouts, retries and backoff with jitter").
+    ExpJitter { base: Duration, cap: Duration },
+}
+
+impl Backoff {
+    /// The wait before retry number `retry` (1 for the first).
+    pub fn delay<R: Rng + ?Sized>(&self, retry: u32, rng: &mut R) -> Duration {
+        let grown = |base: Duration, cap: Duration| {
+            let factor = 1u32
+                .checked_shl(retry.saturating_sub(1))
+                .unwrap_or(u32::MAX);
+            base.saturating_mul(factor).min(cap)
+        };
+        match *self {
+            Backoff::None => Duration::ZERO,
+            Backoff::Exp { base, cap } => grown(base, cap),
+            Backoff::ExpJitter { base, cap } => {
+                let most = grown(base, cap);
+                Duration::from_nanos(
+                    rng.random_range(0..=u64::try_from(most.as_nanos()).unwrap_or(u64::MAX)),
+                )
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for Backoff {
+    type Err = String;
+
+    /// `none`, `exp(10ms, 1s)` or `exp-jitter(10ms, 1s)`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s == "none" {
+            return Ok(Backoff::None);
+        }
+        let form = "none, exp(BASE, CAP) or exp-jitter(BASE, CAP)";
+        let (kind, args) = s
+            .split_once('(')
+            .and_then(|(kind, rest)| Some((kind.trim(), rest.strip_suffix(')')?)))
+            .ok_or_else(|| format!("`{s}` is not a backoff: write {form}"))?;
+        let (base, cap) = args
+            .split_once(',')
+            .ok_or_else(|| format!("`{s}`: write {form}"))?;
+        let (base, cap) = (parse_duration(base)?, parse_duration(cap)?);
+        if base.is_zero() || cap < base {
+            return Err(format!("`{s}`: BASE must be above 0 and CAP at least BASE"));
+        }
+        match kind {
+            "exp" => Ok(Backoff::Exp { base, cap }),
+            "exp-jitter" => Ok(Backoff::ExpJitter { base, cap }),
+            _ => Err(format!("`{s}` is not a backoff: write {form}")),
+        }
+    }
+}
+
+impl From<Backoff> for String {
+    fn from(backoff: Backoff) -> Self {
+        backoff.to_string()
+    }
+}
+
+impl TryFrom<String> for Backoff {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        text.parse()
+    }
+}
+
+impl std::fmt::Display for Backoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backoff::None => write!(f, "none"),
+            Backoff::Exp { base, cap } => write!(f, "exp({}, {})", text_of(*base), text_of(*cap)),
+            Backoff::ExpJitter { base, cap } => {
+                write!(f, "exp-jitter({}, {})", text_of(*base), text_of(*cap))
+            }
+        }
+    }
+}
+
+/// What a client does when an attempt fails (a timeout, a lost connection, a 5xx).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// Attempts after the first, at most.
+    pub retries: u32,
+    pub backoff: Backoff,
+    /// Retries may be at most this share of first attempts (in percent) over the
+    /// last [`RETRY_BUDGET_WINDOW`], as gRPC's retry throttling and Finagle's
+    /// RetryBudget bound them; `None`: no budget.
+    pub budget_percent: Option<f64>,
+}
+
+/// The window a retry budget counts over.
+pub const RETRY_BUDGET_WINDOW: Duration = Duration::from_secs(10);
+
+impl RetryPolicy {
+    /// No retries: a failed attempt is a failed request (sim-clients' default).
+    pub const NONE: RetryPolicy = RetryPolicy {
+        retries: 0,
+        backoff: Backoff::None,
+        budget_percent: None,
+    };
 }
 
 /// The size of each element, sent as a synthetic `{"size": N}` so large elements
@@ -447,6 +628,69 @@ mod tests {
         ] {
             let e = Load::parse(&words(bad)).unwrap_err().to_string();
             assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn clients_that_give_up_and_retry_read_their_words() {
+        let load = Load::parse(&words(
+            "--n 50 --rate 100 --timeout 200ms --retries 3 --backoff exp-jitter(10ms,1s) --retry-budget 10%",
+        ))
+        .unwrap();
+        assert_eq!(load.timeout, Duration::from_millis(200));
+        assert_eq!(
+            load.retry,
+            RetryPolicy {
+                retries: 3,
+                backoff: Backoff::ExpJitter {
+                    base: Duration::from_millis(10),
+                    cap: Duration::from_secs(1)
+                },
+                budget_percent: Some(10.0),
+            }
+        );
+        let plain = Load::parse(&[]).unwrap();
+        assert_eq!(
+            (plain.timeout, plain.retry),
+            (DEFAULT_TIMEOUT, RetryPolicy::NONE)
+        );
+        for (bad, needle) in [
+            ("--backoff exp(1ms,1s)", "give `--retries N`"),
+            ("--retries 2 --backoff exp(1s,1ms)", "CAP at least BASE"),
+            ("--retries 2 --backoff linear(1ms,1s)", "not a backoff"),
+            ("--retries 500", "0 to 100"),
+            ("--retries 1 --retry-budget 150", "0 to 100"),
+            ("--timeout 0", "wait for something"),
+        ] {
+            let e = Load::parse(&words(bad)).unwrap_err().to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn backoffs_grow_to_their_cap_and_jitter_stays_under_it() {
+        let exp: Backoff = "exp(10ms, 100ms)".parse().unwrap();
+        let mut rng = SmallRng::seed_from_u64(3);
+        let waits: Vec<u128> = (1..=6)
+            .map(|k| exp.delay(k, &mut rng).as_millis())
+            .collect();
+        assert_eq!(waits, [10, 20, 40, 80, 100, 100]);
+        assert_eq!(
+            exp.delay(1000, &mut rng),
+            Duration::from_millis(100),
+            "no overflow"
+        );
+        assert_eq!(Backoff::None.delay(3, &mut rng), Duration::ZERO);
+        let jitter: Backoff = "exp-jitter(10ms, 100ms)".parse().unwrap();
+        let draws: Vec<Duration> = (0..1000).map(|_| jitter.delay(4, &mut rng)).collect();
+        assert!(draws.iter().all(|d| *d <= Duration::from_millis(80)));
+        let mean = draws.iter().sum::<Duration>() / 1000;
+        assert!(
+            mean > Duration::from_millis(30) && mean < Duration::from_millis(50),
+            "{mean:?}"
+        );
+        for text in ["none", "exp(10ms, 1s)", "exp-jitter(5ms, 2s)"] {
+            assert_eq!(text.parse::<Backoff>().unwrap().to_string(), text);
         }
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use simulator_api::max_duration;
 
-use crate::load::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, Stop};
+use crate::load::plan::{Arrivals, Backoff, LoadPlan, Pacing, PayloadSize, RetryPolicy, Stop};
 use crate::scale_out::shard::{Shard, ShardInfo, ShardSource};
 
 /// N virtual clients against system-simulator: the original simulator's closed
@@ -83,9 +83,24 @@ pub struct Args {
     #[arg(long, default_value = "1024")]
     pub payload_size: PayloadSize,
 
-    /// Give up on a request after this long (counted as a timeout error).
+    /// Give up on an attempt after this long and close its connection (counted as
+    /// a timeout error; the server sees the client leave: request-abandoned).
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+
+    /// Retry a failed attempt (a timeout, a lost connection, a 5xx) up to N times.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(simulator_api::load::MAX_RETRIES)))]
+    pub retries: u32,
+
+    /// The wait before each retry: none, exp(BASE, CAP) or exp-jitter(BASE, CAP)
+    /// (full jitter: uniform up to the exponential wait).
+    #[arg(long, value_name = "BACKOFF", default_value = "none")]
+    pub backoff: Backoff,
+
+    /// Retry at most P % of first attempts over the last 10 s (a retry budget, as
+    /// gRPC's retry throttling and Finagle's RetryBudget); none by default.
+    #[arg(long, value_name = "P", value_parser = parse_percent)]
+    pub retry_budget: Option<f64>,
 
     /// After --duration, wait at most this long for replies still in flight (queued
     /// at a saturated server); the rest are reported as unanswered. The rates count
@@ -266,6 +281,11 @@ impl Args {
             },
             payload: self.payload_size,
             timeout: self.timeout,
+            retry: RetryPolicy {
+                retries: self.retries,
+                backoff: self.backoff,
+                budget_percent: self.retry_budget,
+            },
             late_after: self.late_after,
             seed: self.seed,
             max_drain: self.max_drain,
@@ -309,4 +329,13 @@ impl Args {
         plan.validate()?;
         Ok(plan)
     }
+}
+
+/// `10` or `10%`: a percentage from 0 to 100.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    text.trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|p| (0.0..=100.0).contains(p))
+        .ok_or_else(|| format!("`{text}` is not a percentage from 0 to 100"))
 }

@@ -222,6 +222,8 @@ mod tests {
             "--n 8 --rate 50 --arrivals poisson --seed 7 --duration 5s",
             "--n 3 --ramp-up 2s --requests 10",
             "--n 2 --requests 5 --duration 3s --payload-size uniform(1k,2k)",
+            "--n 50 --rate 100 --duration 10s --timeout 200ms --retries 3 --backoff exp-jitter(10ms,1s) --retry-budget 10",
+            "--n 5 --timeout 1s --retries 1",
         ] {
             let words: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
             let flags = Args::try_parse_from(
@@ -236,6 +238,7 @@ mod tests {
             assert_eq!(flags.payload, load.payload, "{text}");
             assert_eq!(flags.seed, load.seed, "{text}");
             assert_eq!(flags.timeout, load.timeout, "{text}");
+            assert_eq!(flags.retry, load.retry, "{text}");
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod connection;
 pub mod plan;
 #[cfg(target_os = "linux")]
 pub mod precise;
+pub mod retry;
 pub mod schedule;
 pub mod worker;
 

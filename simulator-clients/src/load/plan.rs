@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime};
 
 use hyper::header::HeaderValue;
-pub use simulator_api::load::{Arrivals, Pacing, PayloadSize};
+pub use simulator_api::load::{Arrivals, Backoff, Pacing, PayloadSize, RetryPolicy};
 use simulator_api::Load;
 
 use crate::scale_out::shard::{Shard, ShardInfo};
@@ -25,7 +25,10 @@ pub struct LoadPlan {
     pub pacing: Pacing,
     pub stop: Stop,
     pub payload: PayloadSize,
+    /// An attempt not answered within this is given up, its connection closed.
     pub timeout: Duration,
+    /// What a client does after a failed attempt.
+    pub retry: RetryPolicy,
     /// A send that leaves more than this after its scheduled time counts as late.
     pub late_after: Duration,
     /// Seeds the Poisson arrivals and payload sizes; `None` draws a fresh seed.
@@ -75,6 +78,8 @@ pub enum PlanError {
     ShardSeed,
     #[error("--precise-pacing needs Linux (timerfd)")]
     PreciseElsewhere,
+    #[error("--backoff and --retry-budget shape retries: give --retries N too")]
+    RetryShapeWithoutRetries,
 }
 
 impl LoadPlan {
@@ -93,6 +98,8 @@ impl LoadPlan {
             },
             payload: load.payload,
             seed: load.seed,
+            timeout: load.timeout,
+            retry: load.retry,
             ..LoadPlan::default()
         }
     }
@@ -131,6 +138,11 @@ impl LoadPlan {
         );
         if poisson && shard.count > 1 && self.shared_seed().is_none() {
             return Err(PlanError::ShardSeed);
+        }
+        if self.retry.retries == 0
+            && (self.retry.backoff != Backoff::None || self.retry.budget_percent.is_some())
+        {
+            return Err(PlanError::RetryShapeWithoutRetries);
         }
         if self.precise_pacing && !cfg!(target_os = "linux") {
             return Err(PlanError::PreciseElsewhere);
@@ -182,7 +194,8 @@ impl Default for LoadPlan {
                 requests_per_client: None,
             },
             payload: simulator_api::load::DEFAULT_PAYLOAD,
-            timeout: Duration::from_secs(30),
+            timeout: simulator_api::load::DEFAULT_TIMEOUT,
+            retry: RetryPolicy::NONE,
             late_after: DEFAULT_LATE_AFTER,
             seed: None,
             max_drain: DEFAULT_MAX_DRAIN,

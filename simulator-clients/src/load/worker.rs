@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::load::connection::{Connection, Failure, Reply};
 use crate::load::plan::{LoadPlan, Pacing};
+use crate::load::retry::RetryBudget;
 use crate::load::schedule::Schedule;
 use crate::reporting::record::{Recorder, Timing};
 
@@ -56,6 +57,8 @@ pub struct RunState {
     schedule: Option<Schedule>,
     seed: u64,
     in_flight: AtomicU64,
+    /// The retry budget every client draws on (`--retry-budget`).
+    budget: Option<RetryBudget>,
 }
 
 impl RunState {
@@ -88,12 +91,14 @@ impl RunState {
             )),
             _ => None,
         };
+        let budget = plan.retry.budget_percent.map(RetryBudget::new);
         Self {
             recorder,
             plan,
             start,
             deadline,
             cancel,
+            budget,
             schedule,
             seed,
             in_flight: AtomicU64::new(0),
@@ -201,8 +206,84 @@ impl RunState {
         self.seed
     }
 
+    /// Whether a request may try again after `outcome`, its `retries` so far:
+    /// the failure is one a retry may cure, retries are left, and the budget
+    /// allows one (which then counts it).
+    fn may_retry(&self, outcome: &Result<Reply, Failure>, retries: u32) -> bool {
+        let curable = match outcome {
+            Ok(_) => false,
+            Err(Failure::Status(status)) => *status >= 500,
+            Err(Failure::Connect | Failure::Timeout | Failure::Io) => true,
+        };
+        curable
+            && retries < self.plan.retry.retries
+            && self
+                .budget
+                .as_ref()
+                .is_none_or(|b| b.try_retry(Instant::now()))
+    }
+
+    /// Sends one request: its first attempt, then its retries with their backoff,
+    /// until one succeeds, one fails for good, or the run ends. Records every
+    /// attempt; returns the last attempt's outcome (`None` when the run ended
+    /// first), with when that attempt left.
+    async fn request<E: Exchange>(
+        &self,
+        exchange: &mut E,
+        size: u64,
+        rng: &mut SmallRng,
+        pacer: &mut Pacer,
+        first: Timing,
+        first_left: Instant,
+    ) -> Option<()> {
+        if let Some(budget) = &self.budget {
+            budget.first_attempt(first_left);
+        }
+        let mut left = first_left;
+        let mut timing = first;
+        let mut retries = 0u32;
+        loop {
+            let outcome = self.send(exchange, size).await?;
+            let replied = Instant::now();
+            let attempt = Timing {
+                after_window: self.after_window(replied),
+                from_due: timing.from_due + (replied - left),
+                from_send: timing.from_send.map(|_| replied - left),
+                ..timing
+            };
+            self.recorder.record(&outcome, attempt);
+            if outcome.is_ok() {
+                return Some(());
+            }
+            if !self.may_retry(&outcome, retries) {
+                self.recorder.gave_up();
+                return Some(());
+            }
+            retries += 1;
+            self.recorder.retry();
+            let wait = self.plan.retry.backoff.delay(retries, rng);
+            let due = Instant::now() + wait;
+            self.wait_until(due, pacer).await?;
+            left = Instant::now();
+            // A retry's latency counts from its own send; its lag is not the
+            // schedule's.
+            timing = Timing {
+                from_due: Duration::ZERO,
+                from_send: timing.from_send.map(|_| Duration::ZERO),
+                lag: None,
+                after_window: false,
+            };
+        }
+    }
+
     fn payload_rng(&self, index: usize) -> SmallRng {
         payload_rng(self.seed, index)
+    }
+
+    /// Client `index`'s draws of backoff jitter: a stream of its own, so retries
+    /// do not shift the payload sizes of the requests after them.
+    fn jitter_rng(&self, index: usize) -> SmallRng {
+        SmallRng::seed_from_u64(self.seed.rotate_left(17) ^ !(index as u64))
     }
 }
 
@@ -284,6 +365,7 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         return;
     };
     let mut rng = shared.payload_rng(index);
+    let mut jitter = shared.jitter_rng(index);
     let mut pacer = Pacer::for_plan(plan);
     let mut due = shared.start + ramp_up.mul_f64(index as f64 / plan.clients.max(1) as f64);
     let mut sent = 0u64;
@@ -296,18 +378,15 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         if sent == 0 {
             shared.recorder.first_send(lag);
         }
-        let Some(outcome) = shared.send(&mut exchange, size).await else {
+        let first = Timing::on_time(Duration::ZERO, (sent > 0).then_some(lag));
+        let answered = shared
+            .request(&mut exchange, size, &mut jitter, &mut pacer, first, began)
+            .await;
+        if answered.is_none() {
             break;
-        };
-        let replied = Instant::now();
-        let lag = (sent > 0).then_some(lag);
-        let timing = Timing {
-            after_window: shared.after_window(replied),
-            ..Timing::on_time(replied - began, lag)
-        };
-        shared.recorder.record(&outcome, timing);
+        }
         sent += 1;
-        due = replied + think_time;
+        due = Instant::now() + think_time;
     }
 }
 
@@ -317,6 +396,7 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
         return;
     };
     let mut rng = shared.payload_rng(index);
+    let mut jitter = shared.jitter_rng(index);
     let mut pacer = Pacer::for_plan(&shared.plan);
     while let Some(due) = schedule.claim() {
         let Some(lag) = shared.wait_for_send(due, &mut pacer).await else {
@@ -328,17 +408,18 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
         }
         let size = shared.plan.payload.sample(&mut rng);
         let sent = Instant::now();
-        let Some(outcome) = shared.send(&mut exchange, size).await else {
-            return;
-        };
-        let replied = Instant::now();
-        let timing = Timing {
-            from_due: replied - due,
-            from_send: Some(replied - sent),
+        let first = Timing {
+            from_due: sent - due,
+            from_send: Some(Duration::ZERO),
             lag: Some(lag),
-            after_window: shared.after_window(replied),
+            after_window: false,
         };
-        shared.recorder.record(&outcome, timing);
+        let answered = shared
+            .request(&mut exchange, size, &mut jitter, &mut pacer, first, sent)
+            .await;
+        if answered.is_none() {
+            return;
+        }
     }
     if let Some(deadline) = shared.deadline {
         shared.wait_until(deadline, &mut pacer).await;

@@ -80,6 +80,11 @@ pub struct Tally {
     /// Open loop: sends due in the window still waiting for a connection, late,
     /// when it closed; not sent.
     pub missed: u64,
+    /// Of `sent`, the attempts that retried a failed one (`--retries`).
+    pub retries: u64,
+    /// Requests that ended without a success: their last attempt failed and no
+    /// retry was left, allowed by the budget, or curable (a 4xx).
+    pub given_up: u64,
     /// Successful requests, from the time each was due.
     pub latency: Histogram<u64>,
     /// Open loop: successful requests, from the time each left (what most load
@@ -104,6 +109,8 @@ impl Default for Tally {
             errors: Errors::default(),
             late: 0,
             missed: 0,
+            retries: 0,
+            given_up: 0,
             latency: new_histogram(),
             latency_from_send: new_histogram(),
             lag: new_histogram(),
@@ -230,6 +237,16 @@ impl Recorder {
         let total = &mut self.lock().total;
         total.sent += 1;
         total.unanswered += 1;
+    }
+
+    /// A failed attempt is retried (the retry's own outcome is recorded as any).
+    pub fn retry(&self) {
+        self.lock().total.retries += 1;
+    }
+
+    /// A request ended without a success.
+    pub fn gave_up(&self) {
+        self.lock().total.given_up += 1;
     }
 
     /// An open-loop send missed: still waiting, late, when the window closed.

@@ -178,6 +178,24 @@ impl Report {
             self.sends_late,
             self.requests_sent,
         );
+        if self.retry.retries > 0 || self.errors_by_kind.timeout > 0 {
+            let _ = writeln!(
+                out,
+                "  attempts: {} first, {} retries ({:.1}/s in all, --retries {} --backoff {}{}); \
+                 requests given up: {}; goodput {:.1}/s (answered 2xx within the {} timeout)",
+                self.first_attempts,
+                self.retries,
+                self.attempts_per_s,
+                self.retry.retries,
+                self.retry.backoff,
+                self.retry
+                    .budget_percent
+                    .map_or(String::new(), |p| format!(" --retry-budget {p}")),
+                self.requests_given_up,
+                self.throughput_per_s,
+                duration(self.timeout_ns)
+            );
+        }
         if self.sends_missed > 0 {
             let _ = writeln!(
                 out,

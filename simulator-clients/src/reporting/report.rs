@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 
 use serde::{Deserialize, Serialize};
 
+use crate::load::plan::RetryPolicy;
 use crate::load::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
 use crate::reporting::record::{Errors, Tally};
 use crate::reporting::series::Second;
@@ -105,8 +106,25 @@ pub struct Report {
     pub requests_nonblocked: u64,
     pub errors: u64,
     pub errors_by_kind: Errors,
+    /// Requests answered with success within their timeout, a second, over the
+    /// window: the goodput (with retries a request counts once, however many
+    /// attempts it took).
     pub throughput_per_s: f64,
     pub throughput_per_min: f64,
+    /// How long a client waited for an attempt before giving up (`--timeout`).
+    pub timeout_ns: u64,
+    /// What a client did after a failed attempt (`--retries`, `--backoff`,
+    /// `--retry-budget`).
+    pub retry: RetryPolicy,
+    /// Requests' first attempts (`requests_sent` less `retries`).
+    pub first_attempts: u64,
+    /// Of `requests_sent`, the attempts that retried a failed one.
+    pub retries: u64,
+    /// Requests that ended without a success: every attempt they were allowed failed.
+    pub requests_given_up: u64,
+    /// Attempts sent a second over the window, retries included: the load the
+    /// server saw, beside the goodput it turned into.
+    pub attempts_per_s: f64,
     pub blocked_share: f64,
     /// From the time each send was due: in an open loop that includes any wait for
     /// a free connection (corrected for coordinated omission); in a closed loop it
@@ -212,6 +230,12 @@ impl Report {
             errors_by_kind: tally.errors,
             throughput_per_s: in_window as f64 / secs,
             throughput_per_min: in_window as f64 * 60.0 / secs,
+            timeout_ns: ns(plan.timeout),
+            retry: plan.retry,
+            first_attempts: tally.sent - tally.retries,
+            retries: tally.retries,
+            requests_given_up: tally.given_up,
+            attempts_per_s: tally.sent as f64 / secs,
             blocked_share: if tally.completed == 0 {
                 0.0
             } else {

@@ -73,8 +73,10 @@ pub enum MergeError {
 /// What must be equal in every shard's report of one run.
 /// `start_at` is not among them: `+10s` is each process's own; an absolute time
 /// names the run through `run_id`.
-const SAME_RUN: [&str; 14] = [
+const SAME_RUN: [&str; 16] = [
     "target",
+    "timeout_ns",
+    "retry",
     "mode",
     "clients",
     "think_time_ns",
@@ -252,6 +254,8 @@ fn add_report(tally: &mut Tally, path: &Path, r: &Report) -> Result<(), MergeErr
     tally.errors.io += r.errors_by_kind.io;
     tally.late += r.sends_late;
     tally.missed += r.sends_missed;
+    tally.retries += r.retries;
+    tally.given_up += r.requests_given_up;
     tally.start_spread = tally
         .start_spread
         .max(Duration::from_nanos(r.start_spread_ns));
@@ -300,6 +304,8 @@ fn plan_of(r: &Report) -> LoadPlan {
             requests_per_client: r.requests_per_client,
         },
         payload: r.payload,
+        timeout: Duration::from_nanos(r.timeout_ns),
+        retry: r.retry,
         late_after: Duration::from_nanos(r.late_after_ns),
         seed: Some(r.seed),
         max_drain: Duration::from_nanos(r.max_drain_ns),

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::load::plan::{Arrivals, Stop};
+use crate::load::plan::{Arrivals, RetryPolicy, Stop};
 use crate::reporting::report::Report;
 
 /// A server that answers after `service`, and holds every reply due inside
@@ -324,4 +324,137 @@ async fn a_send_already_due_goes_without_waiting_for_a_timer_tick() {
         tokio::time::sleep_until(now).now_or_never().is_none(),
         "what it avoids"
     );
+}
+
+/// A server whose every `fail_every`-th attempt (counting from the first) times
+/// out, as an attempt left unanswered past the client's timeout does; the rest
+/// are answered after `service`.
+struct Flaky {
+    service: Duration,
+    fail_every: u64,
+    attempts: Arc<std::sync::atomic::AtomicU64>,
+    sends: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl Exchange for Flaky {
+    fn send_element(
+        &mut self,
+        _size: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send {
+        let n = self.attempts.fetch_add(1, Ordering::SeqCst);
+        let (service, fails, sends) = (
+            self.service,
+            n % self.fail_every == 0,
+            Arc::clone(&self.sends),
+        );
+        async move {
+            sends.lock().unwrap().push(Instant::now());
+            if fails {
+                tokio::time::sleep(timeout).await;
+                return Err(Failure::Timeout);
+            }
+            tokio::time::sleep(service).await;
+            Ok(Reply {
+                id: 0,
+                blocked: false,
+                permit_wait_ns: 0,
+            })
+        }
+    }
+}
+
+/// Runs one closed-loop client per request stream against [`Flaky`].
+async fn run_flaky(plan: LoadPlan, fail_every: u64) -> (Arc<RunState>, Vec<Duration>) {
+    plan.validate().expect("valid plan");
+    let shared = Arc::new(RunState::new(plan, CancellationToken::new(), false));
+    let start = shared.start;
+    let attempts = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sends = Arc::new(Mutex::new(Vec::new()));
+    run_clients(Arc::clone(&shared), |_| Flaky {
+        service: ms(5),
+        fail_every,
+        attempts: Arc::clone(&attempts),
+        sends: Arc::clone(&sends),
+    })
+    .await;
+    let sends = sends.lock().unwrap().iter().map(|t| *t - start).collect();
+    (shared, sends)
+}
+
+fn retrying(retries: u32, backoff: &str, budget: Option<f64>) -> RetryPolicy {
+    RetryPolicy {
+        retries,
+        backoff: backoff.parse().unwrap(),
+        budget_percent: budget,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_its_backoff_turns_a_timeout_into_a_success() {
+    // Every other attempt times out after 100 ms; one retry, 50 ms later, cures it.
+    let plan = LoadPlan {
+        timeout: ms(100),
+        retry: retrying(1, "exp(50ms, 1s)", None),
+        ..closed_plan(
+            1,
+            ms(1000),
+            Duration::ZERO,
+            Stop {
+                duration: None,
+                requests_per_client: Some(3),
+            },
+        )
+    };
+    let (shared, sends) = run_flaky(plan, 2).await;
+    let t = shared.recorder.tally();
+    assert_eq!((t.sent, t.retries, t.completed, t.given_up), (6, 3, 3, 0));
+    assert_eq!(t.errors.timeout, 3);
+    // Attempt at 0 times out at 100, the retry leaves at 150 and is answered at
+    // 155; the next request is due 1 s after that reply.
+    assert_eq!(sends[..4], [ms(0), ms(150), ms(1155), ms(1305)]);
+    assert!(
+        t.latency.equivalent(t.latency.max(), 5_000_000),
+        "a retry's latency counts from its own send"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_retries_a_timeout_is_a_request_given_up() {
+    let plan = LoadPlan {
+        timeout: ms(100),
+        ..closed_plan(
+            1,
+            ms(1000),
+            Duration::ZERO,
+            Stop {
+                duration: None,
+                requests_per_client: Some(4),
+            },
+        )
+    };
+    let (shared, _) = run_flaky(plan, 2).await;
+    let t = shared.recorder.tally();
+    assert_eq!((t.sent, t.retries, t.completed, t.given_up), (4, 0, 2, 2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_retry_budget_holds_retries_to_their_share_of_first_attempts() {
+    // Every attempt fails; 20 % of first attempts may be retried.
+    let plan = LoadPlan {
+        timeout: ms(10),
+        retry: retrying(3, "none", Some(20.0)),
+        ..closed_plan(10, ms(100), Duration::ZERO, for_duration(ms(5_000)))
+    };
+    let (shared, _) = run_flaky(plan, 1).await;
+    let t = shared.recorder.tally();
+    let firsts = t.sent - t.retries;
+    assert!(t.retries > 0, "some retries were allowed");
+    assert!(
+        t.retries as f64 <= 0.2 * firsts as f64,
+        "{} retries for {firsts} first attempts",
+        t.retries
+    );
+    assert_eq!(t.completed, 0);
+    assert_eq!(t.given_up, firsts, "every request ended without a success");
 }
