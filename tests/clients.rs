@@ -276,3 +276,62 @@ fn the_demo_shows_any_scenario_and_fix() {
     assert!(!wrong.status.success());
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("bounded-parallel"));
 }
+
+/// Clients that give up and retry, against a server they overload: every attempt
+/// counted once (first attempts plus retries are the attempts sent), the report
+/// follows its schema, and every attempt a client gave up on is one the server saw
+/// abandoned.
+#[test]
+fn clients_that_time_out_and_retry_are_counted_on_both_sides() {
+    // One permit held 150 ms: under 7 a second, against 2 clients that wait 60 ms.
+    let server = Server::start(&["--permits", "1", "--persist-latency", "150ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(["--n", "4", "--think-time", "0s", "--duration", "2s"])
+        .args([
+            "--timeout",
+            "100ms",
+            "--retries",
+            "2",
+            "--backoff",
+            "exp(20ms, 100ms)",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run the clients");
+    let text = stdout_of_success(&out);
+    assert!(
+        text.contains("attempts:") && text.contains("retries"),
+        "{text}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let errors = schema_errors("report.schema.json", &report);
+    assert!(
+        errors.is_empty(),
+        "--json against report.schema.json: {errors:?}"
+    );
+    let count = |field: &str| report[field].as_u64().unwrap_or_else(|| panic!("{field}"));
+    assert_eq!(
+        count("first_attempts") + count("retries"),
+        count("requests_sent")
+    );
+    assert!(count("retries") > 0, "timeouts were retried");
+    assert!(
+        count("requests_given_up") > 0,
+        "some requests failed every attempt"
+    );
+    let timeouts = report["errors_by_kind"]["timeout"].as_u64().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stats = runtime.block_on(settled_stats(&client(), &server.url));
+    // An attempt whose reply is on its way as its timeout fires is a timeout to the
+    // client and a finished request to the server: a race of a fraction of a
+    // millisecond in a 150 ms cycle, allowed for twice.
+    let abandoned = stats["requests_abandoned"].as_u64().unwrap();
+    assert!(
+        abandoned <= timeouts && abandoned + 2 >= timeouts,
+        "each attempt given up on is a request the server saw abandoned: {abandoned} of {timeouts} timeouts"
+    );
+}

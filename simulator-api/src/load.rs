@@ -227,13 +227,7 @@ impl Load {
                     twice(budget.is_some())?;
                     let v = value()?;
                     budget = Some(
-                        v.trim_end_matches('%')
-                            .parse::<f64>()
-                            .ok()
-                            .filter(|p| (0.0..=100.0).contains(p))
-                            .ok_or_else(|| {
-                                err(format!("`--retry-budget {v}`: a percentage from 0 to 100"))
-                            })?,
+                        parse_percent(&v).map_err(|e| err(format!("`--retry-budget {v}`: {e}")))?,
                     );
                 }
                 other => {
@@ -355,6 +349,15 @@ impl From<Load> for Vec<String> {
     fn from(load: Load) -> Self {
         load.words
     }
+}
+
+/// `10` or `10%`: a percentage from 0 to 100.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    text.trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|p| (0.0..=100.0).contains(p))
+        .ok_or_else(|| format!("`{text}` is not a percentage from 0 to 100"))
 }
 
 fn duration_of(flag: &str, text: &str) -> Result<Duration, LoadError> {

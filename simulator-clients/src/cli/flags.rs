@@ -99,7 +99,7 @@ pub struct Args {
 
     /// Retry at most P % of first attempts over the last 10 s (a retry budget, as
     /// gRPC's retry throttling and Finagle's RetryBudget); none by default.
-    #[arg(long, value_name = "P", value_parser = parse_percent)]
+    #[arg(long, value_name = "P", value_parser = simulator_api::load::parse_percent)]
     pub retry_budget: Option<f64>,
 
     /// After --duration, wait at most this long for replies still in flight (queued
@@ -329,13 +329,4 @@ impl Args {
         plan.validate()?;
         Ok(plan)
     }
-}
-
-/// `10` or `10%`: a percentage from 0 to 100.
-fn parse_percent(text: &str) -> Result<f64, String> {
-    text.trim_end_matches('%')
-        .parse::<f64>()
-        .ok()
-        .filter(|p| (0.0..=100.0).contains(p))
-        .ok_or_else(|| format!("`{text}` is not a percentage from 0 to 100"))
 }

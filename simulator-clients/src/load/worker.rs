@@ -239,6 +239,7 @@ impl RunState {
         if let Some(budget) = &self.budget {
             budget.first_attempt(first_left);
         }
+        let first_due = first_left - first.from_due;
         let mut left = first_left;
         let mut timing = first;
         let mut retries = 0u32;
@@ -253,6 +254,7 @@ impl RunState {
             };
             self.recorder.record(&outcome, attempt);
             if outcome.is_ok() {
+                self.recorder.request_done(replied - first_due);
                 return Some(());
             }
             if !self.may_retry(&outcome, retries) {

@@ -92,6 +92,9 @@ pub struct Tally {
     pub latency_from_send: Histogram<u64>,
     /// Every send's lag behind its schedule, but closed-loop first sends.
     pub lag: Histogram<u64>,
+    /// Successful requests, from the time the first attempt was due to the reply
+    /// of the one that succeeded: `latency` across a request's retries.
+    pub request_latency: Histogram<u64>,
     /// The latest a closed-loop client's first send left after its due time.
     pub start_spread: Duration,
     /// `pow2[k]` counts `latency` values in [2^k, 2^(k+1)) ns, as DTrace's quantize().
@@ -114,6 +117,7 @@ impl Default for Tally {
             latency: new_histogram(),
             latency_from_send: new_histogram(),
             lag: new_histogram(),
+            request_latency: new_histogram(),
             start_spread: Duration::ZERO,
             pow2: [0; 64],
         }
@@ -151,6 +155,8 @@ impl Tally {
 pub struct Interval {
     pub sent: u64,
     pub completed: u64,
+    pub retries: u64,
+    pub given_up: u64,
     pub blocked: u64,
     pub errors: u64,
     pub late: u64,
@@ -163,6 +169,8 @@ impl Default for Interval {
         Self {
             sent: 0,
             completed: 0,
+            retries: 0,
+            given_up: 0,
             blocked: 0,
             errors: 0,
             late: 0,
@@ -241,12 +249,27 @@ impl Recorder {
 
     /// A failed attempt is retried (the retry's own outcome is recorded as any).
     pub fn retry(&self) {
-        self.lock().total.retries += 1;
+        self.live.retry();
+        let mut inner = self.lock();
+        inner.total.retries += 1;
+        if let Some(interval) = inner.interval.as_mut() {
+            interval.retries += 1;
+        }
     }
 
     /// A request ended without a success.
     pub fn gave_up(&self) {
-        self.lock().total.given_up += 1;
+        self.live.gave_up();
+        let mut inner = self.lock();
+        inner.total.given_up += 1;
+        if let Some(interval) = inner.interval.as_mut() {
+            interval.given_up += 1;
+        }
+    }
+
+    /// A request succeeded `latency` after its first attempt was due.
+    pub fn request_done(&self, latency: Duration) {
+        record_ns(&mut self.lock().total.request_latency, latency);
     }
 
     /// An open-loop send missed: still waiting, late, when the window closed.

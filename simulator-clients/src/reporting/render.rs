@@ -170,6 +170,9 @@ impl Report {
             }
             None => latency_row(&mut out, "latency", &self.latency),
         }
+        if self.retries > 0 {
+            latency_row(&mut out, "latency across attempts", &self.request_latency);
+        }
         latency_row(&mut out, "lag of sends behind schedule", &self.schedule_lag);
         let _ = writeln!(
             out,

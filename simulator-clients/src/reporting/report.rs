@@ -58,6 +58,7 @@ pub struct Histograms {
     /// Open loop only.
     pub latency_from_send: Option<String>,
     pub schedule_lag: String,
+    pub request_latency: String,
 }
 
 /// A report that `merge` made of several shards' reports.
@@ -138,6 +139,10 @@ pub struct Report {
     /// How late sends left against their schedule: a closed loop's wake-ups after
     /// think time, an open loop's every send.
     pub schedule_lag: Latency,
+    /// Successful requests, from the time the first attempt was due to the reply
+    /// of the attempt that succeeded: `latency` across retries (the same as
+    /// `latency` without retries).
+    pub request_latency: Latency,
     /// Closed loop: how long after its due time the last client's first send
     /// left; with no ramp-up, how long the start-up burst took to go out.
     pub start_spread_ns: u64,
@@ -245,6 +250,7 @@ impl Report {
             latency_from_send: rate.map(|_| Latency::of(&tally.latency_from_send)),
             latency_quantize,
             schedule_lag: Latency::of(&tally.lag),
+            request_latency: Latency::of(&tally.request_latency),
             start_spread_ns: ns(tally.start_spread),
             late_after_ns: ns(plan.late_after),
             sends_late: tally.late,
@@ -263,6 +269,7 @@ impl Report {
                 latency_from_send: rate
                     .map(|_| crate::reporting::hdr::encode(&tally.latency_from_send)),
                 schedule_lag: crate::reporting::hdr::encode(&tally.lag),
+                request_latency: crate::reporting::hdr::encode(&tally.request_latency),
             },
             seconds: Vec::new(),
         }

@@ -23,11 +23,17 @@ pub struct Line {
     /// Seconds from the start of the run to the end of this interval; the last
     /// interval is usually shorter than a second.
     pub t_s: f64,
+    /// Attempts sent, retries included.
     pub sent: u64,
+    /// Attempts answered 2xx within their timeout: this second's goodput.
     pub completed: u64,
     pub blocked: u64,
     pub errors: u64,
     pub late: u64,
+    /// Of `sent`, the attempts that retried a failed one.
+    pub retries: u64,
+    /// Requests that ended without a success this second.
+    pub given_up: u64,
     /// Latency from the scheduled send time; 0 when nothing completed.
     pub p50_ns: u64,
     pub p99_ns: u64,
@@ -49,6 +55,8 @@ impl Line {
             blocked: i.blocked,
             errors: i.errors,
             late: i.late,
+            retries: i.retries,
+            given_up: i.given_up,
             p50_ns: q(0.5),
             p99_ns: q(0.99),
         }

@@ -40,6 +40,8 @@ pub struct LiveMetrics {
     unanswered: Counter,
     late: Counter,
     missed: Counter,
+    retries: Counter,
+    given_up: Counter,
     /// By kind, in [`Failure`]'s order: connect, timeout, http_status, io.
     errors: [Counter; 4],
     latency: Histogram,
@@ -59,6 +61,8 @@ impl LiveMetrics {
             unanswered: Counter::noop(),
             late: Counter::noop(),
             missed: Counter::noop(),
+            retries: Counter::noop(),
+            given_up: Counter::noop(),
             errors: std::array::from_fn(|_| Counter::noop()),
             latency: Histogram::noop(),
             lag: Histogram::noop(),
@@ -116,6 +120,14 @@ impl LiveMetrics {
                 "sim_clients_sends_missed_total",
                 "open loop: sends due in the window that could not leave before it closed",
             ),
+            retries: counter(
+                "sim_clients_retries_total",
+                "attempts that retried a failed one (--retries); in requests_sent too",
+            ),
+            given_up: counter(
+                "sim_clients_requests_given_up_total",
+                "requests that ended without a success: every attempt they were allowed failed",
+            ),
             errors,
             latency: histogram(
                 "sim_clients_latency_seconds",
@@ -166,6 +178,14 @@ impl LiveMetrics {
 
     pub fn missed(&self) {
         self.missed.increment(1);
+    }
+
+    pub fn retry(&self) {
+        self.retries.increment(1);
+    }
+
+    pub fn gave_up(&self) {
+        self.given_up.increment(1);
     }
 
     pub fn unanswered(&self) {

@@ -261,6 +261,12 @@ fn add_report(tally: &mut Tally, path: &Path, r: &Report) -> Result<(), MergeErr
         .max(Duration::from_nanos(r.start_spread_ns));
     add_histogram(&mut tally.latency, path, "latency", &r.histograms.latency)?;
     add_histogram(
+        &mut tally.request_latency,
+        path,
+        "request_latency",
+        &r.histograms.request_latency,
+    )?;
+    add_histogram(
         &mut tally.lag,
         path,
         "schedule_lag",
@@ -334,6 +340,8 @@ fn merge_seconds(reports: &[(PathBuf, Report)]) -> Result<Vec<Second>, MergeErro
             t_s = t_s.max(line.t_s);
             interval.sent += line.sent;
             interval.completed += line.completed;
+            interval.retries += line.retries;
+            interval.given_up += line.given_up;
             interval.blocked += line.blocked;
             interval.errors += line.errors;
             interval.late += line.late;

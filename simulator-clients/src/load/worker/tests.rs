@@ -417,6 +417,13 @@ async fn a_retry_after_its_backoff_turns_a_timeout_into_a_success() {
         t.latency.equivalent(t.latency.max(), 5_000_000),
         "a retry's latency counts from its own send"
     );
+    assert!(
+        t.request_latency
+            .equivalent(t.request_latency.min(), 155_000_000)
+            && t.request_latency
+                .equivalent(t.request_latency.max(), 155_000_000),
+        "across attempts: 100 ms timeout, 50 ms backoff, 5 ms answer"
+    );
 }
 
 #[tokio::test(start_paused = true)]
