@@ -21,7 +21,7 @@ fn one_request(events: &Events, id: u64) {
     events.request_start(id, 1024);
     events.request_nonblock(id, 7);
     events.persist_start(id, 1024, 7);
-    events.persist_done(id, true, false, Duration::from_micros(1));
+    events.persist_done(id, true, false, false, Duration::from_micros(1));
     events.request_done(id, Duration::from_micros(3), false);
 }
 

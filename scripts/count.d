@@ -11,7 +11,8 @@
  * "shed requests (503)" unless the server sheds (when_full = shed; each shed request
  * is a blocked one too), and "abandoned requests (client gone)" unless a client
  * went away before its reply (a client timeout; the request still runs to its
- * request-done).
+ * request-done), nor "wasted persistent writes (client gone)", the writes that
+ * ended after their client had left.
  * Over a window, "requests started" and "requests done" differ by the requests
  * in flight at its two edges; they agree with GET /stats when the window covers
  * the whole load (start tracing, run the clients, let them finish, stop).
@@ -50,6 +51,7 @@ isim*:::request-abandoned	{ @counts["abandoned requests (client gone)"] = count(
 isim*:::persist-start	{ @counts["persistent writes started"] = count(); }
 isim*:::persist-done	{ @counts["persistent writes done"] = count(); }
 isim*:::persist-done /arg1 == 0/ { @counts["persistent writes failed"] = count(); }
+isim*:::persist-done /arg4 == 1/ { @counts["wasted persistent writes (client gone)"] = count(); }
 isim*:::persist-hedge	{ @counts["hedged persistent writes"] = count(); }
 
 /* Comparing against a deadline, not counting ticks, keeps the window right even

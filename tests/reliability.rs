@@ -632,7 +632,8 @@ async fn with_the_operator_listener_off_one_port_serves_everything() {
 
 /// A client that hangs up while its request waits at the gate: request-abandoned
 /// fires once for it, and the request still runs to its request-done (every
-/// request-start has its request-done), its element persisted.
+/// request-start has its request-done), its element persisted: a write nobody
+/// waits for, counted as wasted (the first request's is not).
 #[tokio::test]
 async fn a_client_that_hangs_up_is_counted_and_its_request_runs_to_its_end() {
     let server = Server::start(&["--permits", "1", "--persist-latency", "400ms"]);
@@ -670,6 +671,7 @@ async fn a_client_that_hangs_up_is_counted_and_its_request_runs_to_its_end() {
         ("requests_done", 2),
         ("requests_abandoned", 1),
         ("persists_done", 2),
+        ("persists_wasted", 1),
     ] {
         assert_eq!(settled[field], want, "{field}: {settled}");
     }

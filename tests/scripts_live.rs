@@ -199,6 +199,9 @@ both_tools! {
         let abandoned = truth.count("requests_abandoned");
         assert!(abandoned > 0, "clients that time out at the gate leave requests behind");
         assert_eq!(figures(&output)["abandoned requests (client gone)"], abandoned, "{output}");
+        let wasted = truth.count("persists_wasted");
+        assert!(wasted > 0, "the abandoned requests' writes end after their clients left");
+        assert_eq!(figures(&output)["wasted persistent writes (client gone)"], wasted, "{output}");
         check_count(tool, &output, &truth);
     };
     request_lifetime_agrees_with_the_server: |tool| async move {

@@ -109,10 +109,13 @@ macro_rules! with_events {
                 histograms [];
             persist__done "persist-done" "persistence ended, ok or not"
                 (id: "request id", ok: "1 if ok", latency_ns: "latency ns",
-                 in_flight: "persists still in flight")
+                 in_flight: "persists still in flight",
+                 wasted: "1 if its client had gone before it ended (request-abandoned first)")
                 counters [
                     persists_done "isim_persists_done_total"
                         "Persists that ended, successfully or not (probe persist-done).",
+                    persists_wasted "isim_persists_wasted_total"
+                        "Persists that ended after their client had gone (persist-done with wasted = 1): work nobody waits for.",
                     persists_failed "isim_persists_failed_total"
                         "Persists that ended in failure (persist-done with ok = 0).",
                     persists_timed_out "isim_persists_timed_out_total"

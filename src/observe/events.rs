@@ -101,23 +101,36 @@ impl Events {
         m::handles().persists_started.increment(1);
     }
 
-    /// `timed_out` persists are failed ones too (`ok` is false).
-    pub fn persist_done(&self, id: u64, ok: bool, timed_out: bool, latency: Duration) {
+    /// `timed_out` persists are failed ones too (`ok` is false); `wasted`: its
+    /// client had gone before it ended.
+    pub fn persist_done(
+        &self,
+        id: u64,
+        ok: bool,
+        timed_out: bool,
+        wasted: bool,
+        latency: Duration,
+    ) {
         let in_flight = self
             .counts
             .record(|c| {
                 c.persists_done += 1;
                 c.persists_failed += u64::from(!ok);
                 c.persists_timed_out += u64::from(timed_out);
+                c.persists_wasted += u64::from(wasted);
             })
             .persists_in_flight();
         fire!(persist__done, || (
             id,
             u64::from(ok),
             nanos(latency),
-            in_flight
+            in_flight,
+            u64::from(wasted)
         ));
         m::handles().persists_done.increment(1);
+        if wasted {
+            m::handles().persists_wasted.increment(1);
+        }
         if !ok {
             m::handles().persists_failed.increment(1);
         }

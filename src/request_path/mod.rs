@@ -31,6 +31,7 @@
 //! holds, and the persists still running are reported as abandoned.
 
 pub mod admission;
+mod client;
 pub mod delay;
 mod element;
 pub mod network;
@@ -40,6 +41,8 @@ pub mod store;
 pub mod work;
 
 use std::future::Future;
+
+use client::ClientWatch;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -198,10 +201,15 @@ impl DataProcessor {
     ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
         let (id, started) = self.start(&element);
         let (this, gone) = (self.clone(), self.clone());
+        let client = ClientWatch::default();
+        let left = client.clone();
         run_to_end::RunToEnd::new(
             &self.inner.requests,
-            async move { this.finish(id, started, element).await },
-            move || gone.inner.events.request_abandoned(id, started.elapsed()),
+            async move { this.finish(id, started, element, client).await },
+            move || {
+                left.leave();
+                gone.inner.events.request_abandoned(id, started.elapsed());
+            },
         )
     }
 
@@ -209,7 +217,8 @@ impl DataProcessor {
     /// the caller itself cannot be cancelled (the unit tests).
     pub async fn handle(&self, element: Element) -> Result<Reply, RequestError> {
         let (id, started) = self.start(&element);
-        self.finish(id, started, element).await
+        self.finish(id, started, element, ClientWatch::default())
+            .await
     }
 
     /// A new request: its id, and the instant it started (request-start).
@@ -227,11 +236,14 @@ impl DataProcessor {
         id: u64,
         started: Instant,
         element: Element,
+        client: ClientWatch,
     ) -> Result<Reply, RequestError> {
         let s = &*self.inner;
         let settings = self.settings();
         let mut progress = Progress::default();
-        let outcome = self.process(id, element, settings, &mut progress).await;
+        let outcome = self
+            .process(id, element, settings, client, &mut progress)
+            .await;
         // Every request-start gets its request-done, whatever happened in between.
         s.events
             .request_done(id, started.elapsed(), progress.blocked);
@@ -250,6 +262,7 @@ impl DataProcessor {
         id: u64,
         element: Element,
         settings: Arc<Settings>,
+        client: ClientWatch,
         progress: &mut Progress,
     ) -> Result<(), RequestError> {
         let s = &*self.inner;
@@ -288,6 +301,7 @@ impl DataProcessor {
             permit: for_persist,
             settings: Arc::clone(&settings),
             notify,
+            client,
         };
         self.persistence().hand_off(job, &s.abandon).await?;
         drop(for_hand_off);

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::admission::{Admission, Permit};
+use super::client::ClientWatch;
 use super::store::{PersistError, Store};
 use super::Element;
 use crate::observe::Events;
@@ -61,6 +62,9 @@ pub struct Job {
     pub settings: Arc<Settings>,
     /// Durable mode: told how the persist went.
     pub notify: Option<oneshot::Sender<Result<(), String>>>,
+    /// Whether the request's client has gone: a persist that ends after it did
+    /// is wasted work.
+    pub client: ClientWatch,
 }
 
 /// What every strategy persists through.
@@ -204,6 +208,7 @@ impl Backend {
             permit,
             settings,
             notify,
+            client,
         } = job;
         let started = Instant::now();
         let timeout = settings.persist_timeout;
@@ -216,8 +221,13 @@ impl Backend {
             tracing::debug!(id, %err, "persist failed");
         }
         let timed_out = matches!(outcome, Err(PersistError::TimedOut(_)));
-        self.events
-            .persist_done(id, outcome.is_ok(), timed_out, started.elapsed());
+        self.events.persist_done(
+            id,
+            outcome.is_ok(),
+            timed_out,
+            client.gone(),
+            started.elapsed(),
+        );
         // persist-done fires before the permit goes back, as in the original.
         drop(permit);
         if let Some(notify) = notify {
