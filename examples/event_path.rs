@@ -22,7 +22,7 @@ fn one_request(events: &Events, id: u64) {
     events.request_nonblock(id, 7);
     events.persist_start(id, 1024, 7);
     events.persist_done(id, true, false, false, Duration::from_micros(1));
-    events.request_done(id, Duration::from_micros(3), false);
+    events.request_done(id, Duration::from_micros(3), false, false);
 }
 
 /// Spins for about `ns` nanoseconds: the rest of a request's work, off the lock.

@@ -12,7 +12,8 @@
  * is a blocked one too), and "abandoned requests (client gone)" unless a client
  * went away before its reply (a client timeout; the request still runs to its
  * request-done), nor "wasted persistent writes (client gone)", the writes that
- * ended after their client had left.
+ * ended after their client had left, nor "cancelled requests (client gone)" unless
+ * the server cancels them (on_disconnect = cancel; each still has its request-done).
  * Over a window, "requests started" and "requests done" differ by the requests
  * in flight at its two edges; they agree with GET /stats when the window covers
  * the whole load (start tracing, run the clients, let them finish, stop).
@@ -48,6 +49,7 @@ isim*:::request-block	{ @counts["blocked requests"] = count(); }
 isim*:::request-nonblock	{ @counts["non blocked requests"] = count(); }
 isim*:::request-shed	{ @counts["shed requests (503)"] = count(); }
 isim*:::request-abandoned	{ @counts["abandoned requests (client gone)"] = count(); }
+isim*:::request-done /arg3 == 1/ { @counts["cancelled requests (client gone)"] = count(); }
 isim*:::persist-start	{ @counts["persistent writes started"] = count(); }
 isim*:::persist-done	{ @counts["persistent writes done"] = count(); }
 isim*:::persist-done /arg1 == 0/ { @counts["persistent writes failed"] = count(); }

@@ -7,7 +7,12 @@
 //! for 30 s, applies the fix (`--fix`,
 //! the scenario's first by default: the seed's permits = 8 x clients) through
 //! `PUT /admin/config`, runs the same load again, and prints both count tables
-//! side by side with what the server's model predicts before and after.
+//! side by side with what the server's model predicts before and after. A fix
+//! on the clients' side (`load` in the scenario) runs the second load with its
+//! retry flags. A scenario with an incident (retry-storm) has it begun in each
+//! run, its `at` in, and each run lasts until 25 s after it ends; the demo then
+//! prints the goodput second by second, so the storm that outlives its trigger,
+//! and the recovery after the fix, show as numbers.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -25,6 +30,7 @@ use crate::observe::probes;
 use crate::scenario::{self, Scenario};
 use crate::serving;
 use crate::serving::answers::Answers;
+use crate::serving::incidents::IncidentMode;
 
 #[derive(Debug, Args)]
 #[command(
@@ -90,7 +96,8 @@ impl DemoArgs {
         let duration = max_duration::cut_and_say(
             "demo",
             "each run's --duration",
-            self.duration,
+            self.duration
+                .max(crate::workshop::check::incident_window(&scenario)),
             max_duration::from_env()?,
         );
         let mut load = scenario.load_plan("http://127.0.0.1:0", Some(duration));
@@ -122,22 +129,44 @@ impl DemoArgs {
     }
 }
 
+/// A server of the demo's, in this process: its URL, how to stop it, and its end.
+struct DemoServer {
+    url: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    ended: tokio::task::JoinHandle<Result<crate::request_path::DrainReport, serving::ServeError>>,
+}
+
+impl DemoServer {
+    fn start(plan: &Plan, listen: SocketAddr) -> anyhow::Result<Self> {
+        let listener = serving::bind(listen)?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let ended = tokio::spawn(serving::run(
+            listener,
+            None,
+            plan.settings.clone(),
+            plan.scenario.clone(),
+            Answers::Shown,
+            IncidentMode::OnDemand,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Ok(Self { url, stop, ended })
+    }
+
+    async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        self.ended.await??;
+        Ok(())
+    }
+}
+
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let plan = args.plan()?;
     probes::register();
-    let listener = serving::bind(plan.settings.listen)?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serving::run(
-        listener,
-        None,
-        plan.settings.clone(),
-        plan.scenario.clone(),
-        Answers::Shown,
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let first = DemoServer::start(&plan, plan.settings.listen)?;
+    let url = first.url.clone();
     let pid = std::process::id();
     println!(
         "demo: scenario {} (seed {}): {}\n  the data processor listens on {url} (pid {pid}); attach a tracer now if you like:",
@@ -161,6 +190,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         target: url.clone(),
         ..plan.load.clone()
     };
+    let fixed_load = plan
+        .scenario
+        .load_with(&plan.fix.load)
+        .map(|changed| LoadPlan {
+            retry: LoadPlan::from_load(&changed, &url).retry,
+            ..load.clone()
+        })?;
+    let incident = plan.scenario.incident.first();
     let show = std::io::stdout().is_terminal();
     let fix_body = plan
         .fix
@@ -170,24 +207,49 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!(
         "1/2  {} for {}, the scenario as it is",
         describe(&load),
-        humantime::format_duration(args.duration)
+        humantime::format_duration(load.stop.duration.unwrap_or(args.duration))
     );
     let before_model = endpoints::stats(&url).await?.model;
     endpoints::reset(&url).await?;
-    let before = simulator_clients::run(&load, cancel.clone(), show).await?;
+    let before = run_once(&load, incident, cancel.clone(), show).await?;
 
     println!(
-        "2/2  the same load after the fix {}: {}",
+        "2/2  the same load after the fix {}: {}{}",
         plan.fix.name,
-        serde_json::to_string(&fix_body)?
+        serde_json::to_string(&fix_body)?,
+        match plan.fix.load.is_empty() {
+            true => String::new(),
+            false => format!(", clients {}", crate::workshop::shell_line(&plan.fix.load)),
+        }
     );
-    endpoints::configure(&url, &fix_body).await?;
-    let after_model = endpoints::stats(&url).await?.model;
-    endpoints::reset(&url).await?;
-    let after = simulator_clients::run(&load, cancel, show).await?;
-
-    let _ = stop_server.send(());
-    server.await??;
+    // After a storm the server is full of requests whose clients have gone
+    // (thousands, each still to be written): the fix gets a fresh server, as in
+    // `workshop figures`, so the second run does not begin inside the first's wreck.
+    let (server, fixed_load) = match incident {
+        None => (first, fixed_load),
+        Some(_) => {
+            let left = endpoints::stats(&url).await?.requests_in_flight;
+            println!("     on a fresh server: the storm left {left} requests in the first, most for clients that have gone");
+            let stopping = tokio::spawn(first.stop());
+            let fresh = DemoServer::start(&plan, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+            let load = LoadPlan {
+                target: fresh.url.clone(),
+                ..fixed_load
+            };
+            // The first drains (and cuts short what is left) while the second runs.
+            tokio::spawn(async move {
+                if let Ok(Err(e)) = stopping.await {
+                    eprintln!("demo: the first server: {e}");
+                }
+            });
+            (fresh, load)
+        }
+    };
+    endpoints::configure(&server.url, &fix_body).await?;
+    let after_model = endpoints::stats(&server.url).await?.model;
+    endpoints::reset(&server.url).await?;
+    let after = run_once(&fixed_load, incident, cancel, show).await?;
+    server.stop().await?;
     let runs = Runs {
         load: &load,
         fix: &plan.fix,
@@ -195,7 +257,79 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         after: (&after_model, &after),
     };
     print!("{}", comparison(&runs));
+    if let Some(incident) = incident {
+        print!("{}", goodput_timeline(&runs, incident));
+    }
     Ok(())
+}
+
+/// One run of `load`; with an `incident`, begun its `at` into the run, and the
+/// run's seconds kept for the timeline.
+async fn run_once(
+    load: &LoadPlan,
+    incident: Option<&simulator_api::Incident>,
+    cancel: CancellationToken,
+    show: bool,
+) -> anyhow::Result<Report> {
+    let trigger = incident.map(|incident| {
+        let (target, at) = (load.target.clone(), incident.at);
+        tokio::spawn(async move {
+            tokio::time::sleep(at).await;
+            endpoints::begin_incident(&target).await
+        })
+    });
+    let outputs = simulator_clients::Outputs {
+        progress: show,
+        seconds: trigger.is_some(),
+        ..Default::default()
+    };
+    let report = simulator_clients::run_with(load, cancel, outputs).await?;
+    if let Some(trigger) = trigger {
+        trigger
+            .await?
+            .context("the demo could not begin the scenario's incident")?;
+    }
+    Ok(report)
+}
+
+/// Goodput and attempts second by second, before and after, with the incident
+/// marked: what a storm that outlives its trigger looks like.
+fn goodput_timeline(runs: &Runs, incident: &simulator_api::Incident) -> String {
+    let (_, before) = runs.before;
+    let (_, after) = runs.after;
+    let (from, to) = (
+        incident.at.as_secs_f64(),
+        (incident.at + incident.lasts).as_secs_f64(),
+    );
+    let mut out = format!(
+        "
+goodput (answered within the clients' timeout) and attempts sent, a second; * = {}
+
+  {:>4}   {:>18}   {:>18}
+",
+        incident.summary,
+        "s",
+        "before: good/sent",
+        format!("after: good/sent"),
+    );
+    let seconds = before.seconds.len().max(after.seconds.len());
+    for i in 0..seconds {
+        let cell = |r: &Report| {
+            r.seconds.get(i).map_or(String::new(), |s| {
+                format!("{}/{}", s.line.completed, s.line.sent)
+            })
+        };
+        let t = (i + 1) as f64;
+        let mark = if t > from && t - 1.0 < to { "*" } else { " " };
+        let _ = writeln!(
+            out,
+            "  {:>4}{mark}  {:>18}   {:>18}",
+            i + 1,
+            cell(before),
+            cell(after)
+        );
+    }
+    out
 }
 
 /// The load in words: `135 clients thinking 1s` or `400 requests/s open loop`.
@@ -307,8 +441,29 @@ pub fn comparison(runs: &Runs) -> String {
     out
 }
 
-/// What the server's model says of a load offering `offered` requests a second.
+/// What the server's model says of a load offering `offered` requests a second,
+/// and, when its clients retry, of the load they send once requests time out.
 fn model_says(model: &Model, offered: f64) -> String {
+    let mut said = capacity_says(model, offered);
+    if let (Some(r), Some(capacity)) = (&model.retried, model.capacity_per_s) {
+        said.push_str(&format!(
+            " Its clients retry: once requests time out (after {:.0} ms), each makes {:.1} attempts, {:.0} a second, {} than the capacity{}",
+            r.timeout_ns as f64 / 1e6,
+            r.attempts_when_failing,
+            r.retried_per_s,
+            if r.retried_per_s > capacity { "more" } else { "less" },
+            if r.retried_per_s > capacity {
+                ": a trigger that makes them time out can leave the server overloaded after it has gone (two stable states)."
+            } else {
+                ", so an overload ends with its trigger."
+            }
+        ));
+    }
+    said
+}
+
+/// What the capacity means for a load offering `offered` requests a second.
+fn capacity_says(model: &Model, offered: f64) -> String {
     match model.capacity_per_s {
         None => format!(
             "The server's model finds nothing bounding how many persist at once ({}), so \

@@ -21,10 +21,11 @@
 
 use std::time::Duration;
 
+use simulator_api::load::Pacing;
 use simulator_api::settings::{
     AdmissionKind, PermitUntil, PersistenceKind, WhenFull, WorkKind, WorkOn,
 };
-use simulator_api::{Model, Settings};
+use simulator_api::{Model, RetriedLoad, Settings};
 
 use crate::observe::{machine, nanos};
 use crate::request_path::work::calibration;
@@ -129,9 +130,39 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
         think_time_ns: nanos(scenario.think_time()),
         saturation_clients: None,
         fix: scenario.fixes.first().cloned(),
+        retried: None,
     };
     model.saturation_clients = model.saturation_at(scenario.think_time().as_secs_f64());
+    model.retried = retried(&model, &scenario.load);
     model
+}
+
+/// What retries make of `load` ([`RetriedLoad`]); `None` when its clients do not
+/// retry. A retry budget of P % caps the retries at P % of first attempts.
+fn retried(model: &Model, load: &simulator_api::Load) -> Option<RetriedLoad> {
+    let policy = &load.retry;
+    if policy.retries == 0 {
+        return None;
+    }
+    let offered = match load.pacing {
+        Pacing::Open { rate, .. } => rate,
+        Pacing::Closed { think_time, .. } => {
+            model.offered_per_s(load.clients, think_time.as_secs_f64())
+        }
+    };
+    let retries = f64::from(policy.retries);
+    let retries = policy
+        .budget_percent
+        .map_or(retries, |p| retries.min(p / 100.0));
+    let attempts = 1.0 + retries;
+    let retried_per_s = offered * attempts;
+    Some(RetriedLoad {
+        offered_per_s: offered,
+        timeout_ns: nanos(load.timeout),
+        attempts_when_failing: attempts,
+        retried_per_s,
+        exceeds_capacity: model.capacity_per_s.map(|c| retried_per_s > c),
+    })
 }
 
 /// The CPU one work costs, where it is known: `work_cpu`, or `work_bytes` at the
@@ -172,6 +203,26 @@ mod tests {
         assert!((model.saturation_clients.unwrap() - 131.80).abs() < 0.01);
         assert!(model.limited_by.contains("8 permits"));
         assert_eq!(model.fix.unwrap().name, "permits-per-client");
+    }
+
+    #[test]
+    fn the_retry_storm_is_metastable_by_the_numbers_and_a_budget_is_not() {
+        let scenario = Scenario::load("retry-storm").unwrap();
+        let model = predict(&scenario.settings(), &scenario);
+        // 16 permits / 50 ms.
+        assert!((model.capacity_per_s.unwrap() - 320.0).abs() < 0.01);
+        let storm = model.retried.clone().unwrap();
+        assert_eq!(storm.offered_per_s, 224.0, "70 % of the capacity");
+        assert_eq!(storm.attempts_when_failing, 4.0);
+        assert_eq!(storm.retried_per_s, 896.0);
+        assert_eq!(storm.exceeds_capacity, Some(true));
+        let budget = scenario
+            .load_with(&["--retry-budget".into(), "10%".into()])
+            .unwrap();
+        let capped = retried(&model, &budget).unwrap();
+        assert!((capped.retried_per_s - 246.4).abs() < 0.01);
+        assert_eq!(capped.exceeds_capacity, Some(false));
+        assert!(retried(&model, &Scenario::original().load).is_none());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
-use simulator_api::{Fix, Load, ScenarioInfo, Settings, SettingsUpdate};
+use simulator_api::{Fix, Incident, Load, ScenarioInfo, Settings, SettingsUpdate};
 
 /// The scenario `serve` starts in unless told otherwise: the original simulator.
 pub const DEFAULT: &str = "semaphore-starvation";
@@ -44,6 +44,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "slow-backend",
         include_str!("../scenarios/slow-backend.toml"),
     ),
+    ("retry-storm", include_str!("../scenarios/retry-storm.toml")),
 ];
 
 /// A scenario, as its file says.
@@ -70,6 +71,10 @@ pub struct Scenario {
     pub config: SettingsUpdate,
     #[serde(default)]
     pub fixes: Vec<Fix>,
+    /// The trigger the exercise controls: a change of settings the server
+    /// applies at a set time for a set time and then puts back.
+    #[serde(default)]
+    pub incident: Vec<Incident>,
 }
 
 /// One figure of a window of the scenario's load and the bound it must keep.
@@ -103,6 +108,11 @@ pub enum Metric {
     CanaryP99Ms,
     /// The async workers' busy share over the last 5 s (server runtime).
     BusyShare,
+    /// Seconds from the end of the scenario's incident until goodput (attempts
+    /// answered 2xx within their timeout, a second) reached 95 % of the offered
+    /// rate and stayed there to the end of the window; the whole rest of the
+    /// window when it never did (client, open loop).
+    RecoveryS,
 }
 
 impl Metric {
@@ -115,6 +125,7 @@ impl Metric {
             Metric::InFlightGrowthPerS => "persists in flight, growth a second",
             Metric::CanaryP99Ms => "timer canary lateness p99 (ms)",
             Metric::BusyShare => "runtime workers busy share",
+            Metric::RecoveryS => "s after the incident to 95 % goodput",
         }
     }
 }
@@ -196,7 +207,22 @@ impl Scenario {
                 )));
             }
         }
+        for incident in &scenario.incident {
+            if let Some(problem) = incident.problem() {
+                return Err(invalid(format!(
+                    "incident `{}`: {problem}",
+                    incident.summary
+                )));
+            }
+            settings
+                .changed_live(&incident.config)
+                .map_err(|e| invalid(format!("incident `{}`: {e}", incident.summary)))?;
+        }
         for fix in &scenario.fixes {
+            scenario
+                .load
+                .with_changes(&fix.load)
+                .map_err(|e| invalid(format!("fix {}: its load: {e}", fix.name)))?;
             for clients in [1, 1000] {
                 let body = fix
                     .config_for(clients)
@@ -220,6 +246,13 @@ impl Scenario {
         self.load.think_time().unwrap_or(Duration::from_secs(1))
     }
 
+    /// The scenario's load with a fix's client-side changes (none for a fix to
+    /// the server alone). The scenario's parse checked every fix's, so this
+    /// fails only for changes from elsewhere (`workshop check --client-change`).
+    pub fn load_with(&self, change: &[String]) -> Result<Load, simulator_api::load::LoadError> {
+        self.load.with_changes(change)
+    }
+
     /// The scenario's load as the driver runs it, against `target`, running for
     /// `duration` instead of the load's own (`None`: until stopped).
     pub fn load_plan(
@@ -227,7 +260,16 @@ impl Scenario {
         target: &str,
         duration: Option<Duration>,
     ) -> simulator_clients::LoadPlan {
-        let mut plan = simulator_clients::LoadPlan::from_load(&self.load, target);
+        Self::plan_of(&self.load, target, duration)
+    }
+
+    /// `load` as the driver runs it, against `target`, for `duration`.
+    pub fn plan_of(
+        load: &Load,
+        target: &str,
+        duration: Option<Duration>,
+    ) -> simulator_clients::LoadPlan {
+        let mut plan = simulator_clients::LoadPlan::from_load(load, target);
         plan.stop.duration = duration.or(Some(simulator_api::settings::MAX_SPAN));
         plan
     }

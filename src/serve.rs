@@ -17,6 +17,7 @@ use crate::config::{self, SettingFlags};
 use crate::observe::{machine, probes};
 use crate::scenario::{self, Scenario};
 use crate::serving::answers::Answers;
+use crate::serving::incidents::IncidentMode;
 use crate::serving::{self, shutdown};
 
 #[derive(Debug, Args)]
@@ -35,6 +36,12 @@ pub struct ServeArgs {
     /// `workshop start`].
     #[arg(long, value_enum)]
     pub answers: Option<Answers>,
+
+    /// When the scenario's incident begins: `on-demand` (`PUT /admin/incident`,
+    /// or `workshop check` inside its window) or `loop` (its `at` after start,
+    /// then every `every`).
+    #[arg(long, value_enum, default_value_t)]
+    pub incidents: IncidentMode,
 
     #[command(flatten)]
     pub settings: SettingFlags,
@@ -106,6 +113,7 @@ pub async fn serve_with(
         config,
         scenario,
         args.answers.unwrap_or_default(),
+        args.incidents,
         shutdown::signal(),
     )
     .await?;

@@ -640,23 +640,7 @@ async fn a_client_that_hangs_up_is_counted_and_its_request_runs_to_its_end() {
     let client = client();
     // The first request takes the only permit for its 400 ms persist.
     post_element(&client, &server.url).await;
-    let addr = server.addr();
-    let hung_up = tokio::task::spawn_blocking(move || {
-        let mut stream = TcpStream::connect(&addr).expect("connect");
-        stream
-            .write_all(b"POST /requests HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
-            .expect("send");
-        stream
-    })
-    .await
-    .unwrap();
-    wait_for(
-        &client,
-        &server.url,
-        "the second request waits at the gate",
-        |s| s["requests_blocked"] == 1,
-    )
-    .await;
+    let hung_up = waiting_at_the_gate(&client, &server).await;
     assert_eq!(stats(&client, &server.url).await["requests_abandoned"], 0);
     drop(hung_up);
     wait_for(&client, &server.url, "the hang-up is counted", |s| {
@@ -675,4 +659,118 @@ async fn a_client_that_hangs_up_is_counted_and_its_request_runs_to_its_end() {
     ] {
         assert_eq!(settled[field], want, "{field}: {settled}");
     }
+}
+
+/// With `on_disconnect = cancel` the same hang-up ends the request at the gate:
+/// request-done fires with cancelled = 1 (every request-start still has its
+/// request-done), no permit is taken for it and nothing is persisted for nobody.
+#[tokio::test]
+async fn with_cancel_a_client_that_hangs_up_gives_its_place_back_and_nothing_is_wasted() {
+    let server = Server::start(&[
+        "--permits",
+        "1",
+        "--persist-latency",
+        "400ms",
+        "--on-disconnect",
+        "cancel",
+    ]);
+    let client = client();
+    post_element(&client, &server.url).await;
+    let hung_up = waiting_at_the_gate(&client, &server).await;
+    drop(hung_up);
+    // Cancelled at once, while the first persist still holds the permit.
+    wait_for(&client, &server.url, "the hang-up ends its request", |s| {
+        s["requests_done"] == 2
+    })
+    .await;
+    let gone = stats(&client, &server.url).await;
+    assert_eq!(gone["requests_cancelled"], 1, "{gone}");
+    assert_eq!(
+        gone["persists_started"], 1,
+        "nothing started for the gone client: {gone}"
+    );
+    let settled = settled_stats(&client, &server.url).await;
+    for (field, want) in [
+        ("requests_started", 2),
+        ("requests_done", 2),
+        ("requests_abandoned", 1),
+        ("requests_cancelled", 1),
+        ("persists_done", 1),
+        ("persists_wasted", 0),
+        ("permits_available", 1),
+    ] {
+        assert_eq!(settled[field], want, "{field}: {settled}");
+    }
+}
+
+/// `permit_wait_limit`: a request that has waited that long for a permit gets a
+/// 503 saying so (request-shed), and the permit's holder is untouched.
+#[tokio::test]
+async fn a_request_that_waits_past_the_permit_wait_limit_is_refused() {
+    let server = Server::start(&[
+        "--permits",
+        "1",
+        "--persist-latency",
+        "2s",
+        "--permit-wait-limit",
+        "200ms",
+    ]);
+    let client = client();
+    post_element(&client, &server.url).await;
+    let started = Instant::now();
+    let refused = send(
+        &client,
+        Method::POST,
+        &format!("{}/requests", server.url),
+        &[],
+        bytes::Bytes::new(),
+    )
+    .await;
+    let waited = started.elapsed();
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body.contains("permit_wait_limit"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        waited >= Duration::from_millis(200),
+        "refused after {waited:?}, before the limit"
+    );
+    assert!(
+        waited < Duration::from_millis(1500),
+        "refused after {waited:?}, long after the limit"
+    );
+    let s = stats(&client, &server.url).await;
+    assert_eq!(s["requests_shed"], 1, "{s}");
+    assert_eq!(s["requests_done"], 2, "{s}");
+    assert_eq!(s["persists_started"], 1, "{s}");
+}
+
+/// A raw request whose connection the caller holds (drop it to hang up), sent
+/// to a server whose only permit is taken: it waits at the gate.
+async fn waiting_at_the_gate(client: &HttpClient, server: &Server) -> TcpStream {
+    let addr = server.addr();
+    let stream = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(&addr).expect("connect");
+        stream
+            .write_all(b"POST /requests HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+            .expect("send");
+        stream
+    })
+    .await
+    .unwrap();
+    wait_for(
+        client,
+        &server.url,
+        "the second request waits at the gate",
+        |s| s["requests_blocked"] == 1,
+    )
+    .await;
+    stream
 }

@@ -438,10 +438,14 @@ async fn slow_backend_hedging_cuts_the_tail_and_raises_throughput() {
         after.persists_per_s()
     );
     assert_eq!(after.most_in_flight, 8, "the same permits");
-    assert_eq!(
+    // Over a window, started - done is the change in persists in flight between
+    // its edges, at most the 8 permits either way; a second persist-done for
+    // each of the hundreds of hedged writes would be far outside it.
+    assert!(
+        c.persists_started.abs_diff(c.persists_done) <= 8,
+        "one persist-done per element: {} started, {} done",
         c.persists_started,
-        c.persists_done + after.counts.persists_in_flight().min(8) - c.persists_in_flight().min(8),
-        "one persist-done per element"
+        c.persists_done
     );
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::probe_names;
 
-const BUNDLED: [&str; 9] = [
+const BUNDLED: [&str; 10] = [
     "count",
     "request-lifetime",
     "persist-time",
@@ -17,6 +17,7 @@ const BUNDLED: [&str; 9] = [
     "queue",
     "runtime",
     "size",
+    "retry",
 ];
 
 fn script(name: &str) -> PathBuf {

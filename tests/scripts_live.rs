@@ -93,6 +93,17 @@ async fn traced_run_with(
     server_args: &[&str],
     load: &[&str],
 ) -> Option<(String, Truth)> {
+    traced_run_full(tool, script, server_args, load, &[]).await
+}
+
+/// [`traced_run_with`], with options for `scripts/trace` too.
+async fn traced_run_full(
+    tool: Tool,
+    script: &str,
+    server_args: &[&str],
+    load: &[&str],
+    trace_args: &'static [&'static str],
+) -> Option<(String, Truth)> {
     if !tool.available() {
         return None;
     }
@@ -100,10 +111,11 @@ async fn traced_run_with(
     let server = Server::start(server_args);
     let pid = server.pid;
     let script = script.to_owned();
-    let traced =
-        tokio::task::spawn_blocking(move || Traced::start_until_begin(tool, &script, pid, &[]))
-            .await
-            .unwrap();
+    let traced = tokio::task::spawn_blocking(move || {
+        Traced::start_until_begin(tool, &script, pid, trace_args)
+    })
+    .await
+    .unwrap();
     let load: Vec<String> = load.iter().map(|w| w.to_string()).collect();
     let server = tokio::task::spawn_blocking(move || {
         let load: Vec<&str> = load.iter().map(String::as_str).collect();
@@ -203,6 +215,44 @@ both_tools! {
         assert!(wasted > 0, "the abandoned requests' writes end after their clients left");
         assert_eq!(figures(&output)["wasted persistent writes (client gone)"], wasted, "{output}");
         check_count(tool, &output, &truth);
+    };
+    retry_tells_useful_from_wasted_work: |tool| async move {
+        // count_shows_abandoned_requests' load: clients that give up after 150 ms
+        // at a gate that passes 20 a second.
+        let server_args = ["--permits", "2", "--persist-latency", "100ms"];
+        let load = ["--n", "4", "--think-time", "0s", "--timeout", "150ms", "--duration", "3s"];
+        let trace = &["--client-timeout", "150"];
+        let Some((output, truth)) = traced_run_full(tool, "retry", &server_args, &load, trace).await else { return };
+        let got = figures(&output);
+        let wasted = truth.count("persists_wasted");
+        assert!(wasted > 0, "writes ended after their clients left\n{output}");
+        assert_eq!(got["wasted persistent writes (client gone)"], wasted, "{output}");
+        let useful = truth.count("persists_done") - wasted - truth.count("persists_failed");
+        assert_eq!(got.get("useful persistent writes").copied().unwrap_or(0), useful, "{output}");
+        assert_eq!(got["abandoned requests (client gone)"], truth.count("requests_abandoned"), "{output}");
+        assert_eq!(got["requests done (not cancelled)"], truth.count("requests_done"), "{output}");
+        // A client gone after 150 ms: a permit granted after more was granted to nobody.
+        let late = got["permit waits longer than the clients' timeout"];
+        assert!(late > 0 && late <= truth.count("requests_blocked"), "{output}");
+        let rows = tracer::rows(&output);
+        assert!(rows.len() >= 3, "one line a second over the run:\n{output}");
+        let wasted_per_second: u64 = rows.iter().map(|r| r[1]).sum();
+        assert!(wasted_per_second <= wasted, "{output}");
+    };
+    retry_counts_cancelled_requests: |tool| async move {
+        let server_args = ["--permits", "2", "--persist-latency", "100ms", "--on-disconnect", "cancel"];
+        let load = ["--n", "4", "--think-time", "0s", "--timeout", "150ms", "--duration", "3s"];
+        let trace = &["--client-timeout", "150"];
+        let Some((output, truth)) = traced_run_full(tool, "retry", &server_args, &load, trace).await else { return };
+        let got = figures(&output);
+        let cancelled = truth.count("requests_cancelled");
+        assert!(cancelled > 0, "clients gone at the gate cancel their requests\n{output}");
+        assert_eq!(got["cancelled requests (client gone)"], cancelled, "{output}");
+        assert_eq!(
+            got["requests done (not cancelled)"] + cancelled,
+            truth.count("requests_started"),
+            "every request-start has its request-done\n{output}"
+        );
     };
     request_lifetime_agrees_with_the_server: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "request-lifetime").await else { return };

@@ -492,3 +492,30 @@ async fn a_scenario_switch_applies_live_all_or_nothing() {
         (1.into(), 1.into())
     );
 }
+
+/// `PUT /admin/incident` begins the scenario's incident: its settings in force
+/// and in `/stats.incident`; a second while it lasts is refused (409), and a
+/// scenario without one says so (400).
+#[tokio::test]
+async fn an_incident_begins_on_demand_once_at_a_time() {
+    let client = client();
+    let plain = Server::start(&["--admin-listen", "off"]);
+    let none = put_json(&client, &format!("{}/admin/incident", plain.url), "").await;
+    assert_eq!(none.status, 400, "{}", none.body);
+    assert!(none.body.contains("declares no incident"), "{}", none.body);
+
+    let server = Server::start(&["--scenario", "retry-storm", "--admin-listen", "off"]);
+    let url = format!("{}/admin/incident", server.url);
+    let begun = put_json(&client, &url, "").await;
+    assert_eq!(begun.status, 200, "{}", begun.body);
+    assert_eq!(begun.json()["seq"], 1);
+    assert_eq!(begun.json()["lasts_ms"], 10_000);
+    let again = put_json(&client, &url, "").await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert!(again.body.contains("one at a time"), "{}", again.body);
+    let s = stats(&client, &server.url).await;
+    assert_eq!(s["incident"]["seq"], 1, "{s}");
+    assert_eq!(s["config"]["persist_latency"], "100ms");
+    assert_eq!(s["incidents_started"], 1);
+    assert_eq!(s["incidents"][0]["lasts"], "10s");
+}

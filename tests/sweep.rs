@@ -214,3 +214,42 @@ fn a_sweep_of_another_scenario_switches_the_server_and_back() {
     assert_eq!(stats["scenario"], "semaphore-starvation", "switched back");
     assert_eq!(stats["config"]["persistence"], "task-per-element");
 }
+
+/// The sweep takes retry-storm and any of its fixes by name: one on the server's
+/// side runs (here the second, not the model's first); one on the clients' side
+/// is refused with where to compare it instead, and the server is put back.
+#[test]
+fn a_sweep_of_retry_storm_takes_its_server_fixes_and_names_the_clients_ones() {
+    let server = Server::start(&[]);
+    let sweep = |fix: &str| {
+        std::process::Command::new(BIN)
+            .args(["clients", "sweep", "--target", &server.url])
+            .args(["--scenario", "retry-storm", "--fix", fix])
+            .args([
+                "--n",
+                "5",
+                "--think-time",
+                "100ms",
+                "--duration",
+                "1s",
+                "--repeat",
+                "1",
+            ])
+            .args(["--step-gap", "0s"])
+            .output()
+            .expect("run the sweep")
+    };
+    let server_side = sweep("queue-wait-limit");
+    let text = stdout_of_success(&server_side);
+    assert!(text.contains("queue-wait-limit"), "{text}");
+    let clients_side = sweep("retry-budget");
+    assert!(!clients_side.status.success());
+    let said = String::from_utf8_lossy(&clients_side.stderr);
+    assert!(
+        said.contains("a fix on the clients' side") && said.contains("demo --scenario retry-storm"),
+        "{said}"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stats = runtime.block_on(stats(&client(), &server.url));
+    assert_eq!(stats["scenario"], "semaphore-starvation", "switched back");
+}

@@ -22,7 +22,7 @@ const REFUSE: &str = r#"{"permits": 1, "when_full": "shed"}"#;
 const WINDOW: Duration = check::MIN_WINDOW;
 
 async fn assert_refusing_fails(scenario: &Scenario, url: &str) {
-    let verdict = check::check(scenario, url, WINDOW).await.unwrap();
+    let verdict = check::check(scenario, url, WINDOW, &[]).await.unwrap();
     assert!(
         verdict.refused.is_none(),
         "{}: judged, not refused: {}",

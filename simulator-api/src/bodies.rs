@@ -102,6 +102,10 @@ pub struct Stats {
     pub scenario: String,
     /// Its fixes, each the exact `PUT /admin/config` body that applies it.
     pub fixes: Vec<Fix>,
+    /// Its incidents (`PUT /admin/incident` begins the first now).
+    pub incidents: Vec<crate::Incident>,
+    /// The incident in force, if one is.
+    pub incident: Option<crate::IncidentStatus>,
     /// The store in force: `simulated`, or `files` with `persist_dir`.
     pub store: String,
     /// What the configuration in force predicts.
@@ -180,6 +184,29 @@ pub struct Model {
     pub saturation_clients: Option<f64>,
     /// The scenario's first fix, as the `PUT /admin/config` body that applies it.
     pub fix: Option<Fix>,
+    /// What the scenario's retrying clients make of its load (null when its
+    /// clients do not retry).
+    pub retried: Option<RetriedLoad>,
+}
+
+/// The load of clients that time out and retry, in the two states it can settle
+/// in: every attempt answered (the offered rate) or every attempt timing out
+/// (the offered rate times the attempts each request then makes). When the
+/// second exceeds the capacity, the server has two stable states, and a trigger
+/// that pushes it into the second leaves it there after the trigger has gone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetriedLoad {
+    /// Requests a second the load offers: first attempts.
+    pub offered_per_s: f64,
+    /// The clients' timeout.
+    pub timeout_ns: u64,
+    /// Attempts a request makes when every one times out: 1 + its retries, or 1 +
+    /// the retry budget's share when that is smaller.
+    pub attempts_when_failing: f64,
+    /// `offered_per_s` x `attempts_when_failing`.
+    pub retried_per_s: f64,
+    /// Whether `retried_per_s` exceeds the capacity (null when unbounded).
+    pub exceeds_capacity: Option<bool>,
 }
 
 impl Model {
@@ -218,6 +245,12 @@ pub struct Fix {
     /// `workshop check` does not pass it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trade_off: Option<String>,
+    /// A client-side fix: the clients' flags it changes (how they give up and
+    /// retry: `--retries`, `--backoff`, `--retry-budget`), laid over the
+    /// scenario's load by `workshop check --client-change`, the demo and the
+    /// sweep. Empty for a fix to the server alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load: Vec<String>,
 }
 
 impl Fix {
@@ -288,6 +321,7 @@ mod tests {
             think_time_ns: 1_000_000_000,
             saturation_clients: None,
             fix: None,
+            retried: None,
         };
         let capacity = model.capacity_per_s.unwrap();
         assert!((capacity - 133.3).abs() < 0.1);

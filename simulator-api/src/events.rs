@@ -16,8 +16,8 @@
 //! twins in `scripts/` (a test fails until each is there).
 //!
 //! Every probe argument is a `u64`: bpftrace and DTrace for Linux take integers
-//! apart, not JSON. arg0 is the request id, except on `canary-tick`, which has no
-//! request.
+//! apart, not JSON. arg0 is the request id, except on `canary-tick`,
+//! `incident-start` and `incident-end`, which have no request.
 
 use serde::{Deserialize, Serialize};
 
@@ -71,11 +71,12 @@ macro_rules! with_events {
                         "How long blocked requests waited for a permit."
                 ];
             request__shed "request-shed"
-                "a blocked request was refused at once with 503 (`when_full = shed`)"
-                (id: "request id", permits: "permits total")
+                "a blocked request was refused with 503: at once (`when_full = shed`) or after waiting `permit_wait_limit`"
+                (id: "request id", permits: "permits total",
+                 waited_ns: "ns it waited for a permit (0 when refused at once)")
                 counters [
                     requests_shed "isim_requests_shed_total"
-                        "Blocked requests refused at once with 503 (probe request-shed)."
+                        "Blocked requests refused with 503, at once or after permit_wait_limit (probe request-shed)."
                 ]
                 histograms [];
             request__abandoned "request-abandoned"
@@ -86,11 +87,14 @@ macro_rules! with_events {
                         "Requests whose client went away before the reply (probe request-abandoned)."
                 ]
                 histograms [];
-            request__done "request-done" "the reply is ready"
-                (id: "request id", lifetime_ns: "lifetime ns", blocked: "1 if it blocked")
+            request__done "request-done" "the reply is ready, or the request was cancelled"
+                (id: "request id", lifetime_ns: "lifetime ns", blocked: "1 if it blocked",
+                 cancelled: "1 if `on_disconnect = cancel` ended it early because its client had gone")
                 counters [
                     requests_done "isim_requests_done_total"
-                        "Requests answered (probe request-done)."
+                        "Requests ended (probe request-done), answered or cancelled.",
+                    requests_cancelled "isim_requests_cancelled_total"
+                        "Requests ended early because their client had gone and on_disconnect = cancel (request-done with cancelled = 1)."
                 ]
                 histograms [
                     request_lifetime "isim_request_lifetime_seconds"
@@ -164,11 +168,12 @@ macro_rules! with_events {
                 ]
                 histograms [];
             queue__drop "queue-drop"
-                "a worker dropped the element unpersisted: it waited over `queue_wait_limit`"
-                (id: "request id", wait_ns: "ns it waited", limit_ns: "the limit in ns")
+                "a worker dropped the element unpersisted: it waited over `queue_wait_limit`, or its client had gone and `on_disconnect = cancel`"
+                (id: "request id", wait_ns: "ns it waited",
+                 limit_ns: "queue_wait_limit in ns; 0 when dropped because its client had gone")
                 counters [
                     queue_dropped "isim_queue_dropped_total"
-                        "Elements dropped unpersisted after waiting past queue_wait_limit (probe queue-drop)."
+                        "Elements dropped unpersisted: waited past queue_wait_limit, or their client had gone with on_disconnect = cancel (probe queue-drop)."
                 ]
                 histograms [];
             work__start "work-start" "the element's CPU work (`work = zstd`) was asked for"
@@ -192,6 +197,25 @@ macro_rules! with_events {
                     work_wait "isim_work_wait_seconds"
                         "How long work waited for a slot (work_limit) or a thread before it ran."
                 ];
+            incident__start "incident-start"
+                "a scenario's incident began: its settings are in force until incident-end"
+                (seq: "incident number since the server started (no request)",
+                 lasts_ns: "how long it lasts, ns")
+                counters [
+                    incidents_started "isim_incidents_started_total"
+                        "Incidents begun (probe incident-start)."
+                        (pair incident_active until incidents_ended
+                            "isim_incident_active" "1 while an incident is in force.")
+                ]
+                histograms [];
+            incident__end "incident-end"
+                "the incident ended: the settings it changed are back to what they were"
+                (seq: "incident number (no request)", lasted_ns: "how long it lasted, ns")
+                counters [
+                    incidents_ended "isim_incidents_ended_total"
+                        "Incidents ended (probe incident-end)."
+                ]
+                histograms [];
             canary__tick "canary-tick" "the runtime's timer canary woke (every ~10 ms)"
                 (seq: "tick number (no request)", late_ns: "ns later than asked",
                  interval_ns: "the interval in ns")

@@ -2,7 +2,8 @@
 //!
 //! The settings (`settings.rs`: every one declared once, with the kinds of value in
 //! `value.rs` and the latency distributions in `delay.rs`), the server's events
-//! (`events.rs`: every one declared once, with the counters they move), a load
+//! (`events.rs`: every one declared once, with the counters they move), a
+//! scenario's incident (`incident.rs`), a load
 //! as a scenario writes it and the driver runs it (`load.rs`) and the HTTP bodies
 //! (`bodies.rs`). The clients depend on this crate and never on the server, so
 //! the two cannot drift apart silently: a field one writes and the other does not
@@ -11,15 +12,17 @@
 pub mod bodies;
 pub mod delay;
 pub mod events;
+pub mod incident;
 pub mod load;
 pub mod max_duration;
 pub mod settings;
 pub mod value;
 
 pub use bodies::{
-    ConnectionCounts, Counts, ErrorBody, Fix, Machine, Model, Reply, RuntimeStats, ScenarioInfo,
-    Stats, SEED_COUNTS,
+    ConnectionCounts, Counts, ErrorBody, Fix, Machine, Model, Reply, RetriedLoad, RuntimeStats,
+    ScenarioInfo, Stats, SEED_COUNTS,
 };
 pub use delay::Delay;
+pub use incident::{Incident, IncidentStatus};
 pub use load::Load;
 pub use settings::{Settings, SettingsError, SettingsUpdate, SETTINGS};

@@ -296,16 +296,36 @@ impl Load {
     /// The words without `--duration` and its value: the load as a check or a demo
     /// runs it for a time of its own.
     pub fn words_without_duration(&self) -> Vec<String> {
-        let mut words = Vec::new();
-        let mut iter = self.words.iter();
-        while let Some(word) = iter.next() {
-            if word == "--duration" {
-                iter.next();
-            } else if !word.starts_with("--duration=") {
-                words.push(word.clone());
-            }
+        flag_values(&self.words)
+            .into_iter()
+            .filter(|(flag, _)| flag != "--duration")
+            .flat_map(|(flag, value)| [flag, value])
+            .collect()
+    }
+
+    /// This load with some of its clients' ways changed: each flag of `change`
+    /// replaces the same flag here, or is added. Only the flags of
+    /// [`CLIENT_POLICY_FLAGS`] may change (how clients give up and retry, a
+    /// client-side fix): the rest are the ticket's load, which a fix does not
+    /// choose.
+    pub fn with_changes(&self, change: &[String]) -> Result<Load, LoadError> {
+        let changed = flag_values(change);
+        if let Some((flag, _)) = changed
+            .iter()
+            .find(|(flag, _)| !CLIENT_POLICY_FLAGS.contains(&flag.as_str()))
+        {
+            return Err(LoadError(format!(
+                "`{flag}` is the ticket's load, not the clients' way of retrying; a client-side change takes {}",
+                CLIENT_POLICY_FLAGS.join(", ")
+            )));
         }
-        words
+        let mut words: Vec<String> = flag_values(&self.words)
+            .into_iter()
+            .filter(|(flag, _)| !changed.iter().any(|(f, _)| f == flag))
+            .flat_map(|(flag, value)| [flag, value])
+            .collect();
+        words.extend(changed.into_iter().flat_map(|(flag, value)| [flag, value]));
+        Load::parse(&words)
     }
 
     /// The same load running for `duration`: the duration in its words too.
@@ -335,6 +355,25 @@ impl Load {
             given => given,
         }
     }
+}
+
+/// The flags a client-side change may set ([`Load::with_changes`]).
+pub const CLIENT_POLICY_FLAGS: [&str; 3] = ["--retries", "--backoff", "--retry-budget"];
+
+/// Words as (flag, value) pairs, `--flag=value` split; a flag without its value
+/// (which [`Load::parse`] refuses) keeps an empty one.
+fn flag_values(words: &[String]) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    let mut iter = words.iter();
+    while let Some(word) = iter.next() {
+        match word.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                pairs.push((flag.to_owned(), value.to_owned()))
+            }
+            _ => pairs.push((word.clone(), iter.next().cloned().unwrap_or_default())),
+        }
+    }
+    pairs
 }
 
 impl TryFrom<Vec<String>> for Load {
@@ -578,6 +617,32 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_client_side_change_replaces_or_adds_retry_flags_only() {
+        let ticket = Load::parse(&words("--rate 224 --n 1000 --timeout 1s --retries 3")).unwrap();
+        let budget = ticket.with_changes(&words("--retry-budget 10%")).unwrap();
+        assert_eq!(budget.retry.budget_percent, Some(10.0));
+        assert_eq!(budget.retry.retries, 3, "the rest kept");
+        assert_eq!(
+            budget.words().join(" "),
+            "--rate 224 --n 1000 --timeout 1s --retries 3 --retry-budget 10%"
+        );
+        let fewer = ticket.with_changes(&words("--retries=1")).unwrap();
+        assert_eq!(fewer.retry.retries, 1);
+        assert_eq!(
+            fewer.words().join(" "),
+            "--rate 224 --n 1000 --timeout 1s --retries 1"
+        );
+        for cheat in ["--rate 100", "--timeout 10s", "--n 5"] {
+            let err = ticket.with_changes(&words(cheat)).unwrap_err().to_string();
+            assert!(err.contains("the ticket's load"), "{cheat}: {err}");
+        }
+        let bad = ticket
+            .with_changes(&words("--backoff sometimes"))
+            .unwrap_err();
+        assert!(bad.to_string().contains("sometimes"), "{bad}");
     }
 
     #[test]

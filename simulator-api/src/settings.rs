@@ -73,6 +73,23 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// What a request does when its client closes the connection before the reply
+    /// (a client timeout or a hang-up: request-abandoned).
+    OnDisconnect {
+        /// Run on to its end as if the client were still there (the original): its
+        /// permit, its place in a queue and its persist are spent on a reply nobody
+        /// reads.
+        Detach = "detach",
+        /// Stop at its next wait: a request waiting for the network, a work slot, a
+        /// permit, room in the queue or its durable persist ends there (request-done
+        /// with cancelled = 1) and gives back what it held; an element still queued
+        /// for a worker is dropped unpersisted (queue-drop). Work and persists already
+        /// under way finish.
+        Cancel = "cancel",
+    }
+}
+
+crate::choice! {
     /// How long a request's permit is held.
     PermitUntil {
         /// Until its element's persist ends (the original: the permit bounds
@@ -252,6 +269,12 @@ macro_rules! with_settings {
                 $crate::value::Bounds::Count { min: 1, max: $crate::settings::MAX_PERMITS }; live; service; "request path";
             /// What a request that finds no permit free, or the persistence queue full, does: `wait` or `shed` (503 at once).
             when_full: $crate::settings::WhenFull = $crate::settings::WhenFull::Wait;
+                $crate::value::Bounds::Any; live; service; "request path";
+            /// A request that has waited this long for a permit gets 503 (request-shed) instead of waiting on: its client has most likely given up (0 = wait as long as it takes).
+            permit_wait_limit: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; service; "request path";
+            /// What a request does when its client leaves before the reply: `detach` (run on to its end, the original) or `cancel` (stop at its next wait and give back its permit or queue slot; work and persists under way finish).
+            on_disconnect: $crate::settings::OnDisconnect = $crate::settings::OnDisconnect::Detach;
                 $crate::value::Bounds::Any; live; service; "request path";
             /// How long a permit is held: `persist-done` (the original) or `hand-off` (only until the element is handed to persistence).
             permit_until: $crate::settings::PermitUntil = $crate::settings::PermitUntil::PersistDone;
@@ -509,6 +532,13 @@ macro_rules! define_settings {
             pub fn live_part_of(settings: &Settings) -> Self {
                 let mut update = SettingsUpdate::default();
                 $( if is_live!($live) { update.$name = Some(settings.$name.clone()); } )*
+                update
+            }
+
+            /// This update with only the settings `keys` names.
+            pub fn only(&self, keys: &[&str]) -> Self {
+                let mut update = SettingsUpdate::default();
+                $( if keys.contains(&stringify!($name)) { update.$name = self.$name.clone(); } )*
                 update
             }
 

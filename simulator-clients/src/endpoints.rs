@@ -46,6 +46,12 @@ pub async fn switch_scenario(target: &str, name: &str) -> Result<Settings, Endpo
     call(target, Method::PUT, "/admin/config", Bytes::from(body)).await
 }
 
+/// `PUT /admin/incident`: begins the scenario's incident now; returns it as in
+/// force. Refused (409) while one is, (400) where the scenario has none.
+pub async fn begin_incident(target: &str) -> Result<simulator_api::IncidentStatus, EndpointError> {
+    call(target, Method::PUT, "/admin/incident", Bytes::new()).await
+}
+
 async fn call<T: DeserializeOwned>(
     target: &str,
     method: Method,

@@ -60,9 +60,10 @@ impl Events {
         m::handles().requests_blocked.increment(1);
     }
 
-    /// A blocked request refused at once (after its request-block).
-    pub fn request_shed(&self, id: u64, permits: usize) {
-        fire!(request__shed, || (id, permits as u64));
+    /// A blocked request refused (after its request-block): at once, or after
+    /// waiting `waited` (`permit_wait_limit`).
+    pub fn request_shed(&self, id: u64, permits: usize, waited: Duration) {
+        fire!(request__shed, || (id, permits as u64, nanos(waited)));
         self.counts.record(|c| c.requests_shed += 1);
         m::handles().requests_shed.increment(1);
     }
@@ -80,10 +81,22 @@ impl Events {
         m::handles().requests_abandoned.increment(1);
     }
 
-    pub fn request_done(&self, id: u64, lifetime: Duration, blocked: bool) {
-        fire!(request__done, || (id, nanos(lifetime), u64::from(blocked)));
-        self.counts.record(|c| c.requests_done += 1);
+    /// `cancelled`: ended early because its client had gone (`on_disconnect = cancel`).
+    pub fn request_done(&self, id: u64, lifetime: Duration, blocked: bool, cancelled: bool) {
+        fire!(request__done, || (
+            id,
+            nanos(lifetime),
+            u64::from(blocked),
+            u64::from(cancelled)
+        ));
+        self.counts.record(|c| {
+            c.requests_done += 1;
+            c.requests_cancelled += u64::from(cancelled);
+        });
         m::handles().requests_done.increment(1);
+        if cancelled {
+            m::handles().requests_cancelled.increment(1);
+        }
         m::handles().request_lifetime.record(lifetime.as_secs_f64());
     }
 
@@ -172,7 +185,8 @@ impl Events {
         m::handles().queue_refused.increment(1);
     }
 
-    /// A dequeued element was dropped: it waited `waited`, over `limit`.
+    /// A dequeued element was dropped: it waited `waited`, over `limit` (zero:
+    /// its client had gone and `on_disconnect = cancel`).
     pub fn queue_drop(&self, id: u64, waited: Duration, limit: Duration) {
         self.counts.record(|c| c.queue_dropped += 1);
         fire!(queue__drop, || (id, nanos(waited), nanos(limit)));
@@ -203,5 +217,21 @@ impl Events {
     pub fn canary_tick(seq: u64, late: Duration, interval: Duration) {
         fire!(canary__tick, || (seq, nanos(late), nanos(interval)));
         m::handles().timer_lateness.record(late.as_secs_f64());
+    }
+}
+
+impl Events {
+    /// Incident `seq` began and lasts `lasts`.
+    pub fn incident_start(&self, seq: u64, lasts: Duration) {
+        fire!(incident__start, || (seq, nanos(lasts)));
+        self.counts.record(|c| c.incidents_started += 1);
+        m::handles().incidents_started.increment(1);
+    }
+
+    /// Incident `seq` ended after `lasted`.
+    pub fn incident_end(&self, seq: u64, lasted: Duration) {
+        fire!(incident__end, || (seq, nanos(lasted)));
+        self.counts.record(|c| c.incidents_ended += 1);
+        m::handles().incidents_ended.increment(1);
     }
 }

@@ -70,7 +70,7 @@ pub fn trace_commands(pid: u32) -> Vec<String> {
         return vec!["(built without the probes feature: nothing to trace; rebuild with the default features)".into()];
     }
     let mut commands = vec![
-        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, size, cpu-usage)"),
+        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, size, retry, cpu-usage)"),
     ];
     if cfg!(target_os = "linux") {
         commands.push(format!("sudo bpftrace -p {pid} scripts/count.bt"));

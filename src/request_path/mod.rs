@@ -19,10 +19,14 @@
 //! handful of permits throttles the whole server: each is held for a full persist
 //! (~60 ms) although the request that took it is done in ~3.5 ms.
 //!
-//! A client that hangs up mid-request cannot cancel a request between its
+//! A client that hangs up mid-request cannot tear a request apart between its
 //! request-start and its request-done: a request runs in the HTTP handler's
 //! future until it is dropped, and then the rest of it on a task of its own
-//! ([`DataProcessor::submit`], `run_to_end.rs`).
+//! ([`DataProcessor::submit`], `run_to_end.rs`). What the rest does is
+//! `on_disconnect`: run on as if the client were there (`detach`), or end at its
+//! next wait (`cancel`): every wait in the path takes a `stop` token, which is
+//! shutdown's own in `detach` mode and a child of it that the client's leaving
+//! cancels in `cancel` mode (`client.rs`).
 //!
 //! **Durable mode** makes the request wait for its persist, so the reply means "on
 //! disk". **Shutdown** ([`DataProcessor::drain`]) waits until its deadline, then
@@ -48,7 +52,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
-use simulator_api::settings::PermitUntil;
+use simulator_api::settings::{OnDisconnect, PermitUntil, WhenFull};
 use simulator_api::{Counts, Reply, Settings, SettingsError, SettingsUpdate};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -76,6 +80,11 @@ pub enum RequestError {
         "the persistence queue is full and the server sheds load (when_full = shed): try again"
     )]
     QueueFull,
+    #[error("waited {0:?} for a permit, the most permit_wait_limit allows: try again")]
+    WaitedTooLong(Duration),
+    /// Nobody reads this one: its client had gone (`on_disconnect = cancel`).
+    #[error("the client went away and the request was cancelled (on_disconnect = cancel)")]
+    Cancelled,
 }
 
 impl From<persistence::HandOffError> for RequestError {
@@ -241,12 +250,28 @@ impl DataProcessor {
         let s = &*self.inner;
         let settings = self.settings();
         let mut progress = Progress::default();
-        let outcome = self
-            .process(id, element, settings, client, &mut progress)
+        let stop = match settings.on_disconnect {
+            OnDisconnect::Detach => s.abandon.clone(),
+            OnDisconnect::Cancel => {
+                let stop = s.abandon.child_token();
+                client.cancel_on_leaving(stop.clone());
+                stop
+            }
+        };
+        let mut outcome = self
+            .process(id, element, settings, client.clone(), &stop, &mut progress)
             .await;
+        // A wait ended by the client leaving, not by shutdown.
+        if outcome == Err(RequestError::ShuttingDown)
+            && stop.is_cancelled()
+            && !s.abandon.is_cancelled()
+        {
+            outcome = Err(RequestError::Cancelled);
+        }
+        let cancelled = outcome == Err(RequestError::Cancelled);
         // Every request-start gets its request-done, whatever happened in between.
         s.events
-            .request_done(id, started.elapsed(), progress.blocked);
+            .request_done(id, started.elapsed(), progress.blocked, cancelled);
         if outcome == Err(RequestError::ShuttingDown) {
             s.requests_cut_short.fetch_add(1, Ordering::Relaxed);
         }
@@ -263,22 +288,24 @@ impl DataProcessor {
         element: Element,
         settings: Arc<Settings>,
         client: ClientWatch,
+        stop: &CancellationToken,
         progress: &mut Progress,
     ) -> Result<(), RequestError> {
         let s = &*self.inner;
-        network::traverse(&settings.network_delay, settings.timer_tick, &s.abandon).await?;
-        self.work()
-            .run(id, &settings, &s.events, &s.abandon)
-            .await?;
+        network::traverse(&settings.network_delay, settings.timer_tick, stop).await?;
+        self.work().run(id, &settings, &s.events, stop).await?;
 
         let admitted = s
             .admission
-            .admit(id, &s.events, &settings, element.len())
+            .admit(id, &s.events, &settings, element.len(), stop)
             .await;
         progress.blocked = admitted.blocked;
         progress.waited = admitted.waited;
         if admitted.shed {
-            return Err(RequestError::Shed);
+            return Err(match settings.when_full {
+                WhenFull::Shed => RequestError::Shed,
+                WhenFull::Wait => RequestError::WaitedTooLong(admitted.waited),
+            });
         }
         let permit = admitted.permit.ok_or(RequestError::ShuttingDown)?;
         // Who holds the permit: the persist (the original) or this request, until
@@ -303,7 +330,7 @@ impl DataProcessor {
             notify,
             client,
         };
-        self.persistence().hand_off(job, &s.abandon).await?;
+        self.persistence().hand_off(job, stop).await?;
         drop(for_hand_off);
         if let Some(stored) = stored {
             tokio::select! {
@@ -312,10 +339,10 @@ impl DataProcessor {
                     Ok(Err(reason)) => return Err(RequestError::NotStored(reason)),
                     Err(_) => return Err(RequestError::ShuttingDown),
                 },
-                () = s.abandon.cancelled() => return Err(RequestError::ShuttingDown),
+                () = stop.cancelled() => return Err(RequestError::ShuttingDown),
             }
         }
-        network::traverse(&settings.network_delay, settings.timer_tick, &s.abandon).await?;
+        network::traverse(&settings.network_delay, settings.timer_tick, stop).await?;
         Ok(())
     }
 

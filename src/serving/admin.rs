@@ -1,4 +1,5 @@
-//! Admin routes: change the configuration live and reset the counters.
+//! Admin routes: change the configuration live, reset the counters, and begin
+//! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`).
 //!
 //! `PUT /admin/config` is how a workshop applies a fix (the seed's: more permits)
 //! while scripts are attached, and, with `{"scenario": NAME}`, switches to another
@@ -17,10 +18,11 @@ use axum::response::Response;
 use axum::routing::{post, put};
 use axum::{Json, Router};
 
-use simulator_api::{Settings, SettingsUpdate, Stats};
+use simulator_api::{IncidentStatus, Settings, SettingsUpdate, Stats};
 
 use super::body::TimedBody;
 use super::error::{bad_json, ApiError};
+use super::incidents::IncidentError;
 use super::state::AppState;
 use crate::scenario::Scenario;
 
@@ -28,6 +30,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/admin/config", put(update_config))
         .route("/admin/reset", post(reset))
+        .route("/admin/incident", put(begin_incident))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
 
@@ -154,4 +157,25 @@ async fn reset(State(state): State<AppState>) -> Json<Stats> {
     state.processor.events().counts().reset();
     tracing::info!("counters reset");
     Json(state.stats())
+}
+
+/// Begins the scenario's (first) incident now; the server ends it after its
+/// `lasts`. 400 when the scenario declares none, 409 while one is in force. The
+/// body, if any, is ignored: the incident is the scenario's, not the caller's.
+async fn begin_incident(State(state): State<AppState>) -> Result<Json<IncidentStatus>, ApiError> {
+    let scenario = state.scenario();
+    let incident = scenario.incident.first().ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "scenario {} declares no incident to begin (retry-storm does)",
+            scenario.name
+        ))
+    })?;
+    state
+        .incidents
+        .begin(incident)
+        .map(Json)
+        .map_err(|e| match e {
+            IncidentError::InForce { .. } => ApiError::Conflict(e.to_string()),
+            IncidentError::Refused(_) => ApiError::BadRequest(e.to_string()),
+        })
 }

@@ -27,6 +27,7 @@ use crate::scenario::Scenario;
 use answers::Answers;
 use connections::{Limits, OPERATOR_MAX_CONNECTIONS};
 use http::{app, operator_app};
+use incidents::IncidentMode;
 use state::AppState;
 
 pub mod admin;
@@ -35,6 +36,7 @@ pub mod body;
 pub mod connections;
 pub mod error;
 pub mod http;
+pub mod incidents;
 pub mod shutdown;
 pub mod state;
 
@@ -74,7 +76,8 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// Serves `scenario` with `settings` (the scenario's, with a file and flags laid
-/// over them) until `shutdown` completes, then drains within `drain_timeout`.
+/// over them) until `shutdown` completes, then drains within `drain_timeout`;
+/// begins the scenario's incident by itself with [`IncidentMode::Loop`].
 /// `operator` is the operator's own listener (`admin_listen`), when there is one.
 pub async fn run(
     listener: TcpListener,
@@ -82,6 +85,7 @@ pub async fn run(
     settings: Settings,
     scenario: Scenario,
     answers: Answers,
+    incident_mode: IncidentMode,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<DrainReport, ServeError> {
     let processor = DataProcessor::new(&settings)?;
@@ -106,6 +110,15 @@ pub async fn run(
     let stop_accepting = CancellationToken::new();
     // The canary stops when accepting does: the drain is no time to measure.
     state.runtime.start(stop_accepting.clone());
+    if incident_mode == IncidentMode::Loop {
+        let (incidents, state) = (state.incidents.clone(), state.clone());
+        let stop = stop_accepting.clone();
+        tokio::spawn(async move {
+            incidents
+                .run_loop(|| state.scenario().incident.first().cloned(), stop)
+                .await
+        });
+    }
     if let Some(operator) = operator {
         let limits = Limits {
             max_connections: OPERATOR_MAX_CONNECTIONS,

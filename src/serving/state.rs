@@ -7,6 +7,7 @@ use simulator_api::Stats;
 
 use super::answers::Answers;
 use super::connections::ConnectionStats;
+use super::incidents::Incidents;
 use crate::model;
 use crate::observe::runtime::RuntimeWatch;
 use crate::observe::{machine, process};
@@ -26,11 +27,14 @@ pub struct AppState {
     pub runtime: Arc<RuntimeWatch>,
     /// Whether `/stats` and `/scenarios` tell the cause and the fix.
     pub answers: Answers,
+    /// The scenario's incidents, begun and ended by the server.
+    pub incidents: Incidents,
 }
 
 impl AppState {
     pub fn new(processor: DataProcessor, scenario: Scenario) -> Self {
         Self {
+            incidents: Incidents::new(processor.clone()),
             processor,
             scenario: Arc::new(RwLock::new(Arc::new(scenario))),
             connections: Arc::default(),
@@ -73,6 +77,8 @@ impl AppState {
             machine: machine::snapshot(&settings, crate::request_path::delay::overshoot()),
             scenario: scenario.name.clone(),
             fixes: scenario.fixes.clone(),
+            incidents: scenario.incident.clone(),
+            incident: self.incidents.status(),
             store: settings.store_name().to_owned(),
             model: model::predict(&settings, &scenario),
             config: (*settings).clone(),

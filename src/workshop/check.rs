@@ -12,6 +12,13 @@
 //! a service that refuses its clients fails), or by changing the world instead of
 //! the service (a faster store, a cheaper work: [`world_moved`]), or by a backlog
 //! an earlier load left (the window starts with nothing pending: [`drained`]).
+//!
+//! A scenario with an incident (retry-storm) has it begun by the check itself,
+//! its `at` into the window, so the attendee cannot dodge the trigger; the window
+//! then lasts at least until [`AFTER_INCIDENT`] after the incident's end, and
+//! [`Metric::RecoveryS`] reads the clients' goodput second by second. A
+//! client-side fix is the clients' retry flags the attendee changes
+//! (`--client-change`): the ticket's load with those flags, never another rate.
 
 use std::time::Duration;
 
@@ -36,6 +43,62 @@ pub const MIN_WINDOW: Duration = Duration::from_secs(6);
 /// below holds its sizes in the middle half of 400 seeds' (a first pick sent 1.48x
 /// the mean bytes, heavier than 99 % of seeds, and failed a sound fix).
 pub const CHECK_SEED: u64 = 319;
+
+/// How long the window runs on after an incident's end: 15 s to recover and 10 s
+/// to show that it stays recovered.
+pub const AFTER_INCIDENT: Duration = Duration::from_secs(25);
+
+/// The share of the offered rate that counts as recovered goodput.
+pub const RECOVERED_SHARE: f64 = 0.95;
+
+/// The window a check of `scenario` runs: `asked`, at least [`MIN_WINDOW`], and
+/// with an incident at least until [`AFTER_INCIDENT`] after its end.
+pub fn window_for(scenario: &Scenario, asked: Duration) -> Duration {
+    asked.max(MIN_WINDOW).max(incident_window(scenario))
+}
+
+/// How long a run must last to see the scenario's incident and what follows
+/// it: until [`AFTER_INCIDENT`] after its end (zero without an incident).
+pub fn incident_window(scenario: &Scenario) -> Duration {
+    scenario
+        .incident
+        .first()
+        .map_or(Duration::ZERO, |i| i.at + i.lasts + AFTER_INCIDENT)
+}
+
+/// Seconds from `ended_s` (the incident's end, in the run's seconds) until the
+/// goodput of every whole second from then on was at least `share` of `offered`;
+/// all that is left of the window after `ended_s` when it never got there, and
+/// infinity when the window has no whole second after `ended_s` at all.
+/// `seconds` are (end of the second in the run, attempts answered within their
+/// timeout in it); a last second shorter than the others is left out.
+pub fn recovery_s(seconds: &[(f64, u64)], ended_s: f64, offered: f64, share: f64) -> f64 {
+    let whole: Vec<(f64, u64)> = seconds
+        .iter()
+        .enumerate()
+        .filter(|(i, (t, _))| {
+            let start = if *i == 0 { 0.0 } else { seconds[i - 1].0 };
+            t - start > 0.99
+        })
+        .map(|(_, s)| *s)
+        .collect();
+    let Some(window_end) = whole.last().map(|(t, _)| *t).filter(|t| *t > ended_s) else {
+        return f64::INFINITY;
+    };
+    let mut recovered_from = None;
+    for (t, good) in &whole {
+        let start = t - 1.0;
+        if *t <= ended_s {
+            continue;
+        }
+        match (*good as f64 >= share * offered, recovered_from) {
+            (true, None) => recovered_from = Some(start.max(ended_s)),
+            (false, _) => recovered_from = None,
+            (true, Some(_)) => {}
+        }
+    }
+    recovered_from.unwrap_or(window_end) - ended_s
+}
 
 /// The longest the check waits for persists an earlier load left pending.
 pub const MAX_DRAIN_WAIT: Duration = Duration::from_secs(30);
@@ -136,8 +199,14 @@ impl Verdict {
     }
 }
 
-/// Runs the exercise's load against `target` for `window` and judges it.
-pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyhow::Result<Verdict> {
+/// Runs the exercise's load against `target` for `window` and judges it; with
+/// `client_change`, the clients' retry flags the attendee's fix changes.
+pub async fn check(
+    scenario: &Scenario,
+    target: &str,
+    window: Duration,
+    client_change: &[String],
+) -> anyhow::Result<Verdict> {
     let refuse = |reason: String| Verdict {
         scenario: scenario.name.clone(),
         refused: Some(reason),
@@ -161,9 +230,30 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
             stats.scenario, scenario.name, scenario.name
         )));
     }
+    // An incident begun by hand (the page's replay) ends by itself: wait it out,
+    // so the check's window begins in the scenario's world and with its own.
+    let mut stats = stats;
+    if let Some(incident) = &stats.incident {
+        let left = Duration::from_millis(incident.lasts_ms.saturating_sub(incident.elapsed_ms));
+        eprintln!(
+            "waiting {} s for the incident in force to end (the check begins its own)",
+            left.as_secs_f64().ceil()
+        );
+        tokio::time::sleep(left + Duration::from_millis(200)).await;
+        stats = endpoints::stats(target).await?;
+        if stats.incident.is_some() {
+            return Ok(refuse(
+                "an incident is still in force; the check begins its own: check again when it has ended".into(),
+            ));
+        }
+    }
     if let Some(reason) = world_moved(&stats.config, scenario) {
         return Ok(refuse(reason));
     }
+    let load = match scenario.load_with(client_change) {
+        Ok(load) => load,
+        Err(e) => return Ok(refuse(format!("--client-change: {e}"))),
+    };
     match drained(target, stats).await? {
         Drain::Empty => {}
         Drain::Pending(left) => return Ok(refuse(format!(
@@ -175,9 +265,34 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
             "the server started {new} requests before the check sent any: stop any other load (the check brings its own) and check again"
         ))),
     }
-    let mut load = scenario.load_plan(target, Some(window.max(MIN_WINDOW)));
-    load.seed = load.seed.or(Some(CHECK_SEED));
-    let report = simulator_clients::run(&load, CancellationToken::new(), false).await?;
+    let window = window_for(scenario, window);
+    let mut plan = Scenario::plan_of(&load, target, Some(window));
+    plan.seed = plan.seed.or(Some(CHECK_SEED));
+    let started = tokio::time::Instant::now();
+    let trigger = scenario.incident.first().map(|incident| {
+        let (target, at) = (target.to_owned(), incident.at);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(started + at).await;
+            let begun = endpoints::begin_incident(&target).await;
+            (started.elapsed(), begun)
+        })
+    });
+    let outputs = simulator_clients::Outputs {
+        seconds: trigger.is_some(),
+        ..Default::default()
+    };
+    let report = simulator_clients::run_with(&plan, CancellationToken::new(), outputs).await?;
+    let incident_end_s = match (trigger, scenario.incident.first()) {
+        (Some(trigger), Some(incident)) => match trigger.await? {
+            (at, Ok(_)) => Some((at + incident.lasts).as_secs_f64()),
+            (_, Err(e)) => {
+                return Ok(refuse(format!(
+                    "the check could not begin the scenario's incident: {e}"
+                )))
+            }
+        },
+        _ => None,
+    };
     let runtime = endpoints::stats(target).await?.runtime;
     let Some(server) = report.server else {
         return Ok(refuse(
@@ -194,11 +309,22 @@ pub async fn check(scenario: &Scenario, target: &str, window: Duration) -> anyho
         )));
     }
     let seconds = report.window_ns as f64 / 1e9;
+    let window = Window {
+        report: &report,
+        server: &server,
+        seconds,
+        runtime: &runtime,
+        incident_end_s,
+        offered_per_s: match load.pacing {
+            simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
+            simulator_api::load::Pacing::Closed { .. } => None,
+        },
+    };
     let measured = scenario
         .check
         .iter()
         .map(|condition| {
-            let value = figure(condition.metric, &report, &server, seconds, &runtime);
+            let value = window.figure(condition.metric);
             Measured {
                 condition: *condition,
                 value,
@@ -234,29 +360,57 @@ pub fn world_moved(config: &simulator_api::Settings, scenario: &Scenario) -> Opt
     ))
 }
 
-/// One metric of the window.
-fn figure(
-    metric: Metric,
-    report: &Report,
-    server: &Counts,
+/// What a window measured, from both sides.
+struct Window<'a> {
+    report: &'a Report,
+    server: &'a Counts,
     seconds: f64,
-    runtime: &simulator_api::RuntimeStats,
-) -> f64 {
-    let per_s = |n: u64| n as f64 / seconds.max(1e-9);
-    match metric {
-        Metric::BlockedShare => server.blocked_share(),
-        Metric::OkShare => {
-            let sent = report.requests_sent.max(1) as f64;
-            (report.requests_sent.saturating_sub(report.errors)) as f64 / sent
+    runtime: &'a simulator_api::RuntimeStats,
+    /// When the incident the check began ended, in the run's seconds.
+    incident_end_s: Option<f64>,
+    /// The open loop's rate.
+    offered_per_s: Option<f64>,
+}
+
+impl Window<'_> {
+    /// One metric of the window.
+    fn figure(&self, metric: Metric) -> f64 {
+        let Window {
+            report,
+            server,
+            seconds,
+            runtime,
+            ..
+        } = *self;
+        let per_s = |n: u64| n as f64 / seconds.max(1e-9);
+        match metric {
+            Metric::BlockedShare => server.blocked_share(),
+            Metric::OkShare => {
+                let sent = report.requests_sent.max(1) as f64;
+                (report.requests_sent.saturating_sub(report.errors)) as f64 / sent
+            }
+            Metric::P99Ms => report.latency.p99_ns as f64 / 1e6,
+            Metric::PersistsPerS => per_s(server.persists_done),
+            // Started minus done within the window: how much the backlog grew.
+            Metric::InFlightGrowthPerS => {
+                (server.persists_started as f64 - server.persists_done as f64) / seconds.max(1e-9)
+            }
+            Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
+            Metric::BusyShare => runtime.busy_share,
+            // Without an incident or an open loop there is nothing to recover from:
+            // NaN fails every bound, so a scenario that asks for it without either fails.
+            Metric::RecoveryS => match (self.incident_end_s, self.offered_per_s) {
+                (Some(ended), Some(offered)) => {
+                    let goodput: Vec<(f64, u64)> = report
+                        .seconds
+                        .iter()
+                        .map(|s| (s.line.t_s, s.line.completed))
+                        .collect();
+                    recovery_s(&goodput, ended, offered, RECOVERED_SHARE)
+                }
+                _ => f64::NAN,
+            },
         }
-        Metric::P99Ms => report.latency.p99_ns as f64 / 1e6,
-        Metric::PersistsPerS => per_s(server.persists_done),
-        // Started minus done within the window: how much the backlog grew.
-        Metric::InFlightGrowthPerS => {
-            (server.persists_started as f64 - server.persists_done as f64) / seconds.max(1e-9)
-        }
-        Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
-        Metric::BusyShare => runtime.busy_share,
     }
 }
 
@@ -264,6 +418,35 @@ fn figure(
 mod tests {
     use super::*;
     use crate::scenario;
+
+    fn second(i: usize, good: u64) -> (f64, u64) {
+        ((i + 1) as f64, good)
+    }
+
+    #[test]
+    fn recovery_counts_from_the_incident_end_to_the_first_second_that_stays_recovered() {
+        // 100 offered a second; the incident ends 15 s in.
+        let mut seconds: Vec<(f64, u64)> = (0..40)
+            .map(|i| second(i, if (5..21).contains(&i) { 0 } else { 100 }))
+            .collect();
+        // A good second inside the storm does not count: it did not stay.
+        seconds[17].1 = 99;
+        assert_eq!(recovery_s(&seconds, 15.0, 100.0, 0.95), 6.0);
+        // Recovered at once.
+        let healthy: Vec<(f64, u64)> = (0..40).map(|i| second(i, 97)).collect();
+        assert_eq!(recovery_s(&healthy, 15.0, 100.0, 0.95), 0.0);
+        // Never: all the window left after the end.
+        let storm: Vec<(f64, u64)> = (0..40)
+            .map(|i| second(i, if i < 5 { 100 } else { 0 }))
+            .collect();
+        assert_eq!(recovery_s(&storm, 15.0, 100.0, 0.95), 25.0);
+        // A last short second is left out, whatever it holds.
+        let mut short = storm.clone();
+        short.push((40.3, 100));
+        assert_eq!(recovery_s(&short, 15.0, 100.0, 0.95), 25.0);
+        // A window that ends before the incident does cannot pass.
+        assert_eq!(recovery_s(&seconds[..10], 15.0, 100.0, 0.95), f64::INFINITY);
+    }
 
     #[test]
     fn a_moved_world_is_named_and_a_fix_to_the_service_is_not() {

@@ -8,6 +8,13 @@
 //! test (`tests/workshop_pages.rs`) runs a shortened version and checks that every
 //! page's figures still say the same: which bounds hold before and after, and the
 //! direction and rough size of each change.
+//!
+//! An exercise with an incident (retry-storm) measures its "before" and every fix
+//! at once, each on its own server: each window must last until well after the
+//! incident (40 s), its figures are rates against a timeline rather than CPU, and
+//! its servers use a small share of a core, so running them together changes no
+//! figure and saves minutes. The others run one server at a time: their figures
+//! are what a whole machine (or its confined share) gives one server.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -87,35 +94,49 @@ pub async fn measure(
     window: Duration,
     confinement: &Confinement,
 ) -> anyhow::Result<String> {
+    let window = check::window_for(scenario, window);
     let mut out = format!(
         "{BEGIN}: made by `system-simulator workshop figures {} --write` ({} s windows); do not edit by hand -->\n",
         scenario.name,
         window.as_secs()
     );
     out.push_str(&format!("\n{}\n", world_line(scenario)));
-    let (before, machine) = {
+    let machine = {
         let server = ChildServer::start(&scenario.name, confinement)?;
-        let machine = endpoints::stats(&server.url).await?.machine;
-        (check::check(scenario, &server.url, window).await?, machine)
+        endpoints::stats(&server.url).await?.machine
     };
-    for fix in &scenario.fixes {
-        let server = ChildServer::start(&scenario.name, confinement)?;
+    let runs = std::iter::once(None).chain(scenario.fixes.iter().map(Some));
+    let verdicts = match scenario.incident.is_empty() {
+        true => {
+            let mut verdicts = Vec::new();
+            for fix in runs {
+                verdicts.push(measure_one(scenario, fix, window, confinement).await?);
+            }
+            verdicts
+        }
+        false => {
+            futures::future::try_join_all(
+                runs.map(|fix| measure_one(scenario, fix, window, confinement)),
+            )
+            .await?
+        }
+    };
+    let before = &verdicts[0];
+    for (fix, after) in scenario.fixes.iter().zip(&verdicts[1..]) {
         let body = fix
             .config_for(scenario.load.clients)
             .map_err(anyhow::Error::msg)?;
-        endpoints::configure(&server.url, &body).await?;
-        let after = check::check(scenario, &server.url, window).await?;
         out.push_str(&format!(
-            "\nFix `{}`: `{}`{}\n\n",
+            "\nFix `{}`: {}{}\n\n",
             fix.name,
-            serde_json::to_string(&body)?,
+            fix_sides(&body, &fix.load)?,
             if fix.trade_off.is_some() {
                 " (a trade-off: the check does not pass it)"
             } else {
                 ""
             }
         ));
-        out.push_str(&table(&before, &after));
+        out.push_str(&table(before, after));
     }
     out.push_str(&format!(
         "\nMeasured on {}: {} core{} ({}), timer tick {} ms{}.\n",
@@ -134,6 +155,41 @@ pub async fn measure(
     out.push_str(END);
     out.push('\n');
     Ok(out)
+}
+
+/// The win condition on a fresh server in the scenario, with `fix` applied
+/// (its server side live, its client side in the check's load) or without one.
+async fn measure_one(
+    scenario: &Scenario,
+    fix: Option<&simulator_api::Fix>,
+    window: Duration,
+    confinement: &Confinement,
+) -> anyhow::Result<Verdict> {
+    let server = ChildServer::start(&scenario.name, confinement)?;
+    let Some(fix) = fix else {
+        return check::check(scenario, &server.url, window, &[]).await;
+    };
+    let body = fix
+        .config_for(scenario.load.clients)
+        .map_err(anyhow::Error::msg)?;
+    endpoints::configure(&server.url, &body).await?;
+    check::check(scenario, &server.url, window, &fix.load).await
+}
+
+/// A fix as the figures name it: the server's change, the clients', or both.
+fn fix_sides(body: &simulator_api::SettingsUpdate, clients: &[String]) -> anyhow::Result<String> {
+    let server = match body.keys().is_empty() {
+        true => None,
+        false => Some(format!("`{}`", serde_json::to_string(body)?)),
+    };
+    let clients =
+        (!clients.is_empty()).then(|| format!("clients `{}`", super::shell_line(clients)));
+    Ok(match (server, clients) {
+        (Some(s), Some(c)) => format!("{s} and {c}"),
+        (Some(s), None) => s,
+        (None, Some(c)) => c,
+        (None, None) => "no change".into(),
+    })
 }
 
 fn table(before: &Verdict, after: &Verdict) -> String {

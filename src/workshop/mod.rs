@@ -20,6 +20,7 @@ pub mod fit;
 
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use crate::observe::probes;
@@ -60,9 +61,15 @@ pub enum WorkshopCommand {
         /// The server's base URL.
         #[arg(long, default_value = "http://127.0.0.1:7878")]
         target: String,
-        /// How long the check's own load runs (at least 6 s).
+        /// How long the check's own load runs (at least 6 s; with an incident, at
+        /// least until 25 s after it ends).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         duration: Duration,
+        /// A client-side fix: the clients' retry flags to change in the ticket's
+        /// load, as one string, e.g. --client-change '--retry-budget 10%'
+        /// (only --retries, --backoff and --retry-budget).
+        #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+        client_change: Option<String>,
     },
     /// Measure every fix of an exercise (or of all) before and after, on fresh
     /// servers, as the pages' figures; print the Markdown, or write it into the pages.
@@ -158,6 +165,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
             exercise: name,
             target,
             duration,
+            client_change,
         } => {
             let chosen = match name {
                 Some(name) => exercise(&name)?,
@@ -165,14 +173,28 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
                     Scenario::load(&simulator_clients::endpoints::stats(&target).await?.scenario)?
                 }
             };
-            let window = duration.max(check::MIN_WINDOW);
+            let window = check::window_for(&chosen, duration);
+            let change = match &client_change {
+                None => Vec::new(),
+                Some(text) => shlex::split(text)
+                    .with_context(|| format!("--client-change {text:?}: unbalanced quotes"))?,
+            };
+            let load = chosen.load_with(&change)?;
             println!(
                 "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
                 chosen.name,
                 window.as_secs(),
-                chosen.load.words_without_duration().join(" ")
+                shell_line(&load.words_without_duration())
             );
-            let verdict = check::check(&chosen, &target, window).await?;
+            if let Some(incident) = chosen.incident.first() {
+                println!(
+                    "  with its incident {} s in, for {} s: {}",
+                    incident.at.as_secs_f64(),
+                    incident.lasts.as_secs_f64(),
+                    incident.summary
+                );
+            }
+            let verdict = check::check(&chosen, &target, window, &change).await?;
             print!("{}", verdict.render());
             Ok(if verdict.passed() {
                 std::process::ExitCode::SUCCESS
@@ -216,6 +238,14 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
     println!("look inside (root):");
     for command in probes::trace_commands(pid) {
         println!("  {command}");
+    }
+    if let Some(incident) = s.incident.first() {
+        println!(
+            "replay the incident ({}; the server puts it back after {} s):",
+            incident.summary,
+            incident.lasts.as_secs_f64()
+        );
+        println!("  curl -X PUT {data_url}/admin/incident");
     }
     println!("when you think it is fixed (stop your load first; the check brings its own):");
     println!("  cargo run --release -- workshop check {}{target}", s.name);

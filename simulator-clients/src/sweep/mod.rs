@@ -197,23 +197,44 @@ impl SweepPlan {
 }
 
 /// The fix to apply, chosen among the server's: the named one, or the model's.
+/// A fix on the clients' side (retry flags) is refused: a sweep's clients wait
+/// for each reply and do not retry, so there is nothing for it to change.
 fn choose_fix(stats: &Stats, wanted: &Option<String>) -> Result<Fix, SweepError> {
-    let model_fix = stats.model.fix.clone();
-    match wanted {
-        None => model_fix
-            .ok_or_else(|| SweepError::Fix(format!("scenario {} offers no fix", stats.scenario))),
-        Some(name) => {
-            // The model names the first fix; the scenario listing has them all.
-            if let Some(fix) = model_fix.filter(|f| &f.name == name) {
-                return Ok(fix);
-            }
-            Err(SweepError::Fix(format!(
-                "scenario {} has no fix named {name}; it offers {}",
-                stats.scenario,
-                stats.model.fix.as_ref().map_or("none", |f| f.name.as_str())
-            )))
-        }
+    let fix =
+        match wanted {
+            None => stats.model.fix.clone().ok_or_else(|| {
+                SweepError::Fix(format!("scenario {} offers no fix", stats.scenario))
+            })?,
+            Some(name) => stats
+                .fixes
+                .iter()
+                .chain(stats.model.fix.as_ref())
+                .find(|f| &f.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    let names: Vec<&str> = stats.fixes.iter().map(|f| f.name.as_str()).collect();
+                    SweepError::Fix(format!(
+                        "scenario {} has no fix named {name}; it offers {}",
+                        stats.scenario,
+                        if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(", ")
+                        }
+                    ))
+                })?,
+        };
+    if !fix.load.is_empty() {
+        return Err(SweepError::Fix(format!(
+            "{} is a fix on the clients' side ({}), and a sweep's clients do not retry: compare it with `system-simulator demo --scenario {} --fix {}` or `workshop figures {}`",
+            fix.name,
+            fix.load.join(" "),
+            stats.scenario,
+            fix.name,
+            stats.scenario
+        )));
     }
+    Ok(fix)
 }
 
 /// Runs the sweep; `progress` hears of each run as it starts.

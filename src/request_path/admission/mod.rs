@@ -29,10 +29,11 @@ use std::time::Duration;
 
 use simulator_api::settings::AdmissionKind;
 use simulator_api::Settings;
+use tokio_util::sync::CancellationToken;
 
 use crate::observe::Events;
 
-pub use semaphore::{GateError, GatePermit, PersistGate, MAX_PERMITS};
+pub use semaphore::{GateError, GatePermit, Patience, PersistGate, MAX_PERMITS};
 
 /// The admission strategy in force.
 #[derive(Debug, Clone)]
@@ -99,7 +100,8 @@ pub struct Admitted<P = Permit> {
     pub blocked: bool,
     /// How long it waited.
     pub waited: Duration,
-    /// Refused at once because nothing was free (`when_full = shed`).
+    /// Refused because nothing was free: at once (`when_full = shed`) or after
+    /// waiting `permit_wait_limit`.
     pub shed: bool,
 }
 
@@ -115,13 +117,14 @@ impl Admission {
     }
 
     /// Admits one request with an element of `bytes`, waiting or refusing as
-    /// `settings` say.
+    /// `settings` say; `stop` ends a wait without a permit.
     pub async fn admit(
         &self,
         id: u64,
         events: &Events,
         settings: &Settings,
         bytes: u64,
+        stop: &CancellationToken,
     ) -> Admitted {
         match self {
             Admission::Semaphore(lanes) => {
@@ -130,7 +133,11 @@ impl Admission {
                     .admit_request(
                         id,
                         events,
-                        settings.when_full,
+                        Patience {
+                            when_full: settings.when_full,
+                            wait_limit: settings.permit_wait_limit,
+                            stop,
+                        },
                         weight(bytes, settings, gate.total()),
                     )
                     .await;

@@ -31,6 +31,26 @@ use simulator_api::settings::WhenFull;
 use super::Admitted;
 use crate::observe::Events;
 
+/// How long a blocked request waits for a permit, and what ends the wait early.
+#[derive(Debug, Clone, Copy)]
+pub struct Patience<'a> {
+    /// `shed`: do not wait at all.
+    pub when_full: WhenFull,
+    /// Give up (request-shed) after waiting this long; zero: no limit.
+    pub wait_limit: std::time::Duration,
+    /// Ends the wait without a permit: shutdown's deadline, or the client leaving
+    /// (`on_disconnect = cancel`).
+    pub stop: &'a tokio_util::sync::CancellationToken,
+}
+
+/// Waits until `deadline`, or for ever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The largest capacity the gate accepts: the settings' bound on `permits`, which
 /// is tokio's own semaphore limit (checked when this compiles).
 pub const MAX_PERMITS: usize = simulator_api::settings::MAX_PERMITS as usize;
@@ -133,7 +153,7 @@ impl PersistGate {
         &self,
         id: u64,
         events: &Events,
-        when_full: WhenFull,
+        patience: Patience<'_>,
         weight: usize,
     ) -> Admitted<GatePermit> {
         if let Some(permit) = self.try_admit_many(weight) {
@@ -146,8 +166,8 @@ impl PersistGate {
             };
         }
         events.request_block(id, self.total());
-        if when_full == WhenFull::Shed {
-            events.request_shed(id, self.total());
+        if patience.when_full == WhenFull::Shed {
+            events.request_shed(id, self.total(), std::time::Duration::ZERO);
             return Admitted {
                 permit: None,
                 blocked: true,
@@ -156,17 +176,29 @@ impl PersistGate {
             };
         }
         let wait_started = Instant::now();
-        // Shutdown closes the gate, which ends this wait without a permit.
-        let permit = self.admit_many(weight).await.ok();
+        let limit = match patience.wait_limit.is_zero() {
+            true => None,
+            false => Some(wait_started + patience.wait_limit),
+        };
+        // Shutdown closes the gate, which ends this wait without a permit, as
+        // `stop` does (shutdown's deadline, or the client leaving).
+        let (permit, out_of_patience) = tokio::select! {
+            permit = self.admit_many(weight) => (permit.ok(), false),
+            () = patience.stop.cancelled() => (None, false),
+            () = until(limit) => (None, true),
+        };
         let waited = wait_started.elapsed();
         if permit.is_some() {
             events.request_unblock(id, waited);
+        }
+        if out_of_patience {
+            events.request_shed(id, self.total(), waited);
         }
         Admitted {
             permit,
             blocked: true,
             waited,
-            shed: false,
+            shed: out_of_patience,
         }
     }
 

@@ -175,7 +175,7 @@ impl Backend {
         element: &Element,
         settings: &Settings,
     ) -> Result<(), PersistError> {
-        let first = self.store.persist(id, element, settings);
+        let first = self.store.persist(id, element);
         if settings.hedge_after.is_zero() {
             return first.await;
         }
@@ -184,7 +184,7 @@ impl Backend {
             outcome = &mut first => outcome,
             () = tokio::time::sleep(settings.hedge_after) => {
                 self.events.persist_hedge(id, settings.hedge_after);
-                let second = self.store.persist(id, element, settings);
+                let second = self.store.persist(id, element);
                 tokio::select! {
                     outcome = &mut first => outcome,
                     outcome = second => outcome,

@@ -11,7 +11,9 @@
 //! the simplest form of CoDel's idea that under overload the oldest work is the
 //! least worth doing. Not CoDel itself (no interval, no control law): a fixed
 //! sojourn bound is what a workshop can reason about in one line, and no
-//! maintained crate offers a CoDel queue to build on.
+//! maintained crate offers a CoDel queue to build on. With `on_disconnect =
+//! cancel` a worker also drops an element whose client has gone (`queue-drop`
+//! with limit 0).
 //! The workers are one task running `futures`' `for_each_concurrent` over the
 //! queue, at most `persist_workers` persists at once, each started the moment a
 //! slot frees: persist-start fires when a worker takes an element, so persists in
@@ -20,13 +22,14 @@
 //! it; the depth is `/stats.persists_queued`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use simulator_api::settings::WhenFull;
+use simulator_api::settings::{OnDisconnect, WhenFull};
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::{Backend, HandOffError, Job};
@@ -71,12 +74,19 @@ impl Pool {
                     let waited = queued_at.elapsed();
                     backend.events.queue_dequeue(job.id, waited);
                     let limit = job.settings.queue_wait_limit;
-                    if !limit.is_zero() && waited > limit {
+                    let stale = !limit.is_zero() && waited > limit;
+                    let unwanted = job.settings.on_disconnect == OnDisconnect::Cancel
+                        && job.client.gone();
+                    if stale || unwanted {
+                        let limit = if stale { limit } else { Duration::ZERO };
                         backend.events.queue_drop(job.id, waited, limit);
                         if let Some(notify) = job.notify {
-                            let _ = notify.send(Err(format!(
-                                "dropped after {waited:?} in the queue (queue_wait_limit {limit:?})"
-                            )));
+                            let _ = notify.send(Err(match stale {
+                                true => format!(
+                                    "dropped after {waited:?} in the queue (queue_wait_limit {limit:?})"
+                                ),
+                                false => "dropped from the queue: its client had gone".into(),
+                            }));
                         }
                         // The permit, if the job held one, goes back with it.
                         return;

@@ -10,6 +10,14 @@
 //! `store_concurrency` writes at once (`slots.rs`); the rest wait inside the store.
 //! The media are an enum, not a trait object: two variants, matched in one place,
 //! no allocation per persist.
+//!
+//! The store is the world, and a write meets the world as it is when the write
+//! starts: its latency, its cost per MiB, its faults and the timer come from the
+//! settings in force then (`follow` keeps them), not from those in force when its
+//! request entered the path. A store that has recovered from a slowdown serves
+//! every write after that at its normal speed, however long the write's request
+//! waited for a permit (the retry-storm exercise depends on it: a backlog built
+//! during the slowdown drains at the recovered speed).
 
 mod faults;
 mod files;
@@ -17,6 +25,7 @@ mod slots;
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use simulator_api::Settings;
@@ -43,6 +52,8 @@ pub enum PersistError {
 pub struct Store {
     medium: Medium,
     slots: Slots,
+    /// The settings in force now: the world each write meets.
+    world: RwLock<Arc<Settings>>,
 }
 
 /// What a write does.
@@ -68,25 +79,35 @@ impl Store {
             }
         };
         let slots = Slots::new(settings);
-        Ok((Store { medium, slots }, first_id))
+        let world = RwLock::new(Arc::new(settings.clone()));
+        Ok((
+            Store {
+                medium,
+                slots,
+                world,
+            },
+            first_id,
+        ))
     }
 
-    /// Takes the live settings the store itself holds (`store_concurrency`).
+    /// Takes the live settings the store itself holds (`store_concurrency`) and
+    /// the world the next writes meet.
     pub fn follow(&self, settings: &Settings) {
         self.slots.follow(settings);
+        *self.world.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(settings.clone());
     }
 
-    /// Persists one element, faults included. `settings` are those in force when
-    /// the request entered the path.
-    pub async fn persist(
-        &self,
-        id: u64,
-        element: &Element,
-        settings: &Settings,
-    ) -> Result<(), PersistError> {
+    fn world(&self) -> Arc<Settings> {
+        Arc::clone(&self.world.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Persists one element, faults included, in the world in force when the
+    /// write starts (after any wait for a slot).
+    pub async fn persist(&self, id: u64, element: &Element) -> Result<(), PersistError> {
         // A stalled write keeps its slot until persistence's timeout ends it.
         let _slot = self.slots.enter().await;
-        faults::around(settings, self.write(id, element, settings)).await
+        let world = self.world();
+        faults::around(&world, self.write(id, element, &world)).await
     }
 
     async fn write(
