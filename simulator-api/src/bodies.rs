@@ -301,6 +301,7 @@ mod tests {
             },
             per_client: BTreeMap::from([("permits".into(), 8)]),
             trade_off: None,
+            load: Vec::new(),
         };
         assert_eq!(fix.config_for(1000).unwrap().permits, Some(8000));
         assert!(fix.config_for(usize::MAX).is_err());

@@ -273,8 +273,9 @@ pub async fn check(
         let (target, at) = (target.to_owned(), incident.at);
         tokio::spawn(async move {
             tokio::time::sleep_until(started + at).await;
+            let asked = (started.elapsed(), std::time::SystemTime::now());
             let begun = endpoints::begin_incident(&target).await;
-            (started.elapsed(), begun)
+            (asked, begun)
         })
     });
     let outputs = simulator_clients::Outputs {
@@ -284,7 +285,15 @@ pub async fn check(
     let report = simulator_clients::run_with(&plan, CancellationToken::new(), outputs).await?;
     let incident_end_s = match (trigger, scenario.incident.first()) {
         (Some(trigger), Some(incident)) => match trigger.await? {
-            (at, Ok(_)) => Some((at + incident.lasts).as_secs_f64()),
+            ((at, at_wall), Ok(_)) => {
+                // In the run's own seconds: the run's clock starts after its
+                // connections are open, a little after the check's.
+                let run_start = humantime::parse_rfc3339(&report.started_at).ok();
+                let into_run = run_start
+                    .and_then(|start| at_wall.duration_since(start).ok())
+                    .unwrap_or(at);
+                Some((into_run + incident.lasts).as_secs_f64())
+            }
             (_, Err(e)) => {
                 return Ok(refuse(format!(
                     "the check could not begin the scenario's incident: {e}"
