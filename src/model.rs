@@ -209,18 +209,18 @@ mod tests {
     fn the_retry_storm_is_metastable_by_the_numbers_and_a_budget_is_not() {
         let scenario = Scenario::load("retry-storm").unwrap();
         let model = predict(&scenario.settings(), &scenario);
-        // 16 permits / 50 ms.
-        assert!((model.capacity_per_s.unwrap() - 320.0).abs() < 0.01);
+        // 8 permits / 50 ms.
+        assert!((model.capacity_per_s.unwrap() - 160.0).abs() < 0.01);
         let storm = model.retried.clone().unwrap();
-        assert_eq!(storm.offered_per_s, 224.0, "70 % of the capacity");
+        assert_eq!(storm.offered_per_s, 112.0, "70 % of the capacity");
         assert_eq!(storm.attempts_when_failing, 4.0);
-        assert_eq!(storm.retried_per_s, 896.0);
+        assert_eq!(storm.retried_per_s, 448.0);
         assert_eq!(storm.exceeds_capacity, Some(true));
         let budget = scenario
             .load_with(&["--retry-budget".into(), "10%".into()])
             .unwrap();
         let capped = retried(&model, &budget).unwrap();
-        assert!((capped.retried_per_s - 246.4).abs() < 0.01);
+        assert!((capped.retried_per_s - 123.2).abs() < 0.01);
         assert_eq!(capped.exceeds_capacity, Some(false));
         assert!(retried(&model, &Scenario::original().load).is_none());
     }
