@@ -175,6 +175,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     for command in probes::trace_commands(pid) {
         println!("  {command}");
     }
+    println!("  or watch it in a browser: {url}/live");
     println!();
 
     let cancel = CancellationToken::new();

@@ -104,6 +104,11 @@ pub async fn serve_with(
         let lead = if i == 0 { "trace it:" } else { "" };
         println!("  {lead:<10} {command}");
     }
+    let live_at = match &operator {
+        Some(l) => format!("http://{}", l.local_addr()?),
+        None => format!("http://{addr}"),
+    };
+    println!("  live view (project it for the room): {live_at}/live");
     println!("  stop with Ctrl-C; final counts are printed on exit");
     after_banner(pid, &format!("http://{addr}"));
     tracing::info!(%addr, pid, ?config.permits, "serving");

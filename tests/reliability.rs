@@ -685,6 +685,7 @@ async fn with_cancel_a_client_that_hangs_up_gives_its_place_back_and_nothing_is_
     .await;
     let gone = stats(&client, &server.url).await;
     assert_eq!(gone["requests_cancelled"], 1, "{gone}");
+    assert_eq!(gone["permits_waiting"], 0, "no longer waiting: {gone}");
     assert_eq!(
         gone["persists_started"], 1,
         "nothing started for the gone client: {gone}"
@@ -768,8 +769,8 @@ async fn waiting_at_the_gate(client: &HttpClient, server: &Server) -> TcpStream 
     wait_for(
         client,
         &server.url,
-        "the second request waits at the gate",
-        |s| s["requests_blocked"] == 1,
+        "the second request waits at the gate, counted as waiting",
+        |s| s["requests_blocked"] == 1 && s["permits_waiting"] == 1,
     )
     .await;
     stream

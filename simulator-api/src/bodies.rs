@@ -91,6 +91,10 @@ pub struct Stats {
     pub persists_queued: u64,
     pub permits_available: usize,
     pub permits_total: usize,
+    /// Requests waiting for a permit right now.
+    pub permits_waiting: u64,
+    /// Writes holding one of the store's `store_concurrency` slots (null: no limit).
+    pub store_slots_busy: Option<u64>,
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,

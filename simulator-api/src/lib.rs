@@ -13,6 +13,7 @@ pub mod bodies;
 pub mod delay;
 pub mod events;
 pub mod incident;
+pub mod live;
 pub mod load;
 pub mod max_duration;
 pub mod settings;

@@ -46,6 +46,17 @@ pub async fn switch_scenario(target: &str, name: &str) -> Result<Settings, Endpo
     call(target, Method::PUT, "/admin/config", Bytes::from(body)).await
 }
 
+/// `PUT /admin/check`: tells the server's live view how a `workshop check` of it
+/// goes; returns what the server took.
+pub async fn report_check(
+    target: &str,
+    progress: &simulator_api::live::CheckProgress,
+) -> Result<simulator_api::live::CheckProgress, EndpointError> {
+    let body = serde_json::to_vec(progress)
+        .map_err(|e| EndpointError::Http(format!("PUT {target}/admin/check"), e.to_string()))?;
+    call(target, Method::PUT, "/admin/check", Bytes::from(body)).await
+}
+
 /// `PUT /admin/incident`: begins the scenario's incident now; returns it as in
 /// force. Refused (409) while one is, (400) where the scenario has none.
 pub async fn begin_incident(target: &str) -> Result<simulator_api::IncidentStatus, EndpointError> {

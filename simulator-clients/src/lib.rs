@@ -25,6 +25,7 @@ pub use load::plan::{Arrivals, LoadPlan, Pacing, PayloadSize, PlanError, Stop};
 pub use load::schedule::Schedule;
 pub use load::worker::payload_rng;
 pub use load::{run, run_with, Outputs, RunError};
+pub use reporting::series::Line as SeriesLine;
 pub use reporting::Report;
 pub use scale_out::live::LATENCY_BUCKETS_S;
 pub use scale_out::shard::{Shard, ShardSource};

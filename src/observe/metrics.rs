@@ -31,7 +31,7 @@ const PERMITS_CAPACITY: &str = "isim_permits_capacity";
 
 /// Histogram buckets in seconds: 100 us to 60 s, dense around the default 1-100 ms
 /// so the 60 ms persist and the ~3.5 ms request lifetime both resolve.
-const BUCKETS: [f64; 20] = [
+pub const BUCKETS: [f64; 20] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.035, 0.05, 0.06,
     0.075, 0.1, 0.25, 0.5, 1.0, 5.0, 60.0,
 ];

@@ -370,6 +370,11 @@ impl DataProcessor {
         self.inner.events.counts().snapshot()
     }
 
+    /// The store's slots held right now and its limit (`None`: no limit).
+    pub fn store_slots_busy(&self) -> Option<(usize, usize)> {
+        self.inner.backend.store.slots_busy()
+    }
+
     /// Elements queued for persistence, not yet taken by a worker.
     pub fn queued(&self) -> u64 {
         self.counts().queued()

@@ -1,5 +1,6 @@
 //! Admin routes: change the configuration live, reset the counters, and begin
-//! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`).
+//! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`), and take a
+//! running check's progress for the live view (`PUT /admin/check`).
 //!
 //! `PUT /admin/config` is how a workshop applies a fix (the seed's: more permits)
 //! while scripts are attached, and, with `{"scenario": NAME}`, switches to another
@@ -18,6 +19,7 @@ use axum::response::Response;
 use axum::routing::{post, put};
 use axum::{Json, Router};
 
+use simulator_api::live::CheckProgress;
 use simulator_api::{IncidentStatus, Settings, SettingsUpdate, Stats};
 
 use super::body::TimedBody;
@@ -31,6 +33,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/admin/config", put(update_config))
         .route("/admin/reset", post(reset))
         .route("/admin/incident", put(begin_incident))
+        .route("/admin/check", put(report_check))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
 
@@ -107,6 +110,7 @@ async fn update_config(
         .processor
         .update(&update)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let switched = scenario.as_ref().map(|s| format!("scenario {} ", s.name));
     if let Some(scenario) = scenario {
         tracing::info!(scenario = %scenario.name, "scenario switched");
         state.set_scenario(scenario);
@@ -119,6 +123,10 @@ async fn update_config(
         .map(|(key, value)| format!("{key}={value}"))
         .collect();
     tracing::info!(changed = %changed.join(" "), "configuration changed");
+    state.live.mark(
+        "config",
+        format!("{}{}", switched.unwrap_or_default(), changed.join(" ")),
+    );
     Ok(Json((*now).clone()))
 }
 
@@ -156,6 +164,7 @@ fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
 async fn reset(State(state): State<AppState>) -> Json<Stats> {
     state.processor.events().counts().reset();
     tracing::info!("counters reset");
+    state.live.mark("reset", "counters reset");
     Json(state.stats())
 }
 
@@ -179,3 +188,25 @@ async fn begin_incident(State(state): State<AppState>) -> Result<Json<IncidentSt
             IncidentError::Refused(_) => ApiError::BadRequest(e.to_string()),
         })
 }
+
+/// `workshop check` reports how its check of this server goes, once a second and
+/// at the verdict, for the live view. Nothing else reads it.
+async fn report_check(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    TimedBody(body): TimedBody,
+) -> Result<Json<CheckProgress>, ApiError> {
+    require_json(&headers)?;
+    let progress: CheckProgress = serde_json::from_slice(&body).map_err(bad_json)?;
+    if progress.conditions.len() > MAX_CHECK_CONDITIONS {
+        return Err(ApiError::BadRequest(format!(
+            "a check has at most {MAX_CHECK_CONDITIONS} conditions, got {}",
+            progress.conditions.len()
+        )));
+    }
+    state.live.report_check(progress.clone());
+    Ok(Json(progress))
+}
+
+/// More than any scenario declares; bounds what a caller can make the page hold.
+const MAX_CHECK_CONDITIONS: usize = 32;

@@ -19,6 +19,7 @@ use super::admin;
 use super::answers::{self, Ask};
 use super::body::{parse_element, TimedBody};
 use super::error::ApiError;
+use super::live;
 use super::state::AppState;
 use crate::observe::metrics;
 use crate::request_path::RequestError;
@@ -50,6 +51,7 @@ fn operator_routes(state: AppState) -> Router<AppState> {
         .route("/metrics", get(prometheus))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/scenarios", get(scenarios))
+        .merge(live::stream::routes())
         .merge(admin::routes(state))
 }
 

@@ -1,6 +1,7 @@
 //! Serving: HTTP over our own accept loop, the admin routes, and shutdown.
 //!
-//! `http.rs` holds the routes and `admin.rs` the admin ones, `body.rs` reads request
+//! `http.rs` holds the routes and `admin.rs` the admin ones, `live/` the live
+//! view (`GET /live`), `body.rs` reads request
 //! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop
 //! and its limits, `shutdown.rs` the signals and the final report, `error.rs` the
 //! one place an error becomes a status. This file runs them: bind, serve, and
@@ -37,6 +38,7 @@ pub mod connections;
 pub mod error;
 pub mod http;
 pub mod incidents;
+pub mod live;
 pub mod shutdown;
 pub mod state;
 
@@ -110,6 +112,8 @@ pub async fn run(
     let stop_accepting = CancellationToken::new();
     // The canary stops when accepting does: the drain is no time to measure.
     state.runtime.start(stop_accepting.clone());
+    tokio::spawn(live::sampler::run(state.clone(), stop_accepting.clone()));
+    let live = Arc::clone(&state.live);
     if incident_mode == IncidentMode::Loop {
         let (incidents, state) = (state.incidents.clone(), state.clone());
         let stop = stop_accepting.clone();
@@ -146,6 +150,7 @@ pub async fn run(
 
     shutdown.await;
     stop_accepting.cancel();
+    live.close();
     let deadline = Instant::now() + drain_timeout;
     // Connections finish the request they are on and close, while the processor
     // drains; at the deadline it cuts short what is left, so those requests are

@@ -8,6 +8,7 @@ use simulator_api::Stats;
 use super::answers::Answers;
 use super::connections::ConnectionStats;
 use super::incidents::Incidents;
+use super::live::Live;
 use crate::model;
 use crate::observe::runtime::RuntimeWatch;
 use crate::observe::{machine, process};
@@ -29,6 +30,8 @@ pub struct AppState {
     pub answers: Answers,
     /// The scenario's incidents, begun and ended by the server.
     pub incidents: Incidents,
+    /// The live view's history (`GET /live`).
+    pub live: Arc<Live>,
 }
 
 impl AppState {
@@ -40,6 +43,7 @@ impl AppState {
             connections: Arc::default(),
             runtime: Arc::default(),
             answers: Answers::Shown,
+            live: Arc::default(),
         }
     }
 
@@ -71,6 +75,8 @@ impl AppState {
             persists_queued: p.queued(),
             permits_available: p.admission().available(),
             permits_total: p.admission().total(),
+            permits_waiting: p.admission().waiting() as u64,
+            store_slots_busy: p.store_slots_busy().map(|(busy, _)| busy as u64),
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             runtime: self.runtime.snapshot(counts.work_in_flight()),

@@ -19,6 +19,9 @@
 //! [`Metric::RecoveryS`] reads the clients' goodput second by second. A
 //! client-side fix is the clients' retry flags the attendee changes
 //! (`--client-change`): the ticket's load with those flags, never another rate.
+//!
+//! While it runs, the check tells the server how it goes (`progress.rs`), so the
+//! live view shows the room its conditions and verdict.
 
 use std::time::Duration;
 
@@ -27,6 +30,7 @@ use simulator_api::Counts;
 use simulator_clients::{endpoints, Report};
 use tokio_util::sync::CancellationToken;
 
+use super::progress;
 use crate::scenario::{Condition, Metric, Scenario};
 
 /// The shortest window: the runtime canary's figures cover the last 5 s.
@@ -278,11 +282,16 @@ pub async fn check(
             (asked, begun)
         })
     });
+    let (reporter, lines) =
+        progress::Reporter::start(scenario, target, window, endpoints::stats(target).await?);
     let outputs = simulator_clients::Outputs {
         seconds: trigger.is_some(),
+        lines: Some(lines),
         ..Default::default()
     };
-    let report = simulator_clients::run_with(&plan, CancellationToken::new(), outputs).await?;
+    let report = simulator_clients::run_with(&plan, CancellationToken::new(), outputs).await;
+    reporter.finish().await;
+    let report = report?;
     let incident_end_s = match (trigger, scenario.incident.first()) {
         (Some(trigger), Some(incident)) => match trigger.await? {
             ((at, at_wall), Ok(_)) => {

@@ -17,6 +17,7 @@ pub mod check;
 pub mod confine;
 pub mod figures;
 pub mod fit;
+pub mod progress;
 
 use std::time::Duration;
 
@@ -195,6 +196,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
                 );
             }
             let verdict = check::check(&chosen, &target, window, &change).await?;
+            progress::tell_verdict(&target, window, &verdict).await;
             print!("{}", verdict.render());
             Ok(if verdict.passed() {
                 std::process::ExitCode::SUCCESS

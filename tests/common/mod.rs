@@ -3,6 +3,7 @@
 //! dodge a race.
 #![allow(dead_code)] // each test file uses a different part of the harness
 
+pub mod browser;
 pub mod figures;
 
 use std::io::{BufRead, BufReader, Read};
@@ -54,6 +55,11 @@ impl Server {
     /// `workshop start NAME`: the server as an attendee starts it.
     pub fn start_exercise(name: &str) -> Server {
         Self::spawn(&["workshop", "start", name], "127.0.0.1:0", &[], &[], false)
+    }
+
+    /// `workshop start NAME` on a given loopback address (to restart it there).
+    pub fn start_exercise_on(name: &str, listen: &str) -> Server {
+        Self::spawn(&["workshop", "start", name], listen, &[], &[], false)
     }
 
     /// A server on a given loopback address, e.g. to restart one on its old port.

@@ -144,6 +144,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         series,
         seconds: json.is_some(),
         live: endpoint.as_ref().map(|e| Arc::clone(&e.live)),
+        lines: None,
     };
     let report = crate::run_with(&plan, cancel.clone(), outputs).await?;
     print!("{}", report.render());

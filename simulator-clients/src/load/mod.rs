@@ -43,6 +43,9 @@ pub struct Outputs {
     pub seconds: bool,
     /// Count into these live metrics too (`--metrics-listen`, `live.rs`).
     pub live: Option<Arc<live::LiveMetrics>>,
+    /// Send each second's line here as it ends (`workshop check` reports its
+    /// progress to the server's live view with them).
+    pub lines: Option<tokio::sync::mpsc::UnboundedSender<series::Line>>,
 }
 
 /// One connection per client, opened before the run's clock starts so that the
@@ -133,7 +136,7 @@ pub async fn run_with(
         }
         None => (tokio::time::Instant::now(), None),
     };
-    let intervals = outputs.series.is_some() || outputs.seconds;
+    let intervals = outputs.series.is_some() || outputs.seconds || outputs.lines.is_some();
     let recorder = record::Recorder::new(plan.late_after, intervals).with_live(Arc::clone(&live));
     let shared = Arc::new(worker::RunState::starting(
         plan.clone(),
@@ -141,8 +144,14 @@ pub async fn run_with(
         recorder,
         start,
     ));
-    let seconds = intervals
-        .then(|| series::SeriesWriter::start(Arc::clone(&shared), outputs.series, outputs.seconds));
+    let seconds = intervals.then(|| {
+        let keep = series::Keep {
+            file: outputs.series,
+            seconds: outputs.seconds,
+            lines: outputs.lines,
+        };
+        series::SeriesWriter::start(Arc::clone(&shared), keep)
+    });
     let progress = outputs
         .progress
         .then(|| progress::Progress::start(Arc::clone(&shared)));

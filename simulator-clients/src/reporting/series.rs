@@ -84,12 +84,22 @@ pub async fn create(path: &Path) -> std::io::Result<File> {
     File::create(path).await
 }
 
+/// Where each second goes.
+#[derive(Debug, Default)]
+pub struct Keep {
+    /// Written to this file, a JSON line each.
+    pub file: Option<File>,
+    /// Kept for the report.
+    pub seconds: bool,
+    /// Sent here as each second ends.
+    pub lines: Option<tokio::sync::mpsc::UnboundedSender<Line>>,
+}
+
 impl SeriesWriter {
-    /// Takes the run's intervals each second: writes them to `file` when given,
-    /// keeps them for the report when `keep`.
-    pub fn start(shared: Arc<RunState>, file: Option<File>, keep: bool) -> Self {
+    /// Takes the run's intervals each second, to where `keep` says.
+    pub fn start(shared: Arc<RunState>, keep: Keep) -> Self {
         let stop = CancellationToken::new();
-        let task = tokio::spawn(collect(shared, file, keep, stop.clone()));
+        let task = tokio::spawn(collect(shared, keep, stop.clone()));
         Self { stop, task }
     }
 
@@ -105,12 +115,16 @@ impl SeriesWriter {
 
 async fn collect(
     shared: Arc<RunState>,
-    file: Option<File>,
-    keep: bool,
+    keep: Keep,
     stop: CancellationToken,
 ) -> (Vec<Second>, std::io::Result<()>) {
     let mut kept = Vec::new();
-    let written = collect_into(&shared, file, keep.then_some(&mut kept), stop).await;
+    let Keep {
+        file,
+        seconds,
+        lines,
+    } = keep;
+    let written = collect_into(&shared, file, seconds.then_some(&mut kept), lines, stop).await;
     (kept, written)
 }
 
@@ -118,6 +132,7 @@ async fn collect_into(
     shared: &RunState,
     file: Option<File>,
     mut keep: Option<&mut Vec<Second>>,
+    lines: Option<tokio::sync::mpsc::UnboundedSender<Line>>,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let mut out = file.map(BufWriter::new);
@@ -142,6 +157,10 @@ async fn collect_into(
             break;
         }
         let line = Line::new(t_s, &interval);
+        if let Some(lines) = &lines {
+            // A receiver gone is no reason to stop the series.
+            let _ = lines.send(line.clone());
+        }
         if let Some(out) = out.as_mut() {
             let mut text = serde_json::to_vec(&line)?;
             text.push(b'\n');

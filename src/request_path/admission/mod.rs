@@ -189,6 +189,13 @@ impl Admission {
         }
     }
 
+    /// Requests waiting for a permit right now, in either lane.
+    pub fn waiting(&self) -> usize {
+        match self {
+            Admission::Semaphore(lanes) => lanes.main.waiting() + lanes.small.waiting(),
+        }
+    }
+
     /// The configured capacity, the small lane's included while it is in use.
     pub fn total(&self) -> usize {
         match self {

@@ -21,6 +21,7 @@
 //! persists finish, so that once everything drains `available == total` again.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
@@ -65,6 +66,26 @@ pub struct PersistGate {
 struct Inner {
     semaphore: Arc<Semaphore>,
     sizing: Mutex<Sizing>,
+    /// Requests waiting for a permit right now (the live view's "waiting at the
+    /// gate"; tokio's semaphore does not say how many wait).
+    waiting: AtomicUsize,
+}
+
+/// Counts a request as waiting at the gate for as long as it lives, however the
+/// wait ends (a permit, the limit, the client leaving, or the future dropped).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn begin(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// What the gate should hold (`total`) and how many permits must still be
@@ -103,6 +124,7 @@ impl PersistGate {
                     total: permits,
                     debt: 0,
                 }),
+                waiting: AtomicUsize::new(0),
             }),
         })
     }
@@ -176,6 +198,7 @@ impl PersistGate {
             };
         }
         let wait_started = Instant::now();
+        let waiting = Waiting::begin(&self.inner.waiting);
         let limit = match patience.wait_limit.is_zero() {
             true => None,
             false => Some(wait_started + patience.wait_limit),
@@ -187,6 +210,7 @@ impl PersistGate {
             () = patience.stop.cancelled() => (None, false),
             () = until(limit) => (None, true),
         };
+        drop(waiting);
         let waited = wait_started.elapsed();
         if permit.is_some() {
             events.request_unblock(id, waited);
@@ -233,6 +257,11 @@ impl PersistGate {
     /// The configured capacity.
     pub fn total(&self) -> usize {
         self.inner.sizing().total
+    }
+
+    /// Requests waiting for a permit right now.
+    pub fn waiting(&self) -> usize {
+        self.inner.waiting.load(Ordering::Relaxed)
     }
 
     /// Permits free right now (0 while requests are blocked).

@@ -90,6 +90,11 @@ impl Store {
         ))
     }
 
+    /// The slots held right now and the limit (`slots.rs`).
+    pub fn slots_busy(&self) -> Option<(usize, usize)> {
+        self.slots.busy()
+    }
+
     /// Takes the live settings the store itself holds (`store_concurrency`) and
     /// the world the next writes meet.
     pub fn follow(&self, settings: &Settings) {

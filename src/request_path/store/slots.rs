@@ -41,6 +41,14 @@ impl Slots {
         }
     }
 
+    /// Slots held right now and the limit, or `None` without a limit. Writes still
+    /// holding a slot of a limit just replaced are not counted.
+    pub fn busy(&self) -> Option<(usize, usize)> {
+        let current = self.current.read().unwrap_or_else(|p| p.into_inner());
+        let (limit, gate) = (current.0, current.1.as_ref()?);
+        Some((limit.saturating_sub(gate.available_permits()), limit))
+    }
+
     /// Waits for a free slot; hold what it returns for the whole write.
     pub async fn enter(&self) -> Option<OwnedSemaphorePermit> {
         let gate = self

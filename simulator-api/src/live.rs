@@ -1,0 +1,147 @@
+//! The live view's stream (`GET /live/events`, docs/api.md): what the server
+//! sends its `/live` page once a second, and what `workshop check` tells the
+//! server about the check it is running (`PUT /admin/check`), so the page can show
+//! the conditions beside the charts.
+//!
+//! Every figure is read from what `/stats` and `/metrics` already keep: a
+//! second's counts are the difference of two `/stats` snapshots a second apart,
+//! the request-lifetime heatmap the difference of the cumulative buckets of
+//! `isim_request_lifetime_seconds`. Nothing here is a second bookkeeping.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Counts;
+
+/// The request-lifetime heatmap's buckets: the upper bounds in seconds of
+/// `isim_request_lifetime_seconds` (Prometheus `le`), in order; one more bucket
+/// (+Inf) follows them in every [`LiveSecond::lifetime`].
+pub type BucketBounds = Vec<f64>;
+
+/// One second of the server, as the live view draws it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveSecond {
+    /// Seconds since the server started, at the end of this second.
+    pub t: u64,
+    /// Wall clock at the end of this second, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What happened during this second: `/stats` counts now minus a second ago
+    /// (a reset in between counts from the reset).
+    pub counts: Counts,
+    /// The parts' state at the end of this second.
+    pub now: PartsNow,
+    /// The model's capacity in requests a second for the configuration in force
+    /// (`/stats.model.capacity_per_s`), so a fix's new capacity shows where it began.
+    pub capacity_per_s: Option<f64>,
+    /// Requests that ended this second, per lifetime bucket (one more than the
+    /// bounds: the last is +Inf).
+    pub lifetime: Vec<u64>,
+    /// Percentiles of this second's request lifetimes in ms, interpolated within a
+    /// bucket as PromQL's `histogram_quantile` does; null when none ended.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub p999_ms: Option<f64>,
+}
+
+/// Each part of the request path right now, as the diagram annotates it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PartsNow {
+    pub requests_in_flight: u64,
+    /// Permits held, of `permits_total`.
+    pub permits_in_use: u64,
+    pub permits_total: u64,
+    /// Requests waiting for a permit at the gate.
+    pub permits_waiting: u64,
+    pub work_in_flight: u64,
+    /// Elements in the persistence queue, not yet started (pool only).
+    pub persists_queued: u64,
+    pub persists_in_flight: u64,
+    /// Writes holding one of the store's `store_concurrency` slots (null: no limit).
+    pub store_slots_busy: Option<u64>,
+    pub store_slots_total: u64,
+    /// The timer canary's lateness p99 over its last window, microseconds.
+    pub canary_late_p99_us: u64,
+    /// Share of the async workers' time spent busy over the canary's window.
+    pub busy_share: f64,
+    /// Connections open on the data port.
+    pub connections_open: u64,
+    pub incident_active: bool,
+}
+
+/// A moment worth a line on every chart: a configuration change, a reset, the
+/// server's start, an incident's edges, a check's start and verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveMarker {
+    /// Seconds since the server started (fractional).
+    pub t: f64,
+    pub at_ms: u64,
+    /// `start`, `config`, `reset`, `incident` or `check`.
+    pub kind: String,
+    /// What changed, in the words of the server's log (`permits=1080`).
+    pub label: String,
+}
+
+/// The scenario in force and what the model makes of the configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveScenario {
+    pub name: String,
+    /// Settings whose value differs from the scenario's own, as `key=value`: the
+    /// fixes applied (and anything else changed).
+    pub changed: Vec<String>,
+    /// The model's capacity in requests a second (`/stats.model`).
+    pub capacity_per_s: f64,
+    /// What limits it, or the answers-hidden notice during an exercise.
+    pub limited_by: String,
+}
+
+/// `event: hello`, the first event of every stream: the history so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveHello {
+    /// When this server started (ms since the epoch): a new value means a restart.
+    pub started_ms: u64,
+    pub lifetime_bounds_s: BucketBounds,
+    /// Up to [`HISTORY_SECONDS`] seconds, oldest first.
+    pub history: Vec<LiveSecond>,
+    pub tick: LiveTick,
+}
+
+/// `event: second`, once a second after the hello.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveTick {
+    /// The second just ended (absent in a hello sent before the first).
+    pub second: Option<LiveSecond>,
+    /// `/stats` counts at the end of it, the figures the page shows as totals.
+    pub totals: Counts,
+    pub scenario: LiveScenario,
+    /// Every marker still in the history, oldest first.
+    pub markers: Vec<LiveMarker>,
+    /// The check reported last, if one ran in the history.
+    pub check: Option<CheckProgress>,
+}
+
+/// How many seconds the server keeps for the live view: 10 minutes.
+pub const HISTORY_SECONDS: usize = 600;
+
+/// `PUT /admin/check`: a `workshop check` running against this server, as the
+/// check reports it once a second and at its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckProgress {
+    pub scenario: String,
+    /// The check's window and how far into it the check is.
+    pub window_s: f64,
+    pub elapsed_s: f64,
+    pub conditions: Vec<CheckCondition>,
+    /// Null while the check runs; then `solved`, `not yet` or `not checked: why`.
+    pub verdict: Option<String>,
+    pub passed: Option<bool>,
+}
+
+/// One condition of a check, with its value so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckCondition {
+    pub label: String,
+    /// `below 0.05`, `above 120`.
+    pub bound: String,
+    /// The value so far (null: measured only at the end).
+    pub value: Option<f64>,
+    pub holds: Option<bool>,
+}

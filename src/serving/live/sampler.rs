@@ -1,0 +1,242 @@
+//! Once a second, one [`LiveSecond`] from what the server already keeps: the
+//! counts are the difference of two `/stats` snapshots, the parts' state is the
+//! later snapshot's, and the request-lifetime heatmap is the difference of the
+//! cumulative buckets of `isim_request_lifetime_seconds` in the `/metrics`
+//! rendering (the Prometheus recorder has no other way to read a histogram back).
+//!
+//! The recorder is process-wide: where several servers share a process (tests,
+//! the demo's second server), the heatmap shows all of their requests, as
+//! `/metrics` does; the counts are this server's own.
+
+use std::time::Duration;
+
+use simulator_api::live::{LiveScenario, LiveSecond, LiveTick, PartsNow};
+use simulator_api::{Stats, SETTINGS};
+use tokio_util::sync::CancellationToken;
+
+use super::now_ms;
+use crate::observe::metrics;
+use crate::serving::answers::{self, Answers};
+use crate::serving::state::AppState;
+
+/// The histogram the heatmap draws.
+pub const LIFETIME_METRIC: &str = "isim_request_lifetime_seconds";
+
+/// Samples `state` every second until `stop`.
+pub async fn run(state: AppState, stop: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await;
+    let mut last = Sample::take(&state);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let next = Sample::take(&state);
+        let t = state.live.elapsed_s().round() as u64;
+        let second = next.second_since(&last, t);
+        if second.counts.incidents_started > 0 {
+            let summary = next.stats.incident.as_ref().map(|i| i.summary.clone());
+            state.live.mark(
+                "incident",
+                format!("incident begins: {}", summary.unwrap_or_default()),
+            );
+        }
+        if second.counts.incidents_ended > 0 {
+            state.live.mark("incident", "incident ends");
+        }
+        state.live.push(tick(&state, Some(second), &next.stats));
+        last = next;
+    }
+}
+
+/// The tick a viewer gets for `stats`: totals, the scenario and (from the
+/// history) the markers and the check.
+pub fn tick(state: &AppState, second: Option<LiveSecond>, stats: &Stats) -> LiveTick {
+    LiveTick {
+        second,
+        totals: stats.counts,
+        scenario: scenario_of(state, stats),
+        markers: Vec::new(),
+        check: None,
+    }
+}
+
+fn scenario_of(state: &AppState, stats: &Stats) -> LiveScenario {
+    // Live settings only: a fix is a live change, and the addresses a server was
+    // started on (listen, admin_listen) are no change to the scenario.
+    let own = state.scenario().settings().texts();
+    let changed = stats
+        .config
+        .texts()
+        .into_iter()
+        .zip(own)
+        .zip(SETTINGS)
+        .filter(|(((_, now), (_, was)), info)| info.live && now != was)
+        .map(|(((key, now), _), _)| format!("{key}={now}"))
+        .collect();
+    LiveScenario {
+        name: stats.scenario.clone(),
+        changed,
+        capacity_per_s: stats.model.capacity_per_s.unwrap_or(0.0),
+        limited_by: match state.answers {
+            Answers::Shown => stats.model.limited_by.clone(),
+            Answers::Hidden => answers::HIDDEN.to_owned(),
+        },
+    }
+}
+
+/// One reading of the server.
+struct Sample {
+    stats: Stats,
+    /// Cumulative request-lifetime counts per bucket, +Inf last.
+    lifetime: Vec<u64>,
+}
+
+impl Sample {
+    fn take(state: &AppState) -> Self {
+        let stats = state.stats();
+        let lifetime = metrics::handle()
+            .map(|h| cumulative_buckets(&h.render(), LIFETIME_METRIC))
+            .unwrap_or_default();
+        Self { stats, lifetime }
+    }
+
+    fn second_since(&self, earlier: &Sample, t: u64) -> LiveSecond {
+        let s = &self.stats;
+        // The histogram appears in the rendering with its first sample: until
+        // then, every bucket was 0.
+        let lifetime: Vec<u64> = match earlier.lifetime.len() {
+            0 => per_bucket(&self.lifetime),
+            n if n == self.lifetime.len() => {
+                let cumulative: Vec<u64> = self
+                    .lifetime
+                    .iter()
+                    .zip(&earlier.lifetime)
+                    .map(|(now, was)| now.saturating_sub(*was))
+                    .collect();
+                per_bucket(&cumulative)
+            }
+            _ => vec![0; self.lifetime.len()],
+        };
+        let bounds = lifetime_bounds();
+        let q = |p| quantile(&bounds, &lifetime, p).map(|s| s * 1e3);
+        LiveSecond {
+            t,
+            at_ms: now_ms(),
+            counts: s.counts.since(&earlier.stats.counts),
+            now: parts_now(s),
+            capacity_per_s: s.model.capacity_per_s,
+            p50_ms: q(0.5),
+            p99_ms: q(0.99),
+            p999_ms: q(0.999),
+            lifetime,
+        }
+    }
+}
+
+fn parts_now(s: &Stats) -> PartsNow {
+    PartsNow {
+        requests_in_flight: s.requests_in_flight,
+        permits_in_use: s.permits_total.saturating_sub(s.permits_available) as u64,
+        permits_total: s.permits_total as u64,
+        permits_waiting: s.permits_waiting,
+        work_in_flight: s.runtime.work_in_flight,
+        persists_queued: s.persists_queued,
+        persists_in_flight: s.persists_in_flight,
+        store_slots_busy: s.store_slots_busy,
+        store_slots_total: s.config.store_concurrency as u64,
+        canary_late_p99_us: s.runtime.late_p99_us,
+        busy_share: s.runtime.busy_share,
+        connections_open: s.connections.open,
+        incident_active: s.incident.is_some(),
+    }
+}
+
+/// The heatmap's bucket bounds in seconds (the histogram's, without +Inf).
+pub fn lifetime_bounds() -> Vec<f64> {
+    metrics::BUCKETS.to_vec()
+}
+
+/// The cumulative counts of `metric`'s buckets in a Prometheus text rendering,
+/// in the order written (ascending `le`, +Inf last). Empty when absent.
+pub fn cumulative_buckets(text: &str, metric: &str) -> Vec<u64> {
+    let prefix = format!("{metric}_bucket{{");
+    text.lines()
+        .filter(|line| line.starts_with(&prefix))
+        .filter_map(|line| line.rsplit_once(' '))
+        .filter_map(|(_, value)| value.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .collect()
+}
+
+/// Cumulative counts to counts per bucket.
+fn per_bucket(cumulative: &[u64]) -> Vec<u64> {
+    let mut below = 0;
+    cumulative
+        .iter()
+        .map(|&c| {
+            let n = c.saturating_sub(below);
+            below = below.max(c);
+            n
+        })
+        .collect()
+}
+
+/// The `p` quantile of counts per bucket, linear within its bucket as PromQL's
+/// `histogram_quantile`; in the +Inf bucket, the highest bound.
+pub fn quantile(bounds: &[f64], counts: &[u64], p: f64) -> Option<f64> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = p * total as f64;
+    let mut below = 0u64;
+    for (i, &n) in counts.iter().enumerate() {
+        if n > 0 && (below + n) as f64 >= rank {
+            let Some(&upper) = bounds.get(i) else {
+                return bounds.last().copied();
+            };
+            let lower = if i == 0 { 0.0 } else { bounds[i - 1] };
+            let within = (rank - below as f64) / n as f64;
+            return Some(lower + (upper - lower) * within.clamp(0.0, 1.0));
+        }
+        below += n;
+    }
+    bounds.last().copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "# TYPE isim_request_lifetime_seconds histogram
+isim_request_lifetime_seconds_bucket{le=\"0.001\"} 2
+isim_request_lifetime_seconds_bucket{le=\"0.01\"} 7
+isim_request_lifetime_seconds_bucket{le=\"+Inf\"} 10
+isim_request_lifetime_seconds_sum 0.5
+isim_request_lifetime_seconds_count 10
+isim_permit_wait_seconds_bucket{le=\"0.001\"} 99
+";
+
+    #[test]
+    fn buckets_are_read_for_the_metric_asked_only() {
+        assert_eq!(cumulative_buckets(TEXT, LIFETIME_METRIC), vec![2, 7, 10]);
+        assert_eq!(per_bucket(&[2, 7, 10]), vec![2, 5, 3]);
+        assert!(cumulative_buckets(TEXT, "isim_nothing_seconds").is_empty());
+    }
+
+    #[test]
+    fn quantiles_interpolate_within_their_bucket() {
+        let bounds = [0.001, 0.01];
+        // 2 below 1 ms, 5 in 1-10 ms, 3 above.
+        let counts = [2, 5, 3];
+        assert_eq!(quantile(&bounds, &counts, 0.1), Some(0.0005));
+        let median = quantile(&bounds, &counts, 0.5).unwrap();
+        assert!((median - 0.0064).abs() < 1e-9, "{median}");
+        // In the +Inf bucket: the highest bound, as histogram_quantile says.
+        assert_eq!(quantile(&bounds, &counts, 0.99), Some(0.01));
+        assert_eq!(quantile(&bounds, &[0, 0, 0], 0.5), None);
+    }
+}

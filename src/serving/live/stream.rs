@@ -1,0 +1,132 @@
+//! `GET /live` and `GET /live/events`: the page, and its stream of server-sent
+//! events: `hello` (the history so far) once, then `second` once a second
+//! (docs/api.md has the JSON). Read-only, on the data port and the operator's.
+//!
+//! A viewer that cannot keep up with [`super::VIEWER_BACKLOG`] seconds is
+//! disconnected; every stream ends when the server stops accepting, so an open
+//! page never holds up a shutdown.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::get;
+use axum::Router;
+use futures::stream::{self, Stream, StreamExt};
+use simulator_api::live::LiveHello;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{page, sampler};
+use crate::serving::state::AppState;
+
+/// How soon a page's browser reconnects after its stream ends.
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/live", get(page::serve))
+        .route("/live/events", get(events))
+}
+
+async fn events(
+    State(state): State<AppState>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let mut tick = sampler::tick(&state, None, &state.stats());
+    let (history, receiver) = state.live.join(&mut tick);
+    let hello = LiveHello {
+        started_ms: state.live.started_ms(),
+        lifetime_bounds_s: sampler::lifetime_bounds(),
+        history,
+        tick,
+    };
+    // `retry`: a page reconnects a second after its stream ends (a restart).
+    let hello = Event::default()
+        .event("hello")
+        .retry(RECONNECT_AFTER)
+        .json_data(&hello)
+        .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
+    let closed = state.live.closed();
+    let seconds = stream::unfold(receiver, move |mut receiver| {
+        let closed = closed.clone();
+        async move {
+            let next = tokio::select! {
+                () = closed.cancelled() => return None,
+                next = receiver.recv() => next,
+            };
+            match next {
+                Ok(text) => Some((Event::default().event("second").data(&*text), receiver)),
+                // Too slow for the backlog: dropped; the page reconnects.
+                Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => None,
+            }
+        }
+    });
+    Sse::new(stream::once(async { hello }).chain(seconds).map(Ok)).keep_alive(KeepAlive::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::response::IntoResponse;
+    use http_body_util::BodyExt;
+    use simulator_api::Settings;
+
+    use super::*;
+    use crate::request_path::DataProcessor;
+    use crate::scenario::Scenario;
+    use crate::serving::live::VIEWER_BACKLOG;
+
+    fn state() -> AppState {
+        let processor = DataProcessor::new(&Settings::default()).unwrap();
+        AppState::new(processor, Scenario::load("semaphore-starvation").unwrap())
+    }
+
+    async fn next_event(body: &mut Body) -> Option<String> {
+        let frame = body.frame().await?.unwrap();
+        Some(String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap())
+    }
+
+    async fn viewer(state: &AppState) -> Body {
+        let mut body = events(State(state.clone()))
+            .await
+            .into_response()
+            .into_body();
+        let hello = next_event(&mut body).await.unwrap();
+        assert!(hello.starts_with("event: hello\n"), "{hello}");
+        body
+    }
+
+    fn second(state: &AppState) {
+        state.live.push(sampler::tick(state, None, &state.stats()));
+    }
+
+    #[tokio::test]
+    async fn a_viewer_that_keeps_up_gets_every_second() {
+        let state = state();
+        let mut body = viewer(&state).await;
+        for _ in 0..3 * VIEWER_BACKLOG {
+            second(&state);
+            let event = next_event(&mut body).await.unwrap();
+            assert!(event.starts_with("event: second\n"), "{event}");
+        }
+        state.live.close();
+        assert_eq!(
+            next_event(&mut body).await,
+            None,
+            "the stream ends with the server"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_viewer_that_falls_behind_is_dropped_not_buffered() {
+        let state = state();
+        let mut slow = viewer(&state).await;
+        for _ in 0..VIEWER_BACKLOG + 2 {
+            second(&state);
+        }
+        assert_eq!(state.live.viewers(), 1);
+        // Its seconds were not kept for it: the stream ends instead.
+        assert_eq!(next_event(&mut slow).await, None);
+        assert_eq!(state.live.viewers(), 0);
+    }
+}

@@ -1,0 +1,181 @@
+//! The check's progress, told to the server it checks (`PUT /admin/check`), so
+//! the live view (`GET /live`) shows the room each condition with its value so
+//! far and then the verdict. Best effort: a server that does not take it (an
+//! older one, an admin token the check was not given) costs one warning, never
+//! the check.
+//!
+//! Values so far are the ones the server alone can give each second (blocked
+//! share, persists a second and the backlog's growth from the `/stats` counts
+//! since the window began; the canary and busy share as `/stats` has them) and
+//! the answered share from the clients' seconds. The latency percentile and the
+//! recovery are measured once the window is whole: shown as "at the end".
+
+use std::time::Duration;
+
+use simulator_api::live::{CheckCondition, CheckProgress};
+use simulator_api::{Counts, Stats};
+use simulator_clients::endpoints;
+use simulator_clients::SeriesLine as Line;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::check::Verdict;
+use crate::scenario::{Condition, Metric, Scenario};
+
+/// Reports once a second while the check's load runs.
+#[derive(Debug)]
+pub struct Reporter {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Reporter {
+    /// Starts reporting; send the run's seconds to what it returns beside it.
+    pub fn start(
+        scenario: &Scenario,
+        target: &str,
+        window: Duration,
+        start: Stats,
+    ) -> (Self, mpsc::UnboundedSender<Line>) {
+        let (lines, seconds) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let run = Run {
+            scenario: scenario.name.clone(),
+            conditions: scenario.check.clone(),
+            target: target.to_owned(),
+            window,
+            start,
+        };
+        let task = tokio::spawn(run.report_each_second(seconds, stop.clone()));
+        (Self { stop, task }, lines)
+    }
+
+    pub async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+struct Run {
+    scenario: String,
+    conditions: Vec<Condition>,
+    target: String,
+    window: Duration,
+    start: Stats,
+}
+
+impl Run {
+    async fn report_each_second(
+        self,
+        mut seconds: mpsc::UnboundedReceiver<Line>,
+        stop: CancellationToken,
+    ) {
+        let began = tokio::time::Instant::now();
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        let (mut sent, mut errors) = (0u64, 0u64);
+        let mut warned = false;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = every.tick() => {}
+            }
+            while let Ok(line) = seconds.try_recv() {
+                sent += line.sent;
+                errors += line.errors;
+            }
+            let Ok(now) = endpoints::stats(&self.target).await else {
+                continue;
+            };
+            let elapsed = began.elapsed().as_secs_f64();
+            let so_far = SoFar {
+                counts: now.counts.since(&self.start.counts),
+                now: &now,
+                elapsed,
+                ok_share: (sent > 0).then(|| sent.saturating_sub(errors) as f64 / sent as f64),
+            };
+            let progress = CheckProgress {
+                scenario: self.scenario.clone(),
+                window_s: self.window.as_secs_f64(),
+                elapsed_s: elapsed,
+                conditions: self
+                    .conditions
+                    .iter()
+                    .map(|c| condition(c, so_far.value(c.metric)))
+                    .collect(),
+                verdict: None,
+                passed: None,
+            };
+            if let Err(e) = endpoints::report_check(&self.target, &progress).await {
+                if !std::mem::replace(&mut warned, true) {
+                    eprintln!("note: the server's live view does not show this check: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// What can be said of the window so far.
+struct SoFar<'a> {
+    counts: Counts,
+    now: &'a Stats,
+    elapsed: f64,
+    ok_share: Option<f64>,
+}
+
+impl SoFar<'_> {
+    fn value(&self, metric: Metric) -> Option<f64> {
+        let per_s = |n: f64| n / self.elapsed.max(1e-9);
+        match metric {
+            Metric::BlockedShare => Some(self.counts.blocked_share()),
+            Metric::PersistsPerS => Some(per_s(self.counts.persists_done as f64)),
+            Metric::InFlightGrowthPerS => Some(per_s(
+                self.counts.persists_started as f64 - self.counts.persists_done as f64,
+            )),
+            Metric::CanaryP99Ms => Some(self.now.runtime.late_p99_us as f64 / 1e3),
+            Metric::BusyShare => Some(self.now.runtime.busy_share),
+            Metric::OkShare => self.ok_share,
+            Metric::P99Ms | Metric::RecoveryS => None,
+        }
+    }
+}
+
+fn condition(c: &Condition, value: Option<f64>) -> CheckCondition {
+    CheckCondition {
+        label: c.metric.label().to_owned(),
+        bound: c.bound_text(),
+        value,
+        holds: value.map(|v| c.holds(v)),
+    }
+}
+
+/// Tells the server the verdict (best effort, as above).
+pub async fn tell_verdict(target: &str, window: Duration, verdict: &Verdict) {
+    let (text, conditions) = match &verdict.refused {
+        Some(why) => (format!("not checked: {why}"), Vec::new()),
+        None => (
+            if verdict.passed() {
+                "solved"
+            } else {
+                "not yet"
+            }
+            .to_owned(),
+            verdict
+                .measured
+                .iter()
+                .map(|m| condition(&m.condition, Some(m.value)))
+                .collect(),
+        ),
+    };
+    let progress = CheckProgress {
+        scenario: verdict.scenario.clone(),
+        window_s: window.as_secs_f64(),
+        elapsed_s: window.as_secs_f64(),
+        conditions,
+        verdict: Some(text),
+        passed: Some(verdict.passed()),
+    };
+    if let Err(e) = endpoints::report_check(target, &progress).await {
+        eprintln!("note: the server's live view does not show this verdict: {e}");
+    }
+}

@@ -1,0 +1,179 @@
+//! The live view (`GET /live`) in a real browser: headless Chromium over
+//! WebDriver (tests/common/browser.rs), against the real server in the
+//! semaphore-starvation exercise under its ticket's load. Everything is read from
+//! the rendered page, not from the stream: its numbers against `/stats`, the
+//! marker of a fix, a running check's conditions and verdict, and the page
+//! coming back by itself after the server restarts.
+//!
+//! With `LIVE_VIEW_SCREENSHOTS=DIR` the test also writes the page before and
+//! after the fix there (docs/workshop/README.md shows them:
+//! `LIVE_VIEW_SCREENSHOTS=docs/workshop/live cargo test --release --test live_view`).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::browser::{self, Browser};
+use common::{client, put_json, skip_or_fail, stats, wait_child, Server, BIN};
+
+fn free_loopback() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+async fn number(b: &Browser, id: &str) -> f64 {
+    let script = format!("return +document.getElementById({id:?}).dataset.value;");
+    b.eval(&script).await.as_f64().unwrap_or(f64::NAN)
+}
+
+fn screenshots() -> Option<std::path::PathBuf> {
+    std::env::var_os("LIVE_VIEW_SCREENSHOTS").map(Into::into)
+}
+
+/// With screenshots asked for, lets the charts fill for `seconds` first (for the
+/// picture only: nothing is asserted after it that needs the time), then takes one.
+async fn screenshot(b: &Browser, name: &str, seconds: u64) {
+    if let Some(dir) = screenshots() {
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+        std::fs::create_dir_all(&dir).unwrap();
+        b.screenshot(&dir.join(name)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_the_exercise_live_in_a_real_browser() {
+    if let Some(why) = browser::missing() {
+        return skip_or_fail(&why);
+    }
+    let listen = free_loopback();
+    let server = Server::start_exercise_on("semaphore-starvation", &listen);
+    let base = server.url.clone();
+    let http = client();
+    let mut load = Command::new(BIN)
+        .args([
+            "clients",
+            "--target",
+            &base,
+            "--n",
+            "135",
+            "--think-time",
+            "1s",
+        ])
+        .args([
+            "--duration",
+            if screenshots().is_some() {
+                "75s"
+            } else {
+                "16s"
+            },
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sim-clients starts");
+
+    let page = Browser::start(1600, 2000).await;
+    page.goto(&format!("{base}/live?span=60")).await;
+    let within = Duration::from_secs(20);
+    page.wait_for(
+        "the stream and a second with requests",
+        "return document.getElementById('status').textContent === 'live' && +document.getElementById('v-done-total').dataset.value > 0;",
+        within,
+    )
+    .await;
+    assert_eq!(page.text("scenario").await, "semaphore-starvation");
+
+    // The plateau: every permit in use and requests waiting at the gate.
+    page.wait_for(
+        "requests waiting at the gate",
+        "return +document.getElementById('v-waiting').dataset.value > 0;",
+        within,
+    )
+    .await;
+    let (shown, now) = (
+        number(&page, "v-done-total").await,
+        stats(&http, &base).await,
+    );
+    let done = now["requests_done"].as_f64().unwrap();
+    // The page shows the last second's end; /stats is read just after: at most
+    // about a second of requests apart (the plateau is ~130/s), never ahead.
+    assert!(
+        shown <= done && done - shown <= 300.0,
+        "page {shown} against /stats {done}"
+    );
+    assert!(page.text("v-permits").await.ends_with("/ 8"));
+    let badge = page.text("badge-admission").await;
+    assert!(
+        badge.starts_with("permits ") && badge.contains("waiting"),
+        "{badge}"
+    );
+    screenshot(&page, "before-fix.png", 25).await;
+
+    // The fix, live: a marker labelled with it, and the gate no longer waited on.
+    let r = put_json(
+        &http,
+        &format!("{base}/admin/config"),
+        r#"{"permits": 1080}"#,
+    )
+    .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    page.wait_for(
+        "the fix's marker",
+        "return [...document.querySelectorAll('#markers li')].some(li => li.textContent.includes('permits=1080'));",
+        within,
+    )
+    .await;
+    page.wait_for(
+        "the new capacity and no one waiting",
+        "return document.getElementById('v-permits').textContent.endsWith('/ 1080') && +document.getElementById('v-waiting').dataset.value === 0;",
+        within,
+    )
+    .await;
+    assert!(page.text("changed").await.contains("permits=1080"));
+    screenshot(&page, "after-fix.png", 25).await;
+    wait_child(&mut load, Duration::from_secs(90));
+
+    // A check against the server: its conditions while it runs, then its verdict.
+    let mut check = Command::new(BIN)
+        .args([
+            "workshop",
+            "check",
+            "semaphore-starvation",
+            "--target",
+            &base,
+        ])
+        .args(["--duration", "6s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("workshop check starts");
+    page.wait_for(
+        "the running check's conditions",
+        "return document.getElementById('verdict').textContent === 'running…' && document.querySelectorAll('#check-rows tr').length === 3;",
+        within,
+    )
+    .await;
+    let status = wait_child(&mut check, Duration::from_secs(60));
+    assert!(status.success(), "the check of a fixed server passes");
+    page.wait_for(
+        "the verdict",
+        "return document.getElementById('verdict').textContent === 'solved';",
+        within,
+    )
+    .await;
+
+    // A restart: the page says it is disconnected, then comes back by itself.
+    let (_, _) = server.terminate(Duration::from_secs(30));
+    page.wait_for(
+        "that it is disconnected",
+        "return document.getElementById('status').textContent.startsWith('disconnected');",
+        within,
+    )
+    .await;
+    let _again = Server::start_exercise_on("semaphore-starvation", &listen);
+    page.wait_for(
+        "the restarted server",
+        "return document.getElementById('status').textContent === 'live (server restarted)' && document.getElementById('v-permits').textContent.endsWith('/ 8');",
+        within,
+    )
+    .await;
+}
