@@ -171,6 +171,28 @@ impl Verdict {
         self.refused.is_none() && !self.measured.is_empty() && self.measured.iter().all(|m| m.holds)
     }
 
+    /// The verdict as the server's live view shows it (`progress.rs`).
+    pub fn as_progress(&self, window: Duration) -> simulator_api::live::CheckProgress {
+        let (text, conditions) = match &self.refused {
+            Some(why) => (format!("not checked: {why}"), Vec::new()),
+            None => (
+                if self.passed() { "solved" } else { "not yet" }.to_owned(),
+                self.measured
+                    .iter()
+                    .map(|m| progress::condition(&m.condition, Some(m.value)))
+                    .collect(),
+            ),
+        };
+        simulator_api::live::CheckProgress {
+            scenario: self.scenario.clone(),
+            window_s: window.as_secs_f64(),
+            elapsed_s: window.as_secs_f64(),
+            conditions,
+            verdict: Some(text),
+            passed: Some(self.passed()),
+        }
+    }
+
     /// The lines `workshop check` prints.
     pub fn render(&self) -> String {
         let mut out = String::new();

@@ -196,7 +196,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
                 );
             }
             let verdict = check::check(&chosen, &target, window, &change).await?;
-            progress::tell_verdict(&target, window, &verdict).await;
+            progress::tell_verdict(&target, &verdict.as_progress(window)).await;
             print!("{}", verdict.render());
             Ok(if verdict.passed() {
                 std::process::ExitCode::SUCCESS

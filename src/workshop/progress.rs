@@ -20,7 +20,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::check::Verdict;
 use crate::scenario::{Condition, Metric, Scenario};
 
 /// Reports once a second while the check's load runs.
@@ -140,7 +139,8 @@ impl SoFar<'_> {
     }
 }
 
-fn condition(c: &Condition, value: Option<f64>) -> CheckCondition {
+/// A condition as the live view shows it, with its value so far or measured.
+pub fn condition(c: &Condition, value: Option<f64>) -> CheckCondition {
     CheckCondition {
         label: c.metric.label().to_owned(),
         bound: c.bound_text(),
@@ -150,32 +150,8 @@ fn condition(c: &Condition, value: Option<f64>) -> CheckCondition {
 }
 
 /// Tells the server the verdict (best effort, as above).
-pub async fn tell_verdict(target: &str, window: Duration, verdict: &Verdict) {
-    let (text, conditions) = match &verdict.refused {
-        Some(why) => (format!("not checked: {why}"), Vec::new()),
-        None => (
-            if verdict.passed() {
-                "solved"
-            } else {
-                "not yet"
-            }
-            .to_owned(),
-            verdict
-                .measured
-                .iter()
-                .map(|m| condition(&m.condition, Some(m.value)))
-                .collect(),
-        ),
-    };
-    let progress = CheckProgress {
-        scenario: verdict.scenario.clone(),
-        window_s: window.as_secs_f64(),
-        elapsed_s: window.as_secs_f64(),
-        conditions,
-        verdict: Some(text),
-        passed: Some(verdict.passed()),
-    };
-    if let Err(e) = endpoints::report_check(target, &progress).await {
+pub async fn tell_verdict(target: &str, verdict: &CheckProgress) {
+    if let Err(e) = endpoints::report_check(target, verdict).await {
         eprintln!("note: the server's live view does not show this verdict: {e}");
     }
 }
