@@ -23,7 +23,7 @@ use crate::load::connection::{Connection, Failure, Reply};
 use crate::load::plan::{LoadPlan, Pacing};
 use crate::load::retry::RetryBudget;
 use crate::load::schedule::Schedule;
-use crate::reporting::record::{Recorder, Timing};
+use crate::reporting::record::{Lag, Recorder, Timing};
 
 /// One request/reply exchange; the real one is [`Connection`], tests use a fake
 /// that takes virtual time.
@@ -380,7 +380,7 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         if sent == 0 {
             shared.recorder.first_send(lag);
         }
-        let first = Timing::on_time(Duration::ZERO, (sent > 0).then_some(lag));
+        let first = Timing::on_time(Duration::ZERO, (sent > 0).then_some(Lag::timer(lag)));
         let answered = shared
             .request(&mut exchange, size, &mut jitter, &mut pacer, first, began)
             .await;
@@ -401,8 +401,16 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
     let mut jitter = shared.jitter_rng(index);
     let mut pacer = Pacer::for_plan(&shared.plan);
     while let Some(due) = schedule.claim() {
+        // A send claimed after it was due waited that long for this connection
+        // to be free; whatever lag comes after is the timer's.
+        let claimed = Instant::now();
         let Some(lag) = shared.wait_for_send(due, &mut pacer).await else {
             return;
+        };
+        let connection = claimed.saturating_duration_since(due).min(lag);
+        let lag_parts = Lag {
+            connection,
+            timer: lag - connection,
         };
         if shared.missed(lag) {
             shared.recorder.missed();
@@ -413,7 +421,7 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
         let first = Timing {
             from_due: sent - due,
             from_send: Some(Duration::ZERO),
-            lag: Some(lag),
+            lag: Some(lag_parts),
             after_window: false,
         };
         let answered = shared

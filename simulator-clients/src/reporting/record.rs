@@ -27,6 +27,32 @@ impl Errors {
     }
 }
 
+/// How late a send left against its schedule, in its two parts: the time it
+/// waited for a free connection (open loop: every connection busy with a reply
+/// outstanding, and HTTP/1.1 sends one request at a time on each) and, after that,
+/// how late the timer woke. The first says "add connections", the second "the
+/// driver itself is late".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lag {
+    pub connection: Duration,
+    pub timer: Duration,
+}
+
+impl Lag {
+    /// A lag that is all the timer's (a closed loop's wake-up, which never waits
+    /// for its own connection).
+    pub fn timer(lag: Duration) -> Self {
+        Self {
+            connection: Duration::ZERO,
+            timer: lag,
+        }
+    }
+
+    pub fn total(self) -> Duration {
+        self.connection + self.timer
+    }
+}
+
 /// When one send happened against when it should have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
@@ -41,14 +67,14 @@ pub struct Timing {
     /// `None` for a closed-loop client's first send: with every client due at the
     /// same instant that lag measures the start-up burst, which the report gives
     /// as `start_spread`, not the clients' ability to keep their pace.
-    pub lag: Option<Duration>,
+    pub lag: Option<Lag>,
     /// The reply came after the planned duration, while the run drained.
     pub after_window: bool,
 }
 
 impl Timing {
     /// A send that left exactly on time, as a closed loop's request after its wake-up.
-    pub fn on_time(latency: Duration, lag: Option<Duration>) -> Self {
+    pub fn on_time(latency: Duration, lag: Option<Lag>) -> Self {
         Self {
             from_due: latency,
             from_send: None,
@@ -92,6 +118,10 @@ pub struct Tally {
     pub latency_from_send: Histogram<u64>,
     /// Every send's lag behind its schedule, but closed-loop first sends.
     pub lag: Histogram<u64>,
+    /// Of each lag, the part spent waiting for a free connection ([`Lag`]).
+    pub lag_connection: Histogram<u64>,
+    /// Of each lag, the part the timer woke late.
+    pub lag_timer: Histogram<u64>,
     /// Successful requests, from the time the first attempt was due to the reply
     /// of the one that succeeded: `latency` across a request's retries.
     pub request_latency: Histogram<u64>,
@@ -117,6 +147,8 @@ impl Default for Tally {
             latency: new_histogram(),
             latency_from_send: new_histogram(),
             lag: new_histogram(),
+            lag_connection: new_histogram(),
+            lag_timer: new_histogram(),
             request_latency: new_histogram(),
             start_spread: Duration::ZERO,
             pow2: [0; 64],
@@ -129,7 +161,9 @@ impl Tally {
         self.sent += 1;
         self.late += u64::from(late);
         if let Some(lag) = timing.lag {
-            record_ns(&mut self.lag, lag);
+            record_ns(&mut self.lag, lag.total());
+            record_ns(&mut self.lag_connection, lag.connection);
+            record_ns(&mut self.lag_timer, lag.timer);
         }
         match outcome {
             Ok(reply) => {
@@ -230,7 +264,7 @@ impl Recorder {
     }
 
     pub fn record(&self, outcome: &Result<Reply, Failure>, timing: Timing) {
-        let late = timing.lag.is_some_and(|lag| lag > self.late_after);
+        let late = timing.lag.is_some_and(|lag| lag.total() > self.late_after);
         self.live.record(outcome, timing.from_due, timing.lag, late);
         let mut inner = self.lock();
         inner.total.record(outcome, timing, late);
@@ -332,7 +366,8 @@ mod tests {
             blocked: true,
             permit_wait_ns: 0,
         });
-        let on_time = |ns| Timing::on_time(Duration::from_nanos(ns), Some(Duration::ZERO));
+        let on_time =
+            |ns| Timing::on_time(Duration::from_nanos(ns), Some(Lag::timer(Duration::ZERO)));
         r.record(&ok, on_time(4_194_304));
         r.record(&ok, on_time(8_388_607));
         r.record(&Err(Failure::Timeout), on_time(1_000_000_000));
@@ -359,11 +394,11 @@ mod tests {
         let late = Timing {
             from_due: ms(2_010),
             from_send: Some(ms(10)),
-            lag: Some(ms(2_000)),
+            lag: Some(Lag::timer(ms(2_000))),
             after_window: false,
         };
         r.record(&ok, late);
-        r.record(&ok, Timing::on_time(ms(10), Some(ms(5))));
+        r.record(&ok, Timing::on_time(ms(10), Some(Lag::timer(ms(5)))));
         let first = r.take_interval().expect("intervals kept");
         assert_eq!((first.sent, first.completed, first.late), (2, 2, 1));
         r.record(&Err(Failure::Connect), Timing::on_time(ms(1), None));

@@ -174,6 +174,16 @@ impl Report {
             latency_row(&mut out, "latency across attempts", &self.request_latency);
         }
         latency_row(&mut out, "lag of sends behind schedule", &self.schedule_lag);
+        latency_row(
+            &mut out,
+            "  waiting for a free connection",
+            &self.schedule_lag_connection,
+        );
+        latency_row(
+            &mut out,
+            "  the timer waking late",
+            &self.schedule_lag_timer,
+        );
         let _ = writeln!(
             out,
             "\n  sends late by over {}: {} of {}",

@@ -58,6 +58,8 @@ pub struct Histograms {
     /// Open loop only.
     pub latency_from_send: Option<String>,
     pub schedule_lag: String,
+    pub schedule_lag_connection: String,
+    pub schedule_lag_timer: String,
     pub request_latency: String,
 }
 
@@ -139,6 +141,12 @@ pub struct Report {
     /// How late sends left against their schedule: a closed loop's wake-ups after
     /// think time, an open loop's every send.
     pub schedule_lag: Latency,
+    /// Of each send's lag, the time it waited for a free connection (open loop:
+    /// every connection busy; 0 in a closed loop, whose connection is its own).
+    pub schedule_lag_connection: Latency,
+    /// Of each send's lag, how late the timer woke after that: the driver's own
+    /// lateness, to compare with the machine's (cyclictest).
+    pub schedule_lag_timer: Latency,
     /// Successful requests, from the time the first attempt was due to the reply
     /// of the attempt that succeeded: `latency` across retries (the same as
     /// `latency` without retries).
@@ -250,6 +258,8 @@ impl Report {
             latency_from_send: rate.map(|_| Latency::of(&tally.latency_from_send)),
             latency_quantize,
             schedule_lag: Latency::of(&tally.lag),
+            schedule_lag_connection: Latency::of(&tally.lag_connection),
+            schedule_lag_timer: Latency::of(&tally.lag_timer),
             request_latency: Latency::of(&tally.request_latency),
             start_spread_ns: ns(tally.start_spread),
             late_after_ns: ns(plan.late_after),
@@ -269,6 +279,8 @@ impl Report {
                 latency_from_send: rate
                     .map(|_| crate::reporting::hdr::encode(&tally.latency_from_send)),
                 schedule_lag: crate::reporting::hdr::encode(&tally.lag),
+                schedule_lag_connection: crate::reporting::hdr::encode(&tally.lag_connection),
+                schedule_lag_timer: crate::reporting::hdr::encode(&tally.lag_timer),
                 request_latency: crate::reporting::hdr::encode(&tally.request_latency),
             },
             seconds: Vec::new(),
@@ -286,7 +298,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::load::connection::{Failure, Reply};
     use crate::load::plan::Stop;
-    use crate::reporting::record::{Recorder, Timing};
+    use crate::reporting::record::{Lag, Recorder, Timing};
 
     /// Checks `value` against one of the schemas in `simulator-clients/schema/`.
     pub(crate) fn schema_errors(schema_file: &str, value: &serde_json::Value) -> Vec<String> {
@@ -312,7 +324,10 @@ pub(crate) mod tests {
             Timing {
                 from_due: ms(40),
                 from_send: Some(ms(3)),
-                lag: Some(ms(37)),
+                lag: Some(Lag {
+                    connection: ms(30),
+                    timer: ms(7),
+                }),
                 after_window: true,
             },
         );
@@ -381,7 +396,7 @@ pub(crate) mod tests {
         });
         for ns in [6_631_194_623, 6_656_360_447, 850, 12_345, 1_380_000] {
             let d = Duration::from_nanos(ns);
-            r.record(&ok, Timing::on_time(d, Some(d)));
+            r.record(&ok, Timing::on_time(d, Some(Lag::timer(d))));
         }
         for plan in [LoadPlan::default(), open_plan()] {
             let text = Report::new(&plan, 9, &r.tally(), Duration::from_secs(12), None).render();

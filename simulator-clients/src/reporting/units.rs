@@ -4,9 +4,13 @@
 //! nanoseconds as DTrace prints them.
 
 /// `ns` nanoseconds in the largest unit that keeps the figure at 1 or more, to
-/// three significant figures.
+/// three significant figures. 1 ns, the histograms' floor, where a zero is
+/// recorded (a send that waited for no connection), prints as `0`.
 pub fn duration(ns: u64) -> String {
     const UNITS: [(f64, &str); 3] = [(1e3, "µs"), (1e6, "ms"), (1e9, "s")];
+    if ns <= 1 {
+        return "0".to_owned();
+    }
     if ns < 1_000 {
         return format!("{ns} ns");
     }
@@ -39,7 +43,9 @@ mod tests {
     #[test]
     fn three_significant_figures_in_the_unit_that_fits() {
         for (ns, text) in [
-            (0, "0 ns"),
+            (0, "0"),
+            (1, "0"),
+            (2, "2 ns"),
             (850, "850 ns"),
             (1_000, "1.00 µs"),
             (12_345, "12.3 µs"),

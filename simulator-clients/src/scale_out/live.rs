@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::load::connection::{Failure, Reply};
+use crate::reporting::record::Lag;
 use crate::scale_out::shard::Shard;
 
 /// Upper bounds of the latency buckets, in seconds: the same on every shard and
@@ -46,6 +47,9 @@ pub struct LiveMetrics {
     errors: [Counter; 4],
     latency: Histogram,
     lag: Histogram,
+    /// The lag's two parts (`record.rs`'s `Lag`).
+    lag_connection: Histogram,
+    lag_timer: Histogram,
 }
 
 const ERROR_KINDS: [&str; 4] = ["connect", "timeout", "http_status", "io"];
@@ -66,6 +70,8 @@ impl LiveMetrics {
             errors: std::array::from_fn(|_| Counter::noop()),
             latency: Histogram::noop(),
             lag: Histogram::noop(),
+            lag_connection: Histogram::noop(),
+            lag_timer: Histogram::noop(),
         }
     }
 
@@ -137,6 +143,14 @@ impl LiveMetrics {
                 "sim_clients_schedule_lag_seconds",
                 "how late sends left against their schedule",
             ),
+            lag_connection: histogram(
+                "sim_clients_schedule_lag_connection_seconds",
+                "of each send's lag, the time it waited for a free connection",
+            ),
+            lag_timer: histogram(
+                "sim_clients_schedule_lag_timer_seconds",
+                "of each send's lag, how late the timer woke after that",
+            ),
             // The storage lives behind the handle; the recorder itself can go.
             handle: Some(recorder.handle()),
         }
@@ -146,7 +160,7 @@ impl LiveMetrics {
         &self,
         outcome: &Result<Reply, Failure>,
         from_due: Duration,
-        lag: Option<Duration>,
+        lag: Option<Lag>,
         late: bool,
     ) {
         self.sent.increment(1);
@@ -154,7 +168,9 @@ impl LiveMetrics {
             self.late.increment(1);
         }
         if let Some(lag) = lag {
-            self.lag.record(lag.as_secs_f64());
+            self.lag.record(lag.total().as_secs_f64());
+            self.lag_connection.record(lag.connection.as_secs_f64());
+            self.lag_timer.record(lag.timer.as_secs_f64());
         }
         match outcome {
             Ok(reply) => {
@@ -250,7 +266,12 @@ mod tests {
             blocked: true,
             permit_wait_ns: 0,
         });
-        live.record(&ok, Duration::from_millis(4), Some(Duration::ZERO), false);
+        live.record(
+            &ok,
+            Duration::from_millis(4),
+            Some(Lag::timer(Duration::ZERO)),
+            false,
+        );
         live.record(&Err(Failure::Status(503)), Duration::ZERO, None, true);
         live.unanswered();
         let text = live.render();

@@ -272,6 +272,18 @@ fn add_report(tally: &mut Tally, path: &Path, r: &Report) -> Result<(), MergeErr
         "schedule_lag",
         &r.histograms.schedule_lag,
     )?;
+    add_histogram(
+        &mut tally.lag_connection,
+        path,
+        "schedule_lag_connection",
+        &r.histograms.schedule_lag_connection,
+    )?;
+    add_histogram(
+        &mut tally.lag_timer,
+        path,
+        "schedule_lag_timer",
+        &r.histograms.schedule_lag_timer,
+    )?;
     if let Some(text) = &r.histograms.latency_from_send {
         add_histogram(
             &mut tally.latency_from_send,

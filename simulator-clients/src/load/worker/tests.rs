@@ -230,6 +230,24 @@ async fn a_stall_shows_in_the_open_loops_latency_and_late_sends() {
         "from the actual send only the two stuck requests see it: p99 {:?}",
         p99(&t.latency_from_send)
     );
+    // Lateness split: the sends were late waiting for a connection (both stuck),
+    // never because the timer woke late (it cannot in paused time).
+    assert!(
+        p99(&t.lag_connection) > ms(1_000),
+        "the stall's lag is the wait for a connection: p99 {:?}",
+        p99(&t.lag_connection)
+    );
+    assert!(
+        t.lag_timer.max() <= 1_000_000,
+        "the timer was never late: max {} ns",
+        t.lag_timer.max()
+    );
+    assert_eq!(t.lag_connection.len(), t.lag.len());
+    assert_eq!(
+        p99(&t.lag),
+        p99(&t.lag_connection),
+        "the lag is its parts' sum"
+    );
 }
 
 #[tokio::test(start_paused = true)]
