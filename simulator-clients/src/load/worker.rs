@@ -23,7 +23,8 @@ use crate::load::connection::{Connection, Failure, Reply};
 use crate::load::plan::{LoadPlan, Pacing};
 use crate::load::retry::RetryBudget;
 use crate::load::schedule::Schedule;
-use crate::reporting::record::{Lag, Recorder, Timing};
+use crate::reporting::lag::Lag;
+use crate::reporting::record::{Recorder, Timing};
 
 /// One request/reply exchange; the real one is [`Connection`], tests use a fake
 /// that takes virtual time.

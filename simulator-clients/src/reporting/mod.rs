@@ -6,6 +6,7 @@
 use anyhow::Context;
 
 pub mod hdr;
+pub mod lag;
 pub mod progress;
 pub mod record;
 pub mod render;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::connection::{Failure, Reply};
 use crate::reporting::hdr::new_histogram;
+use crate::reporting::lag::Lag;
 use crate::scale_out::live::LiveMetrics;
 
 /// Failures by kind.
@@ -24,32 +25,6 @@ pub struct Errors {
 impl Errors {
     pub fn total(&self) -> u64 {
         self.connect + self.timeout + self.http_status + self.io
-    }
-}
-
-/// How late a send left against its schedule, in its two parts: the time it
-/// waited for a free connection (open loop: every connection busy with a reply
-/// outstanding, and HTTP/1.1 sends one request at a time on each) and, after that,
-/// how late the timer woke. The first says "add connections", the second "the
-/// driver itself is late".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Lag {
-    pub connection: Duration,
-    pub timer: Duration,
-}
-
-impl Lag {
-    /// A lag that is all the timer's (a closed loop's wake-up, which never waits
-    /// for its own connection).
-    pub fn timer(lag: Duration) -> Self {
-        Self {
-            connection: Duration::ZERO,
-            timer: lag,
-        }
-    }
-
-    pub fn total(self) -> Duration {
-        self.connection + self.timer
     }
 }
 

@@ -298,7 +298,8 @@ pub(crate) mod tests {
     use super::*;
     use crate::load::connection::{Failure, Reply};
     use crate::load::plan::Stop;
-    use crate::reporting::record::{Lag, Recorder, Timing};
+    use crate::reporting::lag::Lag;
+    use crate::reporting::record::{Recorder, Timing};
 
     /// Checks `value` against one of the schemas in `simulator-clients/schema/`.
     pub(crate) fn schema_errors(schema_file: &str, value: &serde_json::Value) -> Vec<String> {

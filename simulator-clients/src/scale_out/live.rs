@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::load::connection::{Failure, Reply};
-use crate::reporting::record::Lag;
+use crate::reporting::lag::Lag;
 use crate::scale_out::shard::Shard;
 
 /// Upper bounds of the latency buckets, in seconds: the same on every shard and
