@@ -102,6 +102,11 @@ async fn the_page_shows_the_exercise_live_in_a_real_browser() {
         "page {shown} against /stats {done}"
     );
     assert!(page.text("v-permits").await.ends_with("/ 8"));
+    // Every chart has its last second's figures as text beside it.
+    for id in ["now-done", "now-requests_blocked", "now-capacity"] {
+        let text = page.text(id).await;
+        assert!(text.ends_with("/s"), "{id}: {text:?}");
+    }
     let badge = page.text("badge-admission").await;
     assert!(
         badge.starts_with("permits ") && badge.contains("waiting"),
