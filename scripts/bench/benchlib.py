@@ -159,3 +159,33 @@ def report(results, baseline, unit=""):
         if name != baseline:
             print(f"  ratio {name} / {baseline}: {statistics.median(values) / base:.3f}")
     return {name: statistics.median(values) / base for name, values in results.items()}
+
+
+def cyclictest(seconds, pin):
+    """Starts cyclictest (one thread, 50 us interval, memory locked) on CPU 0 when
+    pinned, for `seconds`; returns the process, to be read by `cyclictest_p99`."""
+    command = ["cyclictest", "-t1", "-i", "50", "-m", "-q", "-D", str(seconds), "-h", "100000"]
+    if pin:
+        command += ["-a", "0"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def cyclictest_p99(process):
+    """The p99 wake-up latency in us from cyclictest's histogram."""
+    out, _ = process.communicate(timeout=600)
+    counts = []
+    for line in out.splitlines():
+        if line.startswith("#"):
+            continue
+        fields = line.split()
+        if len(fields) >= 2 and fields[0].isdigit():
+            counts.append((int(fields[0]), int(fields[1])))
+    total = sum(n for _, n in counts)
+    if not total:
+        sys.exit(f"cyclictest printed no histogram:\n{out[-500:]}")
+    seen = 0
+    for us, n in counts:
+        seen += n
+        if seen >= 0.99 * total:
+            return float(us)
+    return float(counts[-1][0])

@@ -21,42 +21,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import benchlib  # noqa: E402
-
-
-def cyclictest(seconds, pin):
-    """Starts cyclictest (one thread, 50 us interval, memory locked) on CPU 0 when
-    pinned, for `seconds`; returns the process, to be read by `cyclictest_p99`."""
-    command = ["cyclictest", "-t1", "-i", "50", "-m", "-q", "-D", str(seconds), "-h", "100000"]
-    if pin:
-        command += ["-a", "0"]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-
-def cyclictest_p99(process):
-    """The p99 wake-up latency in us from cyclictest's histogram."""
-    out, _ = process.communicate(timeout=600)
-    counts = []
-    for line in out.splitlines():
-        if line.startswith("#"):
-            continue
-        fields = line.split()
-        if len(fields) >= 2 and fields[0].isdigit():
-            counts.append((int(fields[0]), int(fields[1])))
-    total = sum(n for _, n in counts)
-    if not total:
-        sys.exit(f"cyclictest printed no histogram:\n{out[-500:]}")
-    seen = 0
-    for us, n in counts:
-        seen += n
-        if seen >= 0.99 * total:
-            return float(us)
-    return float(counts[-1][0])
 
 
 def run(url, args, precise):
@@ -65,9 +34,9 @@ def run(url, args, precise):
                    "--duration", f"{args.seconds}s", "--json", report.name]
         if precise:
             command.append("--precise-pacing")
-        beside = cyclictest(args.seconds, args.pin)
+        beside = benchlib.cyclictest(args.seconds, args.pin)
         _, cpu, rss = benchlib.timed(command)
-        limit = cyclictest_p99(beside)
+        limit = benchlib.cyclictest_p99(beside)
         r = json.load(report)
     sent = max(r["requests_sent"], 1)
     timer = r["schedule_lag_timer"]["p99_ns"] / 1e3
@@ -96,7 +65,7 @@ def main():
         sys.exit("cyclictest is missing: apt-get install rt-tests (the machine's own limit)")
     if not args.no_build:
         benchlib.build("--workspace")
-    idle = cyclictest_p99(cyclictest(min(args.seconds, 5), args.pin))
+    idle = benchlib.cyclictest_p99(benchlib.cyclictest(min(args.seconds, 5), args.pin))
     print(f"  the machine's limit: cyclictest p99 {idle:.0f} us idle (50 us interval"
           f"{', CPU 0' if args.pin else ''})", flush=True)
     pin_server = ["taskset", "-c", f"1-{os.cpu_count() - 1}"] if args.pin else []

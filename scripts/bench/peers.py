@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -116,16 +115,8 @@ def compare(title, url, args, tools, rate):
 def cyclictest_idle(args):
     if not shutil.which("cyclictest"):
         return "cyclictest missing (apt-get install rt-tests)"
-    command = ["cyclictest", "-t1", "-i", "50", "-m", "-q", "-D", "3", "-h", "100000"] + (["-a", "0"] if args.pin else [])
-    out = subprocess.run(command, capture_output=True, text=True).stdout
-    counts = [tuple(map(int, line.split()[:2])) for line in out.splitlines()
-              if line and not line.startswith("#") and line.split()[0].isdigit()]
-    total, seen = sum(n for _, n in counts), 0
-    for us, n in counts:
-        seen += n
-        if seen >= 0.99 * total:
-            return f"cyclictest p99 {us} us idle (50 us interval)"
-    return "cyclictest printed nothing"
+    p99 = benchlib.cyclictest_p99(benchlib.cyclictest(3, args.pin))
+    return f"cyclictest p99 {p99:.0f} us idle (50 us interval)"
 
 
 def main():
