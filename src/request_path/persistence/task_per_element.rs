@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
+
 use super::{Backend, Job};
 
 #[derive(Debug, Clone)]
@@ -17,11 +19,20 @@ impl TaskPerElement {
     }
 
     /// persist-start now, the persist in a task of its own.
+    ///
+    /// The persist is polled once here first: one that ends at once (a store
+    /// without latency, as in the zero-cost benchmarks) ends without a task,
+    /// which was a spawn and a wake-up of another worker per request, a fifth of
+    /// the serving path's time on a small VM (`scripts/bench/server-vs-axum.py`).
+    /// One still waiting moves to its task, which polls it again there: a
+    /// future registers its waker anew at each poll, so the first poll's
+    /// throwaway waker is never the one relied on.
     pub fn hand_off(&self, job: Job) {
         self.backend.started(&job);
         let backend = Arc::clone(&self.backend);
-        self.backend
-            .tasks
-            .spawn(async move { backend.persist(job).await });
+        let mut persist = Box::pin(async move { backend.persist(job).await });
+        if (&mut persist).now_or_never().is_none() {
+            self.backend.tasks.spawn(persist);
+        }
     }
 }
