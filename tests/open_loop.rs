@@ -52,6 +52,51 @@ async fn the_open_loop_keeps_its_rate_within_2_percent_over_10_s() {
     assert_eq!(server_done, report.requests_completed);
 }
 
+/// `--precise-pacing`'s one shared timer (`precise.rs`) loses no wait: every
+/// send of the timetable leaves, with no slack and with the default one, and a
+/// closed loop's think times end too. Correctness only; how exactly it paces is
+/// measured by scripts/bench/pacing.py.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn precise_pacing_sends_the_whole_timetable() {
+    let server = Server::start(&FAST_SERVER);
+    for slack_us in [0, 50] {
+        let plan = LoadPlan {
+            precise_pacing: Some(Duration::from_micros(slack_us)),
+            ..open_plan(&server.url, 8, 2000.0, 2)
+        };
+        let report = simulator_clients::run(&plan, CancellationToken::new(), false)
+            .await
+            .unwrap();
+        assert_eq!(
+            report.requests_sent, 4000,
+            "slack {slack_us} us: {report:?}"
+        );
+        assert_eq!(report.requests_completed, 4000, "{report:?}");
+        assert_eq!((report.errors, report.sends_missed), (0, 0), "{report:?}");
+        let server_done = report.server.expect("server window").requests_done;
+        assert_eq!(server_done, report.requests_completed);
+    }
+    let closed = LoadPlan {
+        target: server.url.clone(),
+        clients: 4,
+        pacing: Pacing::Closed {
+            think_time: Duration::from_micros(1500),
+            ramp_up: Duration::ZERO,
+        },
+        stop: Stop {
+            duration: None,
+            requests_per_client: Some(50),
+        },
+        precise_pacing: Some(Duration::from_micros(50)),
+        ..LoadPlan::default()
+    };
+    let report = simulator_clients::run(&closed, CancellationToken::new(), false)
+        .await
+        .unwrap();
+    assert_eq!(report.requests_completed, 200, "{report:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_server_shows_in_the_corrected_percentiles() {
     let server = Server::start(&FAST_SERVER);

@@ -242,4 +242,19 @@ mod tests {
             assert_eq!(flags.retry, load.retry, "{text}");
         }
     }
+
+    #[test]
+    fn precise_pacing_takes_an_optional_slack() {
+        let slack = |words: &[&str]| {
+            Args::try_parse_from(std::iter::once("sim-clients").chain(words.iter().copied()))
+                .map(|args| args.plan().precise_pacing)
+        };
+        let us = |n| Some(std::time::Duration::from_micros(n));
+        assert_eq!(slack(&[]).unwrap(), None);
+        assert_eq!(slack(&["--precise-pacing"]).unwrap(), us(50));
+        assert_eq!(slack(&["--precise-pacing", "--n", "3"]).unwrap(), us(50));
+        assert_eq!(slack(&["--precise-pacing=100us"]).unwrap(), us(100));
+        assert_eq!(slack(&["--precise-pacing=0s"]).unwrap(), us(0));
+        assert!(slack(&["--precise-pacing=soon"]).is_err());
+    }
 }

@@ -48,9 +48,10 @@ pub struct LoadPlan {
     /// Local addresses the connections leave from, taken in turn; empty lets the
     /// kernel choose. Several give more ephemeral ports than one address has.
     pub bind: Vec<IpAddr>,
-    /// Wait for sends and think times with a timer per client of nanosecond
-    /// resolution (`precise.rs`, Linux) instead of tokio's millisecond wheel.
-    pub precise_pacing: bool,
+    /// Wait for sends and think times on a timer of nanosecond resolution
+    /// (`precise.rs`, Linux) instead of tokio's millisecond wheel, each wait
+    /// ending at most this slack late; `None`: tokio's timer.
+    pub precise_pacing: Option<Duration>,
 }
 
 /// How long a run waits for replies in flight after its planned duration, unless
@@ -60,6 +61,9 @@ pub const DEFAULT_MAX_DRAIN: Duration = Duration::from_secs(30);
 /// The highest open-loop rate, well above what one process can send; it keeps the
 /// schedule's arithmetic exact.
 pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// The longest slack `--precise-pacing` takes.
+pub const MAX_PACING_SLACK: Duration = Duration::from_millis(1);
 
 /// Why a plan cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -78,6 +82,8 @@ pub enum PlanError {
     ShardSeed,
     #[error("--precise-pacing needs Linux (timerfd)")]
     PreciseElsewhere,
+    #[error("--precise-pacing's slack is at most 1ms: later than that, tokio's timer (the default) is as late and cheaper")]
+    PacingSlack,
     #[error("--backoff and --retry-budget shape retries: give --retries N too")]
     RetryShapeWithoutRetries,
 }
@@ -144,8 +150,14 @@ impl LoadPlan {
         {
             return Err(PlanError::RetryShapeWithoutRetries);
         }
-        if self.precise_pacing && !cfg!(target_os = "linux") {
+        if self.precise_pacing.is_some() && !cfg!(target_os = "linux") {
             return Err(PlanError::PreciseElsewhere);
+        }
+        if self
+            .precise_pacing
+            .is_some_and(|slack| slack > MAX_PACING_SLACK)
+        {
+            return Err(PlanError::PacingSlack);
         }
         Ok(())
     }
@@ -203,7 +215,7 @@ impl Default for LoadPlan {
             start_at: None,
             run_id: None,
             bind: Vec::new(),
-            precise_pacing: false,
+            precise_pacing: None,
         }
     }
 }
@@ -277,6 +289,21 @@ mod tests {
             ..LoadPlan::default()
         };
         assert_eq!(no_stop.validate(), Err(PlanError::NoStop));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pacing_slack_is_at_most_a_millisecond() {
+        let with = |slack| LoadPlan {
+            precise_pacing: Some(slack),
+            ..LoadPlan::default()
+        };
+        assert_eq!(with(Duration::ZERO).validate(), Ok(()));
+        assert_eq!(with(MAX_PACING_SLACK).validate(), Ok(()));
+        assert_eq!(
+            with(MAX_PACING_SLACK + Duration::from_nanos(1)).validate(),
+            Err(PlanError::PacingSlack)
+        );
     }
 
     #[tokio::test]

@@ -1,19 +1,38 @@
 //! `--precise-pacing`: waits that end within tens of microseconds of their due
-//! time instead of at tokio's next millisecond tick.
+//! time instead of at tokio's next millisecond tick, at about one wake-up of the
+//! driver per send.
 //!
 //! tokio's timer wheel has 1 ms slots, so a send due at 10.3 ms leaves at about
-//! 11.3 ms: fine for the original's 1 s think time, but at 20,000 sends a second
-//! (one every 50 us) the driver's own lateness would swamp what it measures.
-//! Each client here owns a Linux timerfd, armed with nanosecond precision for
-//! its next due time and awaited through tokio's reactor like a socket: the
-//! kernel's high-resolution timer wakes it (within the timer slack, 50 us by
-//! default), with no spinning. The cost is a file descriptor per client and two
-//! system calls per wait (arm, read), measured in `docs/performance.md`; hence a
-//! flag rather than the default. rustix wraps timerfd safely; tokio's `AsyncFd`
-//! does the waiting (its registration is this module's one unsafe call).
+//! 11.3 ms, and every send due in the same millisecond leaves in one burst: fine
+//! for the original's 1 s think time, but at 20,000 sends a second (one every
+//! 50 us) the driver's own lateness would swamp what it measures, and its bursts
+//! queue at the server (docs/performance.md measured the server's p99 10x
+//! higher under them).
+//!
+//! Here one Linux timerfd serves every client of a run: armed with nanosecond
+//! precision for the earliest wait, awaited through tokio's reactor like a
+//! socket (the kernel's high-resolution timer wakes it; no spinning). A wait is
+//! allowed to end up to a slack after its due time (`--precise-pacing=SLACK`;
+//! 50 us by default, Linux's default timer slack for a thread at normal
+//! priority, `prctl(PR_GET_TIMERSLACK)`: the lateness the kernel itself allows
+//! any sleeping program, cyclictest's included), and the timer is armed for
+//! that latest moment: a driver that wakes anyway in between (a reply arrived)
+//! [`nudge`](SharedPacer::nudge)s, and every wait already due ends in that same
+//! wake-up. A timer per client, the first version, woke the driver twice a send
+//! (once for the timer, once for the reply), and each wake-up costs a few
+//! microseconds on a VM: at 20,000 sends a second with the default slack, five
+//! sends in six now leave in a reply's wake-up, 1.2 wake-ups a send instead of
+//! 2, and 0.6x the CPU (docs/performance.md). rustix wraps timerfd
+//! safely; tokio's `AsyncFd` does the waiting (its registration is this
+//! module's one unsafe call).
 
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use rustix::time::Timespec;
@@ -23,17 +42,38 @@ use rustix::time::{
 use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
-/// One client's precise timer.
+/// The run's one precise timer and the waits on it; dropping it stops the task
+/// that watches the timer.
 #[derive(Debug)]
-pub struct PreciseTimer {
-    fd: AsyncFd<OwnedFd>,
+pub struct SharedPacer {
+    inner: Arc<Inner>,
+    watcher: tokio::task::AbortHandle,
 }
 
-impl PreciseTimer {
+#[derive(Debug)]
+struct Inner {
+    fd: AsyncFd<OwnedFd>,
+    slack: Duration,
+    waits: Mutex<Waits>,
+}
+
+#[derive(Debug, Default)]
+struct Waits {
+    /// Every pending wait by due time (ties by number), with its waker.
+    by_due: BTreeMap<(Instant, u64), Waker>,
+    next_number: u64,
+    /// When the timer fires next; `None` while disarmed.
+    armed_for: Option<Instant>,
+}
+
+impl SharedPacer {
+    /// A pacer whose waits may end up to `slack` late, with the task that
+    /// watches its timer. Must be called inside a tokio runtime.
+    ///
     /// tokio's `AsyncFd::register` is unsafe since tokio 1.52 (I/O safety): the
     /// caller promises the descriptor stays valid and unreplaced while registered.
     #[allow(unsafe_code)]
-    pub fn new() -> io::Result<Self> {
+    pub fn start(slack: Duration) -> io::Result<Self> {
         let fd = timerfd_create(
             TimerfdClockId::Monotonic,
             TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
@@ -42,26 +82,150 @@ impl PreciseTimer {
         // on; nothing else holds it, replaces it or closes it while it is
         // registered (it closes when the AsyncFd drops, after deregistering).
         let fd = unsafe { AsyncFd::register(fd)? };
-        Ok(Self { fd })
+        let inner = Arc::new(Inner {
+            fd,
+            slack,
+            waits: Mutex::new(Waits::default()),
+        });
+        let watcher = tokio::spawn(watch(Arc::clone(&inner))).abort_handle();
+        Ok(Self { inner, watcher })
     }
 
-    /// Waits until `due` (at once if it has passed).
-    pub async fn sleep_until(&mut self, due: Instant) -> io::Result<()> {
-        let Some(left) = due
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-        else {
-            return Ok(());
-        };
-        arm(&self.fd, left)?;
-        loop {
-            let mut ready = self.fd.readable().await?;
-            let mut expirations = [0u8; 8];
-            match ready.try_io(|fd| Ok(rustix::io::read(fd.get_ref(), &mut expirations)?)) {
-                Ok(result) => return result.map(|_| ()),
-                // Woken without an expiration to read: wait again.
-                Err(_would_block) => continue,
+    /// Waits until `due` (at once if it has passed), ending at most the slack
+    /// after it.
+    pub fn sleep_until(&self, due: Instant) -> PacedSleep {
+        PacedSleep {
+            pacer: Arc::clone(&self.inner),
+            due,
+            key: None,
+        }
+    }
+
+    /// Ends every wait that is due by now: called by whoever woke the driver
+    /// anyway (a reply), so those sends leave in this wake-up, not the timer's.
+    pub fn nudge(&self) {
+        self.inner.nudge();
+    }
+
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
+        self.inner.lock().by_due.len()
+    }
+}
+
+impl Drop for SharedPacer {
+    fn drop(&mut self) {
+        self.watcher.abort();
+    }
+}
+
+impl Inner {
+    fn nudge(&self) {
+        let now = Instant::now();
+        let mut waits = self.lock();
+        let first_due = waits.by_due.first_key_value().map(|((due, _), _)| *due);
+        if first_due.is_some_and(|due| due <= now) {
+            while let Some(entry) = waits.by_due.first_entry() {
+                if entry.key().0 > now {
+                    break;
+                }
+                entry.remove().wake();
             }
+            self.rearm(&mut waits, now);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waits> {
+        self.waits.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Arms the timer for the earliest wait's latest moment, if that is not
+    /// already when it fires.
+    fn rearm(&self, waits: &mut Waits, now: Instant) {
+        let fire = waits
+            .by_due
+            .first_key_value()
+            .map(|((due, _), _)| *due + self.slack);
+        if fire == waits.armed_for {
+            return;
+        }
+        let after = match fire {
+            // A zero time would disarm it: fire at once instead.
+            Some(at) => at
+                .saturating_duration_since(now)
+                .max(Duration::from_nanos(1)),
+            None => Duration::ZERO,
+        };
+        if arm(&self.fd, after).is_ok() {
+            waits.armed_for = fire;
+        }
+    }
+}
+
+/// The task that turns the timer's firing into a nudge, until the pacer is
+/// dropped (which aborts it).
+async fn watch(inner: Arc<Inner>) {
+    loop {
+        // The expiration count is never read: re-arming resets it, and tokio's
+        // readiness is cleared by hand, a system call less per firing.
+        match inner.fd.readable().await {
+            Ok(mut ready) => ready.clear_ready(),
+            Err(_) => return,
+        }
+        inner.lock().armed_for = None;
+        inner.nudge();
+        // Re-arm for the waits still ahead even when none was due (a late
+        // readiness from an earlier arming).
+        let mut waits = inner.lock();
+        inner.rearm(&mut waits, Instant::now());
+    }
+}
+
+/// One wait on a [`SharedPacer`].
+#[derive(Debug)]
+pub struct PacedSleep {
+    pacer: Arc<Inner>,
+    due: Instant,
+    /// Its place among the pacer's waits, once registered.
+    key: Option<(Instant, u64)>,
+}
+
+impl Future for PacedSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let now = Instant::now();
+        let due = self.due;
+        let pacer = Arc::clone(&self.pacer);
+        let mut waits = pacer.lock();
+        if now >= due {
+            if let Some(key) = self.key.take() {
+                waits.by_due.remove(&key);
+            }
+            return Poll::Ready(());
+        }
+        let key = match self.key {
+            Some(key) => key,
+            None => {
+                let key = (due, waits.next_number);
+                waits.next_number += 1;
+                self.key = Some(key);
+                key
+            }
+        };
+        waits.by_due.insert(key, cx.waker().clone());
+        let fire = due + pacer.slack;
+        if waits.armed_for.is_none_or(|armed| fire < armed) {
+            pacer.rearm(&mut waits, now);
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for PacedSleep {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.pacer.lock().by_due.remove(&key);
         }
     }
 }
@@ -90,22 +254,68 @@ fn arm(fd: &AsyncFd<OwnedFd>, after: Duration) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    const SLACK: Duration = Duration::from_micros(50);
+
     /// Not a timing target (those live in scripts/bench/pacing.py): only that a
-    /// wait never ends early, passes at once when due, and can be reused.
+    /// wait never ends early, passes at once when due, ends by its timer when
+    /// nobody nudges, and ends on a nudge once due.
     #[tokio::test]
     async fn a_wait_never_ends_before_its_due_time() {
-        let mut timer = PreciseTimer::new().unwrap();
+        let pacer = SharedPacer::start(SLACK).unwrap();
         for us in [1, 200, 1_500, 3_000] {
             let start = Instant::now();
             let due = start + Duration::from_micros(us);
-            timer.sleep_until(due).await.unwrap();
+            pacer.sleep_until(due).await;
             assert!(Instant::now() >= due, "{us} us");
         }
         let start = Instant::now();
-        timer.sleep_until(start).await.unwrap();
-        timer
-            .sleep_until(start - Duration::from_millis(1))
+        pacer.sleep_until(start).await;
+        pacer.sleep_until(start - Duration::from_millis(1)).await;
+    }
+
+    #[tokio::test]
+    async fn many_waits_end_in_order_each_after_its_due_time() {
+        let pacer = Arc::new(SharedPacer::start(SLACK).unwrap());
+        let start = Instant::now();
+        let mut waits = tokio::task::JoinSet::new();
+        for i in (0..40u64).rev() {
+            let pacer = Arc::clone(&pacer);
+            let due = start + Duration::from_micros(100 * i);
+            waits.spawn(async move {
+                pacer.sleep_until(due).await;
+                assert!(Instant::now() >= due);
+            });
+        }
+        while let Some(done) = waits.join_next().await {
+            done.unwrap();
+        }
+        assert_eq!(pacer.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_nudge_ends_a_due_wait_before_its_slack_is_out() {
+        // A slack far longer than the test: only a nudge can end the wait.
+        let pacer = Arc::new(SharedPacer::start(Duration::from_secs(3600)).unwrap());
+        let due = Instant::now() + Duration::from_millis(2);
+        let wait = tokio::spawn({
+            let pacer = Arc::clone(&pacer);
+            async move { pacer.sleep_until(due).await }
+        });
+        tokio::time::sleep_until(due + Duration::from_millis(1)).await;
+        assert!(!wait.is_finished(), "the timer waits out the slack");
+        pacer.nudge();
+        tokio::time::timeout(Duration::from_secs(5), wait)
             .await
+            .expect("the nudge ended it")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_dropped_wait_leaves_nothing_behind() {
+        let pacer = SharedPacer::start(SLACK).unwrap();
+        let far = Instant::now() + Duration::from_secs(60);
+        let wait = pacer.sleep_until(far);
+        assert!(futures::FutureExt::now_or_never(wait).is_none());
+        assert_eq!(pacer.waiting(), 0);
     }
 }

@@ -60,6 +60,10 @@ pub struct RunState {
     in_flight: AtomicU64,
     /// The retry budget every client draws on (`--retry-budget`).
     budget: Option<RetryBudget>,
+    /// `--precise-pacing`'s timer, which every client waits on (`precise.rs`);
+    /// `None`: tokio's.
+    #[cfg(target_os = "linux")]
+    precise: Option<crate::load::precise::SharedPacer>,
 }
 
 impl RunState {
@@ -93,7 +97,17 @@ impl RunState {
             _ => None,
         };
         let budget = plan.retry.budget_percent.map(RetryBudget::new);
+        #[cfg(target_os = "linux")]
+        let precise = plan.precise_pacing.map(|slack| {
+            crate::load::precise::SharedPacer::start(slack)
+                .map_err(|e| {
+                    eprintln!("sim-clients: no precise timer ({e}); pacing by tokio's timer")
+                })
+                .ok()
+        });
         Self {
+            #[cfg(target_os = "linux")]
+            precise: precise.flatten(),
             recorder,
             plan,
             start,
@@ -132,7 +146,22 @@ impl RunState {
             }
         };
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        // A reply woke the driver: sends due by now leave in this wake-up.
+        #[cfg(target_os = "linux")]
+        if let Some(precise) = &self.precise {
+            precise.nudge();
+        }
         outcome
+    }
+
+    /// Sleeps until `at`: on tokio's timer (1 ms ticks), or with
+    /// `--precise-pacing` on the run's precise timer (`precise.rs`).
+    async fn pace_until(&self, at: Instant) {
+        #[cfg(target_os = "linux")]
+        if let Some(precise) = &self.precise {
+            return precise.sleep_until(at).await;
+        }
+        tokio::time::sleep_until(at).await;
     }
 
     /// Requests sent and not yet answered.
@@ -156,7 +185,7 @@ impl RunState {
     /// Waits until `due` and returns how late the wake-up was, or `None` when the
     /// run ends first. A client with nothing more to send waits out the deadline
     /// too, so the run's elapsed time is the planned duration.
-    async fn wait_until(&self, due: Instant, pacer: &mut Pacer) -> Option<Duration> {
+    async fn wait_until(&self, due: Instant) -> Option<Duration> {
         let now = Instant::now();
         // Already due: go at once. tokio's timer would round even a zero sleep up
         // to its next 1 ms tick, which capped a think-time-0 client at ~1,000
@@ -169,7 +198,7 @@ impl RunState {
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            () = pacer.sleep_until(until) => {
+            () = self.pace_until(until) => {
                 let now = Instant::now();
                 let over = self.deadline.is_some_and(|d| now >= d);
                 (!over).then(|| now.saturating_duration_since(due))
@@ -182,7 +211,7 @@ impl RunState {
     /// give up at the deadline: a send due at 1.9995 s of a 2 s run still leaves
     /// when the timer wakes at 2.0005 s, so the shards of a split run send every
     /// send of the timetable.
-    async fn wait_for_send(&self, due: Instant, pacer: &mut Pacer) -> Option<Duration> {
+    async fn wait_for_send(&self, due: Instant) -> Option<Duration> {
         if self.cancel.is_cancelled() {
             return None;
         }
@@ -190,7 +219,7 @@ impl RunState {
             tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => return None,
-                () = pacer.sleep_until(due) => {}
+                () = self.pace_until(due) => {}
             }
         }
         Some(Instant::now().saturating_duration_since(due))
@@ -233,7 +262,6 @@ impl RunState {
         exchange: &mut E,
         size: u64,
         rng: &mut SmallRng,
-        pacer: &mut Pacer,
         first: Timing,
         first_left: Instant,
     ) -> Option<()> {
@@ -266,7 +294,7 @@ impl RunState {
             self.recorder.retry();
             let wait = self.plan.retry.backoff.delay(retries, rng);
             let due = Instant::now() + wait;
-            self.wait_until(due, pacer).await?;
+            self.wait_until(due).await?;
             left = Instant::now();
             // A retry's latency counts from its own send; its lag is not the
             // schedule's.
@@ -295,45 +323,6 @@ impl RunState {
 /// the others' requests interleave.
 pub fn payload_rng(seed: u64, index: usize) -> SmallRng {
     SmallRng::seed_from_u64(seed ^ (index as u64).rotate_left(32))
-}
-
-/// How one client waits for its next send: tokio's timer (1 ms ticks), or with
-/// `--precise-pacing` a timer of its own with nanosecond resolution (`precise.rs`).
-#[derive(Debug, Default)]
-pub struct Pacer {
-    #[cfg(target_os = "linux")]
-    precise: Option<crate::load::precise::PreciseTimer>,
-}
-
-impl Pacer {
-    fn for_plan(plan: &LoadPlan) -> Self {
-        #[cfg(target_os = "linux")]
-        {
-            let precise = plan.precise_pacing.then(|| {
-                crate::load::precise::PreciseTimer::new()
-                    .map_err(|e| eprintln!("sim-clients: no precise timer ({e}); this client paces by tokio's timer"))
-                    .ok()
-            });
-            Self {
-                precise: precise.flatten(),
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = plan;
-            Self::default()
-        }
-    }
-
-    async fn sleep_until(&mut self, at: Instant) {
-        #[cfg(target_os = "linux")]
-        if let Some(timer) = self.precise.as_mut() {
-            if timer.sleep_until(at).await.is_ok() {
-                return;
-            }
-        }
-        tokio::time::sleep_until(at).await;
-    }
 }
 
 /// Starts every client of the plan, each with the exchange `connect(index)` makes,
@@ -369,11 +358,10 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
     };
     let mut rng = shared.payload_rng(index);
     let mut jitter = shared.jitter_rng(index);
-    let mut pacer = Pacer::for_plan(plan);
     let mut due = shared.start + ramp_up.mul_f64(index as f64 / plan.clients.max(1) as f64);
     let mut sent = 0u64;
     while plan.stop.requests_per_client.is_none_or(|max| sent < max) {
-        let Some(lag) = shared.wait_until(due, &mut pacer).await else {
+        let Some(lag) = shared.wait_until(due).await else {
             break;
         };
         let size = plan.payload.sample(&mut rng);
@@ -383,7 +371,7 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         }
         let first = Timing::on_time(Duration::ZERO, (sent > 0).then_some(Lag::timer(lag)));
         let answered = shared
-            .request(&mut exchange, size, &mut jitter, &mut pacer, first, began)
+            .request(&mut exchange, size, &mut jitter, first, began)
             .await;
         if answered.is_none() {
             break;
@@ -400,12 +388,11 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
     };
     let mut rng = shared.payload_rng(index);
     let mut jitter = shared.jitter_rng(index);
-    let mut pacer = Pacer::for_plan(&shared.plan);
     while let Some(due) = schedule.claim() {
         // A send claimed after it was due waited that long for this connection
         // to be free; whatever lag comes after is the timer's.
         let claimed = Instant::now();
-        let Some(lag) = shared.wait_for_send(due, &mut pacer).await else {
+        let Some(lag) = shared.wait_for_send(due).await else {
             return;
         };
         let connection = claimed.saturating_duration_since(due).min(lag);
@@ -426,14 +413,14 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
             after_window: false,
         };
         let answered = shared
-            .request(&mut exchange, size, &mut jitter, &mut pacer, first, sent)
+            .request(&mut exchange, size, &mut jitter, first, sent)
             .await;
         if answered.is_none() {
             return;
         }
     }
     if let Some(deadline) = shared.deadline {
-        shared.wait_until(deadline, &mut pacer).await;
+        shared.wait_until(deadline).await;
     }
 }
 

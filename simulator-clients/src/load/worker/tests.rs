@@ -326,14 +326,12 @@ async fn a_send_already_due_goes_without_waiting_for_a_timer_tick() {
     // tokio's timer fires even an elapsed sleep only at its next turn (a 1 ms tick
     // in real time); a send that is due must not go through it at all.
     let now = Instant::now();
-    let due_now = shared.wait_until(now, &mut Pacer::default()).now_or_never();
+    let due_now = shared.wait_until(now).now_or_never();
     assert!(
         matches!(due_now, Some(Some(_))),
         "ready at once: {due_now:?}"
     );
-    let late = shared
-        .wait_until(now - ms(3), &mut Pacer::default())
-        .now_or_never();
+    let late = shared.wait_until(now - ms(3)).now_or_never();
     assert!(
         matches!(late, Some(Some(lag)) if lag >= ms(3)),
         "its lag is how late it is: {late:?}"
