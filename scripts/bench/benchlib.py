@@ -2,7 +2,9 @@
 free loopback port, driving it with wrk, timing a command's CPU and memory, and
 the summary each prints: the median of the runs with their min and max, and the
 subject's ratio to a baseline measured in the same run, runs alternating so that
-drift on a noisy machine hits both alike.
+drift on a noisy machine hits both alike; and the machine's own limits that each
+benchmark prints first (`machine_limits`: cyclictest idle and under load, bare
+axum's requests/s), so its ratios read the same on any machine.
 
 Traffic goes only to 127.0.0.1. Needs wrk and GNU time (apt-get install wrk time).
 """
@@ -189,3 +191,39 @@ def cyclictest_p99(process):
         if seen >= 0.99 * total:
             return float(us)
     return float(counts[-1][0])
+
+
+def machine_limits(pin=False, seconds=3):
+    """Measures and prints the machine's own limits, so a benchmark's ratios read
+    the same on a laptop, a VM or a 64-core server: cyclictest's p99 wake-up
+    (rt-tests, 50 us interval) idle and beside a load, and that load itself, bare
+    axum (examples/bare_axum.rs) flat out under wrk. Each part that cannot run
+    says why instead. With `pin`, cyclictest and wrk on CPU 0 and the server on
+    the others. Returns {"cyclictest idle us", "cyclictest loaded us",
+    "bare axum req/s"}, None for what was not measured."""
+    limits = {"cyclictest idle us": None, "cyclictest loaded us": None, "bare axum req/s": None}
+    has_cyclictest = shutil.which("cyclictest") is not None
+    if has_cyclictest:
+        limits["cyclictest idle us"] = cyclictest_p99(cyclictest(seconds, pin))
+    if shutil.which("wrk") and os.path.exists(BARE_AXUM):
+        pin_server = ["taskset", "-c", f"1-{os.cpu_count() - 1}"] if pin and os.cpu_count() > 1 else []
+        server, url = start(pin_server + [BARE_AXUM, "127.0.0.1:0"])
+        try:
+            beside = cyclictest(seconds, pin) if has_cyclictest else None
+            limits["bare axum req/s"] = wrk(url, seconds=seconds)
+            if beside:
+                limits["cyclictest loaded us"] = cyclictest_p99(beside)
+        finally:
+            stop(server)
+    shown = {
+        "cyclictest idle us": lambda v: f"cyclictest p99 {v:.0f} us idle",
+        "cyclictest loaded us": lambda v: f"{v:.0f} us beside wrk flat out",
+        "bare axum req/s": lambda v: f"bare axum {v:,.0f} req/s under wrk",
+    }
+    parts = [show(limits[k]) for k, show in shown.items() if limits[k] is not None]
+    if not has_cyclictest:
+        parts.append("cyclictest missing (apt-get install rt-tests)")
+    if limits["bare axum req/s"] is None:
+        parts.append("bare axum not measured (needs wrk and cargo build --release --examples)")
+    print(f"the machine's limits: {', '.join(parts)}", flush=True)
+    return limits

@@ -161,6 +161,7 @@ def main():
     benchlib.need("wrk", "/usr/bin/time")
     if not args.no_build:
         benchlib.build("--workspace", "--examples")
+    benchlib.machine_limits()
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     met = [scenario(n, args.runs, args.duration) for n in names]
     print("\nall targets met" if all(met) else "\nsome targets NOT met")

@@ -38,8 +38,9 @@ def main():
     p.add_argument("--requests", type=int, default=2_000_000)
     args = p.parse_args()
     if not args.no_build:
-        benchlib.build("--example", "event_path")
+        benchlib.build("--example", "event_path", "--example", "bare_axum")
         benchlib.build("--example", "event_path", "--no-default-features", target_dir=NOPROBES_DIR)
+    benchlib.machine_limits()
 
     print(f"one request's events, ns, 1 thread ({args.requests:,} requests a run)")
     results = benchlib.alternate(args.runs, [

@@ -97,7 +97,8 @@ def main():
     args = parser.parse_args()
     benchlib.need("wrk")
     if not args.no_build:
-        benchlib.build("--bin", "system-simulator")
+        benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
+    benchlib.machine_limits()
     print(f"POST /requests, requests per second (wrk -t 1 -c {args.connections}, {args.seconds} s a run), "
           f"with 0 and {args.viewers} live viewers")
     with_viewers = f"{args.viewers} viewers"

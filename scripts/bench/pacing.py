@@ -69,10 +69,8 @@ def main():
     if not shutil.which("cyclictest"):
         sys.exit("cyclictest is missing: apt-get install rt-tests (the machine's own limit)")
     if not args.no_build:
-        benchlib.build("--workspace")
-    idle = benchlib.cyclictest_p99(benchlib.cyclictest(min(args.seconds, 5), args.pin))
-    print(f"  the machine's limit: cyclictest p99 {idle:.0f} us idle (50 us interval"
-          f"{', CPU 0' if args.pin else ''})", flush=True)
+        benchlib.build("--workspace", "--examples")
+    idle = benchlib.machine_limits(args.pin)["cyclictest idle us"]
     pin_server = ["taskset", "-c", f"1-{os.cpu_count() - 1}"] if args.pin else []
     server, url = benchlib.start(pin_server + [benchlib.SERVER, "serve", "--listen", "127.0.0.1:0",
                                                *benchlib.ZERO_COST_SERVER])

@@ -6,7 +6,7 @@ wrk, against the bare axum baseline (examples/bare_axum.rs), POST /requests.
   closed loop flat out: 64 connections, no think time (sim-clients --think-time 0,
   oha -c 64, wrk -t2 -c64): requests/s and the tool's CPU per 100k requests;
   open loop at --rate (20,000/s) over 64 connections (sim-clients --rate, with
-  tokio's timer and with --precise-pacing; oha -q --latency-correction; wrk has
+  tokio's timer, with --precise-pacing and with --precise-pacing=100us; oha -q --latency-correction; wrk has
   no fixed rate): the rate achieved, sim-clients' send lateness, CPU per 100k, and
   latency p99 two ways: "p99 ms" from the timetable (sim-clients') and "p99 woken
   ms" from the moment the pacer woke, which is what oha's latency correction
@@ -17,9 +17,9 @@ wrk, against the bare axum baseline (examples/bare_axum.rs), POST /requests.
   send's lag.
 
 Tools alternate within each round; prints every run, then medians (min, max) and
-ratios to the peer. Beside the results it prints the machine's own limits it
-measured: cyclictest's p99 wake-up idle (rt-tests) and the server's flat-out
-requests/s under wrk, so the ratios read the same on any machine. --pin puts the
+ratios to the peer. First it prints the machine's own limits
+(benchlib.machine_limits: cyclictest's p99 wake-up idle and under load, bare
+axum's requests/s under wrk), so the ratios read the same on any machine. --pin puts the
 load tool on CPU 0 and the server on the rest.
 
   python3 scripts/bench/peers.py [--runs 5] [--seconds 6] [--rate 20000] [--pin] [--no-build]
@@ -28,7 +28,6 @@ load tool on CPU 0 and the server on the rest.
 import json
 import os
 import re
-import shutil
 import statistics
 import sys
 import tempfile
@@ -46,7 +45,8 @@ def pinned(args, command):
 def sim(url, args, rate, precise=False):
     with tempfile.NamedTemporaryFile("r", suffix=".json") as j:
         pacing = ["--rate", str(rate)] if rate else ["--think-time", "0"]
-        pacing += ["--precise-pacing"] if precise else []
+        if precise:
+            pacing.append("--precise-pacing" if precise is True else f"--precise-pacing={precise}")
         _, cpu, _ = benchlib.timed(pinned(args, [benchlib.CLIENTS, "--target", url, "--n", "64", *pacing,
                                                  "--duration", f"{args.seconds}s", "--json", j.name]))
         r = json.load(j)
@@ -58,6 +58,10 @@ def sim(url, args, rate, precise=False):
 
 def sim_precise(url, args, rate):
     return sim(url, args, rate, precise=True)
+
+
+def sim_precise_100us(url, args, rate):
+    return sim(url, args, rate, precise="100us")
 
 
 def woken_p99_ms(report):
@@ -134,13 +138,6 @@ def compare(title, url, args, tools, rate):
     return med
 
 
-def cyclictest_idle(args):
-    if not shutil.which("cyclictest"):
-        return "cyclictest missing (apt-get install rt-tests)"
-    p99 = benchlib.cyclictest_p99(benchlib.cyclictest(3, args.pin))
-    return f"cyclictest p99 {p99:.0f} us idle (50 us interval)"
-
-
 def main():
     p = benchlib.arguments(__doc__, runs=5, seconds=6, connections=None)
     p.add_argument("--rate", type=int, default=20_000)
@@ -149,15 +146,15 @@ def main():
     benchlib.need("wrk", "oha", "/usr/bin/time")
     if not args.no_build:
         benchlib.build("--workspace", "--examples")
-    print(f"the machine's limits: {cyclictest_idle(args)}", flush=True)
+    benchlib.machine_limits(args.pin)
     pin_server = ["taskset", "-c", f"1-{os.cpu_count() - 1}"] if args.pin else []
     server, url = benchlib.start(pin_server + [benchlib.BARE_AXUM, "127.0.0.1:0"])
     try:
-        closed = compare("closed loop flat out, 64 connections, against bare axum", url, args,
-                         [("sim-clients", sim), ("oha", oha), ("wrk", wrk)], None)
-        print(f"the machine's limits: the server flat out under wrk {closed['wrk']['req/s']:,.0f} req/s")
+        compare("closed loop flat out, 64 connections, against bare axum", url, args,
+                [("sim-clients", sim), ("oha", oha), ("wrk", wrk)], None)
         compare(f"open loop at {args.rate:,}/s over 64 connections, against bare axum", url, args,
-                [("sim-clients", sim), ("sim-clients precise", sim_precise), ("oha", oha)], args.rate)
+                [("sim-clients", sim), ("sim-clients precise", sim_precise),
+                 ("sim-clients precise=100us", sim_precise_100us), ("oha", oha)], args.rate)
     finally:
         benchlib.stop(server)
 

@@ -83,8 +83,9 @@ def main():
     args = benchlib.arguments(__doc__).parse_args()
     benchlib.need("wrk")
     if not args.no_build:
-        benchlib.build("--bin", "system-simulator")
+        benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
         benchlib.build("--bin", "system-simulator", "--no-default-features", target_dir=NOPROBES_DIR)
+    benchlib.machine_limits()
     traced = os.geteuid() == 0 and shutil.which("bpftrace")
     if not traced:
         print("count.bt runs skipped: they need root and bpftrace")

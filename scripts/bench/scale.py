@@ -127,6 +127,7 @@ def main():
         args.clients = limit - 1000
     if not args.no_build:
         benchlib.build("--workspace", "--examples")
+    benchlib.machine_limits()
 
     print(f"idle: {args.clients:,} keep-alive connections, each after one request")
     server = [benchlib.SERVER, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER, *IDLE_SERVER]

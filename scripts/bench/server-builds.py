@@ -29,6 +29,7 @@ def main():
     p.add_argument("new")
     args = p.parse_args()
     benchlib.need("wrk")
+    benchlib.machine_limits()
     for route, path, post in (("GET /healthz", "/healthz", False), ("POST /requests", "/requests", True)):
         print(f"\n{route}, requests per second (wrk -c {args.connections})")
         results = benchlib.alternate(args.runs, [("baseline", measure(args.baseline, path, post, args)),

@@ -24,6 +24,7 @@ def main():
     benchlib.need("wrk")
     if not args.no_build:
         benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
+    benchlib.machine_limits()
     print(f"POST /requests, requests per second (wrk -t 1 -c {args.connections}, {args.seconds} s a run)")
     results = benchlib.alternate(args.runs, [
         ("bare axum", benchlib.wrk_against([benchlib.BARE_AXUM, "127.0.0.1:0"], args)),
