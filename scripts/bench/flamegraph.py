@@ -60,7 +60,8 @@ def main():
     args = p.parse_args()
     benchlib.need("wrk", "perf", "inferno-collapse-perf", "inferno-flamegraph", "rsvg-convert")
     if not args.no_build:
-        benchlib.build("--bin", "system-simulator")
+        benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
+    benchlib.machine_limits()
     server, url = benchlib.start([benchlib.SERVER, "serve", "--listen", "127.0.0.1:0",
                                   *benchlib.ZERO_COST_SERVER])
     try:

@@ -15,7 +15,9 @@ achieves under the same load, the limit to compare with (cyclictest at normal
 priority sleeps with the kernel's default 50 us timer slack, as any program
 does). Once before the runs it measures the same idle. Target: the timer part's
 p99 within 2x cyclictest's beside it (a ratio, so it means the same on any
-machine). peers.py compares the CPU with oha's.
+machine). When oha is installed (cargo install oha --locked) it runs in the same
+rounds at the same rate (oha -q R -c 64 --latency-correction, as peers.py runs it),
+and the CPU of each pacing is printed as a ratio to oha's; target: no more.
 
   python3 scripts/bench/pacing.py [--rate 20000] [--slacks 0s,50us,100us] [--runs 5] [--seconds 10] [--pin] [--no-build]
 """
@@ -29,6 +31,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import benchlib  # noqa: E402
+import peers  # noqa: E402
 
 
 def run(url, args, slack):
@@ -48,6 +51,8 @@ def run(url, args, slack):
         "lag p99 us": r["schedule_lag"]["p99_ns"] / 1e3,
         "timer lag p99 us": timer,
         "connection lag p99 us": r["schedule_lag_connection"]["p99_ns"] / 1e3,
+        # The part of all lateness spent waiting for a free connection (means).
+        "connection share of lag": r["schedule_lag_connection"]["mean_ns"] / max(r["schedule_lag"]["mean_ns"], 1),
         "cyclictest p99 us": limit,
         "timer / cyclictest": timer / max(limit, 1.0),
         "cpu s per 100k": cpu / sent * 100_000,
@@ -76,12 +81,23 @@ def main():
                                                *benchlib.ZERO_COST_SERVER])
     modes = [("tokio timer", None)] + [(f"precise {slack}", slack) for slack in args.slacks.split(",")]
     results = {name: [] for name, _ in modes}
+    oha_cpu = []
+    if shutil.which("oha"):
+        modes.append(("oha", "oha"))
+    else:
+        print("  oha is missing (cargo install oha --locked): no CPU comparison with it")
     try:
         for i in range(args.runs):
             for name, slack in (modes if i % 2 == 0 else modes[::-1]):
+                if slack == "oha":
+                    r = peers.oha(url, args, args.rate)
+                    oha_cpu.append(r["cpu s/100k"])
+                    print(f"  run {i + 1} oha            cpu s per 100k {r['cpu s/100k']:,.2f}  "
+                          f"sent per s {r['req/s']:,.1f}", flush=True)
+                    continue
                 r = run(url, args, slack)
                 results[name].append(r)
-                print(f"  run {i + 1} {name:<14} " + "  ".join(f"{k} {v:,.1f}" for k, v in r.items()),
+                print(f"  run {i + 1} {name:<14} " + "  ".join(f"{k} {v:,.2f}" for k, v in r.items()),
                       flush=True)
     finally:
         benchlib.stop(server)
@@ -95,6 +111,12 @@ def main():
         if name != "tokio timer":
             print(f"  ratio {name} / tokio timer: lag p99 {med[name]['lag p99 us'] / tokio['lag p99 us']:.3f}, "
                   f"cpu per 100k {med[name]['cpu s per 100k'] / tokio['cpu s per 100k']:.3f}")
+    if oha_cpu:
+        print(benchlib.summary("cpu s per 100k, oha", oha_cpu))
+        oha = statistics.median(oha_cpu)
+        for name in med:
+            ratio = med[name]["cpu s per 100k"] / oha
+            print(f"  target {name}: CPU per 100k no more than oha's: {'met' if ratio <= 1 else 'NOT MET'} ({ratio:.3f})")
     print(f"  the machine's limit: cyclictest p99 {idle:.0f} us idle, "
           + ", ".join(f"{med[n]['cyclictest p99 us']:.0f} us beside {n}" for n in med))
     for name in med:
