@@ -191,6 +191,17 @@ impl Report {
             self.sends_late,
             self.requests_sent,
         );
+        let _ = match self.pacing_slack_ns {
+            Some(slack) => writeln!(
+                out,
+                "  paced by a precise timer, each wait at most {} late (--precise-pacing)",
+                human(slack)
+            ),
+            None => writeln!(
+                out,
+                "  paced by tokio's timer (1 ms ticks; --precise-pacing is finer)"
+            ),
+        };
         if self.retry.retries > 0 || self.errors_by_kind.timeout > 0 {
             let _ = writeln!(
                 out,

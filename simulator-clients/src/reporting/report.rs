@@ -155,6 +155,11 @@ pub struct Report {
     /// left; with no ramp-up, how long the start-up burst took to go out.
     pub start_spread_ns: u64,
     pub late_after_ns: u64,
+    /// How sends and think times were paced: `--precise-pacing`'s slack (each
+    /// wait at most this late), or `None` for tokio's 1 ms timer. Reports of
+    /// earlier versions have none: read as tokio's.
+    #[serde(default)]
+    pub pacing_slack_ns: Option<u64>,
     /// Sends that left more than `late_after_ns` behind schedule.
     pub sends_late: u64,
     /// Open loop: sends due within the window that were still waiting for a free
@@ -263,6 +268,7 @@ impl Report {
             request_latency: Latency::of(&tally.request_latency),
             start_spread_ns: ns(tally.start_spread),
             late_after_ns: ns(plan.late_after),
+            pacing_slack_ns: plan.precise_pacing.map(ns),
             sends_late: tally.late,
             sends_missed: tally.missed,
             server,
@@ -418,6 +424,37 @@ pub(crate) mod tests {
                 "the quantize keeps ns:\n{quantize}"
             );
         }
+    }
+
+    #[test]
+    fn the_report_says_how_sends_were_paced() {
+        let tally = Recorder::new(Duration::from_millis(5), false).tally();
+        let report = |precise_pacing| {
+            let plan = LoadPlan {
+                precise_pacing,
+                ..open_plan()
+            };
+            Report::new(&plan, 9, &tally, Duration::from_secs(1), None)
+        };
+        let tokio = report(None);
+        assert_eq!(tokio.pacing_slack_ns, None);
+        assert!(tokio
+            .render()
+            .contains("paced by tokio's timer (1 ms ticks"));
+        let precise = report(Some(Duration::from_micros(50)));
+        assert_eq!(precise.pacing_slack_ns, Some(50_000));
+        assert!(
+            precise
+                .render()
+                .contains("paced by a precise timer, each wait at most 50us late"),
+            "{}",
+            precise.render()
+        );
+        // A report of an earlier version, without the field, reads as tokio's.
+        let mut old = serde_json::to_value(&precise).unwrap();
+        old.as_object_mut().unwrap().remove("pacing_slack_ns");
+        let read: Report = serde_json::from_value(old).unwrap();
+        assert_eq!(read.pacing_slack_ns, None);
     }
 
     #[test]
