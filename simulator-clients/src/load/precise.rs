@@ -22,7 +22,8 @@
 //! (once for the timer, once for the reply), and each wake-up costs a few
 //! microseconds on a VM: at 20,000 sends a second with the default slack, five
 //! sends in six now leave in a reply's wake-up, 1.2 wake-ups a send instead of
-//! 2, and 0.6x the CPU (docs/performance.md). rustix wraps timerfd
+//! 2, for about 0.85x the CPU (1.1 s per 100,000 sends instead of 1.3;
+//! docs/performance.md). rustix wraps timerfd
 //! safely; tokio's `AsyncFd` does the waiting (its registration is this
 //! module's one unsafe call).
 
@@ -123,16 +124,22 @@ impl Inner {
     fn nudge(&self) {
         let now = Instant::now();
         let mut waits = self.lock();
-        let first_due = waits.by_due.first_key_value().map(|((due, _), _)| *due);
-        if first_due.is_some_and(|due| due <= now) {
-            while let Some(entry) = waits.by_due.first_entry() {
-                if entry.key().0 > now {
-                    break;
-                }
-                entry.remove().wake();
-            }
+        if self.release_due(&mut waits, now) {
             self.rearm(&mut waits, now);
         }
+    }
+
+    /// Wakes every wait due by `now`; whether there was one.
+    fn release_due(&self, waits: &mut Waits, now: Instant) -> bool {
+        let mut released = false;
+        while let Some(entry) = waits.by_due.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            entry.remove().wake();
+            released = true;
+        }
+        released
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Waits> {
@@ -172,12 +179,13 @@ async fn watch(inner: Arc<Inner>) {
             Ok(mut ready) => ready.clear_ready(),
             Err(_) => return,
         }
-        inner.lock().armed_for = None;
-        inner.nudge();
-        // Re-arm for the waits still ahead even when none was due (a late
-        // readiness from an earlier arming).
+        // Fired: disarmed until re-armed for the waits still ahead, whether or
+        // not one was due (a readiness left over from an earlier arming).
+        let now = Instant::now();
         let mut waits = inner.lock();
-        inner.rearm(&mut waits, Instant::now());
+        waits.armed_for = None;
+        inner.release_due(&mut waits, now);
+        inner.rearm(&mut waits, now);
     }
 }
 
@@ -193,26 +201,23 @@ pub struct PacedSleep {
 impl Future for PacedSleep {
     type Output = ();
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let now = Instant::now();
-        let due = self.due;
-        let pacer = Arc::clone(&self.pacer);
+        // Every field is Unpin: the sleep may be taken apart in place.
+        let Self { pacer, due, key } = self.get_mut();
+        let due = *due;
         let mut waits = pacer.lock();
         if now >= due {
-            if let Some(key) = self.key.take() {
+            if let Some(key) = key.take() {
                 waits.by_due.remove(&key);
             }
             return Poll::Ready(());
         }
-        let key = match self.key {
-            Some(key) => key,
-            None => {
-                let key = (due, waits.next_number);
-                waits.next_number += 1;
-                self.key = Some(key);
-                key
-            }
-        };
+        let key = *key.get_or_insert_with(|| {
+            let key = (due, waits.next_number);
+            waits.next_number += 1;
+            key
+        });
         waits.by_due.insert(key, cx.waker().clone());
         let fire = due + pacer.slack;
         if waits.armed_for.is_none_or(|armed| fire < armed) {
@@ -274,7 +279,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn many_waits_end_in_order_each_after_its_due_time() {
+    async fn many_waits_given_out_of_order_each_end_after_their_due_time() {
         let pacer = Arc::new(SharedPacer::start(SLACK).unwrap());
         let start = Instant::now();
         let mut waits = tokio::task::JoinSet::new();

@@ -22,11 +22,13 @@ impl TaskPerElement {
     ///
     /// The persist is polled once here first: one that ends at once (a store
     /// without latency, as in the zero-cost benchmarks) ends without a task,
-    /// which was a spawn and a wake-up of another worker per request, a fifth of
-    /// the serving path's time on a small VM (`scripts/bench/server-vs-axum.py`).
-    /// One still waiting moves to its task, which polls it again there: a
-    /// future registers its waker anew at each poll, so the first poll's
-    /// throwaway waker is never the one relied on.
+    /// which was a spawn and a wake-up of another worker per request: 1.09x the
+    /// serving path's throughput on a 2-vCPU VM (`scripts/bench/server-builds.py`,
+    /// docs/performance.md). One still waiting moves, boxed and so unmoved in
+    /// memory (a semaphore may hold a pointer into it), to its task, which polls
+    /// it again there: a future registers its waker anew at each poll, so the
+    /// first poll's throwaway waker is never the one relied on. The cost for a
+    /// persist that waits (every scenario's) is that one extra poll.
     pub fn hand_off(&self, job: Job) {
         self.backend.started(&job);
         let backend = Arc::clone(&self.backend);
