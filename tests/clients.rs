@@ -210,6 +210,7 @@ async fn a_server_restart_mid_run_is_counted_and_the_run_goes_on() {
 }
 
 #[test]
+#[ignore = "tier C: the demo, two runs of load (tests/pages_run.rs runs it as the README prints it too)"]
 fn the_demo_shows_the_bottleneck_and_the_fix() {
     let out = Command::new(BIN)
         .args([
@@ -245,6 +246,7 @@ fn the_demo_shows_the_bottleneck_and_the_fix() {
 }
 
 #[test]
+#[ignore = "tier C: the demo in another scenario, two runs of load"]
 fn the_demo_shows_any_scenario_and_fix() {
     let out = Command::new(BIN)
         .args([

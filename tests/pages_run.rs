@@ -27,7 +27,8 @@
 //! is what a command prints.
 //!
 //! Needs root (network namespaces, tracers); skips without, fails under CI. About
-//! 3 minutes: three pages at a time, loads and traces cut to 3 s (the sweeps of
+//! 4 minutes, tier C (the full suite only; `cargo test --test pages_run --
+//! --include-ignored`): three pages at a time, loads and traces cut to 3 s (the sweeps of
 //! docs/load.md and docs/scenarios.md, a minute and more each, are the longest).
 
 #[path = "pages_run/blocks.rs"]
@@ -395,6 +396,7 @@ fn run_page(page: &Path, work: &Path) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "tier C: 4 minutes, every page run as printed (root: namespaces, tracers)"]
 fn every_command_in_the_readme_and_docs_runs_as_printed() {
     if !is_root() {
         skip_or_fail(

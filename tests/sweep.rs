@@ -17,6 +17,7 @@ fn figure(step: &Value, name: &str) -> f64 {
 }
 
 #[test]
+#[ignore = "tier C: 40 s of load, the seed's sweep judged by its shape"]
 fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
     let server = Server::start(&[]);
     let dir = tempfile::tempdir().unwrap();
@@ -171,6 +172,7 @@ fn a_sweep_without_client_counts_is_refused() {
 /// is the scenario's, and the figures have its shape: persists at 1 / 60 ms
 /// before, many times that after.
 #[test]
+#[ignore = "tier C: 13 s of sweep steps in another scenario"]
 fn a_sweep_of_another_scenario_switches_the_server_and_back() {
     let server = Server::start(&[]);
     let out = std::process::Command::new(BIN)

@@ -5,7 +5,8 @@
 //! moved (a faster store through `PUT /admin/config`, or a flag at start) is not
 //! judged at all: `not checked:` names the setting, from what to what.
 //!
-//! Run with: `cargo test --test win_conditions` (about a minute of real load).
+//! Tier C (the full suite only): about a minute of real load. Run with:
+//! `cargo test --test win_conditions -- --include-ignored`.
 
 mod common;
 
@@ -52,6 +53,7 @@ async fn assert_refusing_fails(scenario: &Scenario, url: &str) {
 /// its answered share, far from any bound, whatever the CPU the others take; and
 /// retry-storm's window (40 s, its incident's) then sets the test's length.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: a minute of load, every exercise checked at once"]
 async fn a_service_that_refuses_its_clients_fails_every_exercise() {
     let checks = scenario::bundled()
         .unwrap()
@@ -67,6 +69,7 @@ async fn a_service_that_refuses_its_clients_fails_every_exercise() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: a check window of real load"]
 async fn a_backlog_left_by_an_earlier_load_does_not_pass_for_throughput() {
     // spawn-per-request's open loop (400/s into a task per element and a store of
     // 16 slots) leaves thousands of writes pending: the backlog of the issue.
@@ -106,6 +109,7 @@ fn check_cli(name: &str, url: &str) -> (Option<i32>, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: two checks of real load"]
 async fn a_moved_world_is_not_judged_however_it_moved() {
     let client = client();
     // Live, through the admin API.

@@ -113,3 +113,17 @@ pub fn verdict_errors(scenario: &str, fresh: &[FixTable]) -> Vec<String> {
     }
     errors
 }
+
+/// Keeps what `workshop figures` printed under the target directory
+/// (`target/tmp/figures-WHERE-TIME.txt`), so every run of the measuring tests adds
+/// to the spread that `scripts/margins.py --from target/tmp/figures-*.txt` sets
+/// beside the bounds. Best effort: a test never fails for want of a copy.
+pub fn keep(confinement: &str, printed: &str) {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let path =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("figures-{confinement}-{stamp}.txt"));
+    let _ = std::fs::write(path, printed);
+}
