@@ -12,8 +12,9 @@
 //! The tests skip with a printed reason where DTrace, bpftrace or root is missing
 //! and fail instead when CI is set.
 //!
-//! Tier C (the full suite only): about 3 minutes, 33 tests two at a time, the
-//! seed's own script 60 s of them. Run with:
+//! Tier C (the full suite only): 33 tests, each 5-20 s and the seed's own script
+//! 60 s, side by side with the other shared tests (.config/nextest.toml; about 3
+//! minutes one binary at a time). Run with:
 //! `cargo test --test scripts_live -- --include-ignored`.
 
 mod common;
@@ -25,15 +26,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 use tracer::{figures, probes_armed, Tool, Traced};
-
-/// Every test here starts a server and traces it by pid, except the test of the
-/// pages' exact line, which names no pid and so must find the only server
-/// running: it runs alone (the write side), the others together.
-static ALONE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
-
-async fn together() -> tokio::sync::RwLockReadGuard<'static, ()> {
-    ALONE.read().await
-}
 
 /// The load: enough clients, often enough, that 8 permits run out.
 const LOAD: [&str; 6] = ["--n", "40", "--think-time", "100ms", "--duration", "3s"];
@@ -111,7 +103,6 @@ async fn traced_run_full(
     if !tool.available() {
         return None;
     }
-    let _together = together().await;
     let server = Server::start(server_args);
     let pid = server.pid;
     let script = script.to_owned();
@@ -383,7 +374,6 @@ async fn cpu_run(tool: Tool) -> Option<(u64, u64, u32)> {
     if !tool.available() {
         return None;
     }
-    let _together = together().await;
     let server = Server::start(&[]);
     let pid = server.pid;
     let measured = tokio::task::spawn_blocking(move || {
@@ -410,7 +400,6 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
         return;
     }
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed-count.d");
-    let _together = together().await;
     let server = Server::start(&[]);
     let pid = server.pid;
     let (traced, server) = tokio::task::spawn_blocking(move || {
@@ -444,7 +433,8 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
 
 /// The line the exercise pages print, typed exactly so while the ticket's load
 /// runs from a second system-simulator process (the load driver, the same
-/// binary): options after the name, no pid, no --keep-cpus-busy. It finds the
+/// binary): options after the name, no pid, no --keep-cpus-busy, in a network
+/// namespace as a page's terminal is (tests/pages_run.rs). It finds the
 /// server by its listening socket and says which pid it chose, keeps the CPUs
 /// busy by itself where DTrace for Linux needs it, and a trace of `--seconds 20`
 /// ends within 40 s with the persists it saw.
@@ -460,9 +450,12 @@ fn the_pages_trace_line_runs_as_typed(tool: Tool) {
     if !tool.available() {
         return;
     }
-    let _alone = ALONE.blocking_write();
-    let server = Server::start(&[]);
-    let mut load = std::process::Command::new(BIN)
+    // Its own network namespace: `scripts/trace` with no pid picks the server that
+    // listens on a port, and there it sees only this one, whatever else runs.
+    let netns = Netns::new(&format!("{tool:?}").to_lowercase());
+    let server = Server::start_in(&netns, &[]);
+    let mut load = netns
+        .command(BIN)
         .args(["clients", "--target", &server.url])
         .args(["--n", "135", "--think-time", "1s", "--duration", "40s"])
         .stdout(std::process::Stdio::null())
@@ -474,7 +467,8 @@ fn the_pages_trace_line_runs_as_typed(tool: Tool) {
         Tool::Bpftrace => "--bpftrace",
     };
     let started = std::time::Instant::now();
-    let out = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace"))
+    let out = netns
+        .command(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace"))
         .args(["persist-time", "--seconds", "20", chosen])
         .stdin(std::process::Stdio::null())
         .output()

@@ -1,8 +1,9 @@
 //! The exercise pages say what the code does. Every bundled scenario has its page,
 //! docs/workshop/NN-NAME.md, carrying its ticket word for word, naming every fix,
 //! and holding a figures block made by `workshop figures`. And the figures still
-//! hold: the test reruns `workshop figures` shortened (8 s windows) and compares,
-//! fix by fix and figure by figure, with the page:
+//! hold: the test reruns `workshop figures` shortened (6 s windows, as the
+//! one-core and half-core runs and `scripts/margins.py` measure) and compares, fix
+//! by fix and figure by figure, with the page:
 //!
 //! - the win condition: before each fix some condition fails; after it every
 //!   condition holds, or (a fix marked as a trade-off) some still fails. This is
@@ -17,8 +18,8 @@
 //!   laptop meets (tests/exercises_anywhere.rs holds them on one core and half a
 //!   core too).
 //!
-//! The figures test is tier C (the full suite only): about 4 minutes of real load,
-//! run alone. Run with: `cargo test --test workshop_pages -- --include-ignored`.
+//! The figures test is tier C (the full suite only): about 2.5 minutes of real
+//! load, run alone (.config/nextest.toml). Run with: `cargo test --test workshop_pages -- --include-ignored`.
 
 mod common;
 
@@ -116,7 +117,7 @@ fn ratio(after: f64, before: f64, bound: f64) -> f64 {
 fn the_pages_figures_still_hold_in_a_shortened_run() {
     for scenario in scenario::bundled().unwrap() {
         let out = Command::new(BIN)
-            .args(["workshop", "figures", &scenario.name, "--duration", "8s"])
+            .args(["workshop", "figures", &scenario.name, "--duration", "6s"])
             .output()
             .expect("run workshop figures");
         assert!(

@@ -73,6 +73,19 @@ impl Server {
         Self::spawn(&["serve"], "127.0.0.1:0", args, &[], true)
     }
 
+    /// A server in a network namespace of the test's own: its port and its
+    /// listening socket are seen only from there ([`Netns::command`]).
+    pub fn start_in(netns: &Netns, args: &[&str]) -> Server {
+        Self::spawn_as(
+            netns.command(BIN),
+            &["serve"],
+            "127.0.0.1:0",
+            args,
+            &[],
+            false,
+        )
+    }
+
     fn spawn(
         lead: &[&str],
         listen: &str,
@@ -80,7 +93,18 @@ impl Server {
         env: &[(&str, &str)],
         keep_log: bool,
     ) -> Server {
-        let mut command = Command::new(BIN);
+        Self::spawn_as(Command::new(BIN), lead, listen, args, env, keep_log)
+    }
+
+    /// Starts `command` (the binary, or the binary inside a namespace) as a server.
+    fn spawn_as(
+        mut command: Command,
+        lead: &[&str],
+        listen: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        keep_log: bool,
+    ) -> Server {
         command
             .args(lead)
             .args(["--listen", listen])
@@ -162,6 +186,66 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A network namespace of the test's own (`ip netns add`: root, iproute2) with its
+/// loopback up, deleted on drop. Inside it `ss` lists only the sockets opened
+/// there, so a tool that finds "the server listening on a port" finds the test's
+/// one whatever else the machine runs (pages' terminals are namespaced for the same
+/// reason: tests/pages_run/session.rs). The processes keep the machine's pids.
+pub struct Netns {
+    pub name: String,
+}
+
+impl Netns {
+    /// `tag` tells apart the namespaces of one test process.
+    pub fn new(tag: &str) -> Netns {
+        let name = format!("isim-{tag}-{}", std::process::id());
+        // A namespace a killed run left behind under the same name.
+        let _ = Command::new("ip").args(["netns", "delete", &name]).output();
+        let netns = Netns { name };
+        netns.run(&["ip", "netns", "add", &netns.name]);
+        netns.run(&[
+            "ip",
+            "netns",
+            "exec",
+            &netns.name,
+            "ip",
+            "link",
+            "set",
+            "lo",
+            "up",
+        ]);
+        netns
+    }
+
+    /// `program` to run inside the namespace (`ip netns exec` execs it: the child's
+    /// pid is the program's).
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &self.name, program]);
+        command
+    }
+
+    fn run(&self, argv: &[&str]) {
+        let out = Command::new(argv[0])
+            .args(&argv[1..])
+            .output()
+            .unwrap_or_else(|e| panic!("run {argv:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "{argv:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.name])
+            .output();
     }
 }
 
