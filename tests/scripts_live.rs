@@ -13,8 +13,9 @@
 //! and fail instead when CI is set.
 //!
 //! Tier C (the full suite only): 33 tests, each 5-20 s and the seed's own script
-//! 60 s, side by side with the other shared tests (.config/nextest.toml; about 3
-//! minutes one binary at a time). Run with:
+//! 60 s, side by side with the other shared tests, except the six judged by a
+//! tracer's timer (a line a second, CPU sampled against /proc), which run alone
+//! (.config/nextest.toml; about 3 minutes one binary at a time). Run with:
 //! `cargo test --test scripts_live -- --include-ignored`.
 
 mod common;
