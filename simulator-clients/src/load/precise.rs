@@ -301,11 +301,16 @@ mod tests {
     async fn a_nudge_ends_a_due_wait_before_its_slack_is_out() {
         // A slack far longer than the test: only a nudge can end the wait.
         let pacer = Arc::new(SharedPacer::start(Duration::from_secs(3600)).unwrap());
-        let due = Instant::now() + Duration::from_millis(2);
+        // Due far enough ahead that the wait is registered before it: with 2 ms, a
+        // test thread descheduled by a build beside polled the wait first after its
+        // due time, when it ends at once without waiting (issue 41's sixth run).
+        let due = Instant::now() + Duration::from_millis(100);
         let wait = tokio::spawn({
             let pacer = Arc::clone(&pacer);
             async move { pacer.sleep_until(due).await }
         });
+        tokio::task::yield_now().await;
+        assert_eq!(pacer.waiting(), 1, "the wait began before its due time");
         tokio::time::sleep_until(due + Duration::from_millis(1)).await;
         assert!(!wait.is_finished(), "the timer waits out the slack");
         pacer.nudge();
