@@ -100,7 +100,7 @@ impl DemoArgs {
                 .max(crate::workshop::check::incident_window(&scenario)),
             max_duration::from_env()?,
         );
-        let mut load = scenario.load_plan("http://127.0.0.1:0", Some(duration));
+        let mut load = LoadPlan::running_for(&scenario.load, "http://127.0.0.1:0", Some(duration));
         if let Some(clients) = self.clients {
             load.clients = clients;
         }
@@ -195,7 +195,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .scenario
         .load_with(&plan.fix.load)
         .map(|changed| LoadPlan {
-            retry: LoadPlan::from_load(&changed, &url).retry,
+            retry: changed.retry,
             ..load.clone()
         })?;
     let incident = plan.scenario.incident.first();

@@ -188,17 +188,13 @@ impl Scenario {
     }
 
     /// Parses and checks a scenario: its settings must be valid, its load must be
-    /// a load's arguments (read as it parses), and every fix must be a valid live
-    /// change from its settings.
+    /// a load's arguments (read and checked as it parses, `Load::parse`), and
+    /// every fix must be a valid live change from its settings.
     pub fn parse(origin: &str, text: &str) -> Result<Self, ScenarioError> {
         let invalid = |reason: String| ScenarioError::Invalid(origin.into(), reason);
         let scenario: Scenario = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let settings = scenario.settings();
         settings.validate().map_err(|e| invalid(e.to_string()))?;
-        scenario
-            .load_plan("http://127.0.0.1:7878", None)
-            .validate()
-            .map_err(|e| invalid(format!("its load: {e}")))?;
         for condition in &scenario.check {
             if condition.below.is_some() == condition.above.is_some() {
                 return Err(invalid(format!(
@@ -251,27 +247,6 @@ impl Scenario {
     /// fails only for changes from elsewhere (`workshop check --client-change`).
     pub fn load_with(&self, change: &[String]) -> Result<Load, simulator_api::load::LoadError> {
         self.load.with_changes(change)
-    }
-
-    /// The scenario's load as the driver runs it, against `target`, running for
-    /// `duration` instead of the load's own (`None`: until stopped).
-    pub fn load_plan(
-        &self,
-        target: &str,
-        duration: Option<Duration>,
-    ) -> simulator_clients::LoadPlan {
-        Self::plan_of(&self.load, target, duration)
-    }
-
-    /// `load` as the driver runs it, against `target`, for `duration`.
-    pub fn plan_of(
-        load: &Load,
-        target: &str,
-        duration: Option<Duration>,
-    ) -> simulator_clients::LoadPlan {
-        let mut plan = simulator_clients::LoadPlan::from_load(load, target);
-        plan.stop.duration = duration.or(Some(simulator_api::settings::MAX_SPAN));
-        plan
     }
 
     /// The entry of `GET /scenarios`.
@@ -377,7 +352,9 @@ mod tests {
         let bad_load = base.replace("load = []", "load = [\"--n\", \"lots\"]");
         let err = Scenario::parse("test", &bad_load).unwrap_err().to_string();
         assert!(
-            err.contains("load = ") && err.contains("`--n lots`") && err.contains("whole number"),
+            err.contains("load = ")
+                && err.contains("'lots' for '--n")
+                && err.contains("whole number"),
             "{err}"
         );
     }

@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
+use simulator_clients::LoadPlan;
 use system_simulator::scenario::{Metric, Scenario};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -139,7 +140,7 @@ async fn blocking_runtime_is_cured_by_each_fix_and_returns_without_it() {
     let client = client();
 
     // The scenario's own load, until the test stops it.
-    let plan = scenario.load_plan(&server.url, None);
+    let plan = LoadPlan::running_for(&scenario.load, &server.url, None);
     let stop = CancellationToken::new();
     let load = tokio::spawn({
         let stop = stop.clone();

@@ -25,7 +25,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use simulator_clients::{endpoints, Outputs, Report};
+use simulator_clients::{endpoints, LoadPlan, Outputs, Report};
 use system_simulator::scenario::Scenario;
 use system_simulator::workshop::check;
 use tokio_util::sync::CancellationToken;
@@ -37,7 +37,7 @@ const OFFERED: f64 = 112.0;
 async fn stormed(url: &str) -> (Report, serde_json::Value) {
     let scenario = Scenario::load("retry-storm").unwrap();
     let window = check::window_for(&scenario, Duration::ZERO);
-    let plan = scenario.load_plan(url, Some(window));
+    let plan = LoadPlan::running_for(&scenario.load, url, Some(window));
     let incident = scenario.incident[0].clone();
     let target = url.to_owned();
     let during = tokio::spawn(async move {

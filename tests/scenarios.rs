@@ -18,7 +18,7 @@ use axum::http::{Request, StatusCode};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use simulator_api::{Counts, Stats};
-use simulator_clients::Pacing;
+use simulator_clients::{LoadPlan, Pacing};
 use system_simulator::request_path::{DataProcessor, Element};
 use system_simulator::scenario::Scenario;
 use system_simulator::serving::http::app;
@@ -85,7 +85,7 @@ struct Lifetimes {
 /// tasks of this test: its clients and think time, or its rate, and its sizes.
 fn start(name: &str) -> Running {
     let scenario = Scenario::load(name).unwrap();
-    let load = scenario.load_plan("http://127.0.0.1:9", None);
+    let load = LoadPlan::running_for(&scenario.load, "http://127.0.0.1:9", None);
     let processor = DataProcessor::new(&scenario.settings()).unwrap();
     let router = app(AppState::new(processor.clone(), scenario))
         .layer(MockConnectInfo(SocketAddr::from(([127, 0, 0, 1], 9))));

@@ -14,6 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
+use simulator_clients::LoadPlan;
 use system_simulator::scenario::{self, Metric, Scenario};
 use system_simulator::workshop::check;
 use tokio_util::sync::CancellationToken;
@@ -75,7 +76,7 @@ async fn a_backlog_left_by_an_earlier_load_does_not_pass_for_throughput() {
     // 16 slots) leaves thousands of writes pending: the backlog of the issue.
     let scenario = Scenario::load("spawn-per-request").unwrap();
     let server = Server::start(&["--scenario", &scenario.name, "--admin-listen", "off"]);
-    let plan = scenario.load_plan(&server.url, Some(Duration::from_secs(6)));
+    let plan = LoadPlan::running_for(&scenario.load, &server.url, Some(Duration::from_secs(6)));
     simulator_clients::run(&plan, CancellationToken::new(), false)
         .await
         .unwrap();

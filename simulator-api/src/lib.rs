@@ -3,8 +3,8 @@
 //! The settings (`settings.rs`: every one declared once, with the kinds of value in
 //! `value.rs` and the latency distributions in `delay.rs`), the server's events
 //! (`events.rs`: every one declared once, with the counters they move), a
-//! scenario's incident (`incident.rs`), a load
-//! as a scenario writes it and the driver runs it (`load.rs`) and the HTTP bodies
+//! scenario's incident (`incident.rs`), a load, its flags declared once for the
+//! driver's command line and a scenario's words (`load/`), and the HTTP bodies
 //! (`bodies.rs`). The clients depend on this crate and never on the server, so
 //! the two cannot drift apart silently: a field one writes and the other does not
 //! know fails to parse.

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use simulator_api::Counts;
-use simulator_clients::{endpoints, Report};
+use simulator_clients::{endpoints, LoadPlan, Report};
 use tokio_util::sync::CancellationToken;
 
 use super::progress;
@@ -292,7 +292,7 @@ pub async fn check(
         ))),
     }
     let window = window_for(scenario, window);
-    let mut plan = Scenario::plan_of(&load, target, Some(window));
+    let mut plan = LoadPlan::running_for(&load, target, Some(window));
     plan.seed = plan.seed.or(Some(CHECK_SEED));
     let started = tokio::time::Instant::now();
     let trigger = scenario.incident.first().map(|incident| {
@@ -533,7 +533,7 @@ mod tests {
     #[test]
     fn the_check_seed_draws_typical_sizes_for_every_scenario() {
         for scenario in scenario::bundled().unwrap() {
-            let plan = scenario.load_plan("http://127.0.0.1:1", None);
+            let plan = LoadPlan::running_for(&scenario.load, "http://127.0.0.1:1", None);
             if matches!(plan.payload, PayloadSize::Fixed { .. }) {
                 continue;
             }

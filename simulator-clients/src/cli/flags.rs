@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use simulator_api::load::{Load, LoadArgs, LoadError};
 use simulator_api::max_duration;
 
-use crate::load::plan::{Arrivals, Backoff, LoadPlan, Pacing, PayloadSize, RetryPolicy, Stop};
+use crate::load::plan::LoadPlan;
 use crate::scale_out::shard::{Shard, ShardInfo, ShardSource};
 
 /// N virtual clients against system-simulator: the original simulator's closed
@@ -22,39 +23,14 @@ pub struct Args {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// Number of clients, each with its own keep-alive connection (with --rate: the
-    /// connection pool that carries the sends).
-    #[arg(long = "n", short = 'n', default_value_t = 1)]
-    pub clients: usize,
+    /// The load: clients, pacing, sizes, when it stops, how clients retry (the
+    /// same flags a scenario's `load` is written in).
+    #[command(flatten)]
+    pub load: LoadArgs,
 
     /// The server's base URL (plain http).
     #[arg(long, default_value = "http://127.0.0.1:7878")]
     pub target: String,
-
-    /// How long to run, e.g. `60s`, `2m`. Default 60s unless --requests is given.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    pub duration: Option<Duration>,
-
-    /// Stop each client after this many requests (closed loop only).
-    #[arg(long, value_name = "K", conflicts_with = "rate")]
-    pub requests: Option<u64>,
-
-    /// Pause between a reply and the next request [default: 1s].
-    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "rate")]
-    pub think_time: Option<Duration>,
-
-    /// Spread client starts over this long (default: all at once, as the original).
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, conflicts_with = "rate")]
-    pub ramp_up: Duration,
-
-    /// Open loop: send R requests per second in total on a fixed schedule, whatever
-    /// the server does; latency counts from each send's scheduled time.
-    #[arg(long, value_name = "R")]
-    pub rate: Option<f64>,
-
-    /// Open loop: spacing of the sends.
-    #[arg(long, value_enum, default_value_t = Arrivals::Uniform, requires = "rate")]
-    pub arrivals: Arrivals,
 
     /// Pace sends and think times with a nanosecond timer (Linux timerfd)
     /// instead of tokio's 1 ms ticks: a wait ends at most SLACK after its time
@@ -76,33 +52,6 @@ pub struct Args {
     /// A send leaving later than this after its scheduled time counts as late.
     #[arg(long, default_value = "5ms", value_parser = humantime::parse_duration)]
     pub late_after: Duration,
-
-    /// Seed for Poisson arrivals and payload sizes (the report prints the one used).
-    #[arg(long)]
-    pub seed: Option<u64>,
-
-    /// Element size: `1024`, `64k`, `uniform(LOW, HIGH)` or `lognormal(MEAN, SD)` (heavy-tailed; MEAN and SD in bytes, draws kept within 1 byte to 1 GiB).
-    #[arg(long, default_value = "1024")]
-    pub payload_size: PayloadSize,
-
-    /// Give up on an attempt after this long and close its connection (counted as
-    /// a timeout error; the server sees the client leave: request-abandoned).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-    pub timeout: Duration,
-
-    /// Retry a failed attempt (a timeout, a lost connection, a 5xx) up to N times.
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(simulator_api::load::MAX_RETRIES)))]
-    pub retries: u32,
-
-    /// The wait before each retry: none, exp(BASE, CAP) or exp-jitter(BASE, CAP)
-    /// (full jitter: uniform up to the exponential wait).
-    #[arg(long, value_name = "BACKOFF", default_value = "none")]
-    pub backoff: Backoff,
-
-    /// Retry at most P % of first attempts over the last 10 s (a retry budget, as
-    /// gRPC's retry throttling and Finagle's RetryBudget); none by default.
-    #[arg(long, value_name = "P", value_parser = simulator_api::load::parse_percent)]
-    pub retry_budget: Option<f64>,
 
     /// After --duration, wait at most this long for replies still in flight (queued
     /// at a saturated server); the rest are reported as unanswered. The rates count
@@ -258,38 +207,13 @@ pub struct SweepArgs {
 }
 
 impl Args {
-    pub fn plan(&self) -> LoadPlan {
-        let duration = match (self.duration, self.requests) {
-            (None, None) => Some(Duration::from_secs(60)),
-            (d, _) => d,
-        };
-        let pacing = match self.rate {
-            Some(rate) => Pacing::Open {
-                rate,
-                arrivals: self.arrivals,
-            },
-            None => Pacing::Closed {
-                think_time: self.think_time.unwrap_or(Duration::from_secs(1)),
-                ramp_up: self.ramp_up,
-            },
-        };
-        LoadPlan {
-            target: self.target.clone(),
-            clients: self.clients,
-            pacing,
-            stop: Stop {
-                duration,
-                requests_per_client: self.requests,
-            },
-            payload: self.payload_size,
-            timeout: self.timeout,
-            retry: RetryPolicy {
-                retries: self.retries,
-                backoff: self.backoff,
-                budget_percent: self.retry_budget,
-            },
+    /// The run the flags describe: their load, as a scenario's words would mean
+    /// it ([`Load::from_args`]), with the driver's own options.
+    pub fn plan(&self) -> Result<LoadPlan, LoadError> {
+        // The command line is not kept as words: a plan shows its figures.
+        let load = Load::from_args(&self.load, Vec::new())?;
+        Ok(LoadPlan {
             late_after: self.late_after,
-            seed: self.seed,
             max_drain: self.max_drain,
             shard: self.sharding.shard.map(|s| ShardInfo {
                 index: s.index,
@@ -300,7 +224,8 @@ impl Args {
             run_id: self.run_id.clone(),
             bind: self.bind.clone(),
             precise_pacing: self.precise_pacing,
-        }
+            ..LoadPlan::from_load(&load, &self.target)
+        })
     }
 
     /// [`Args::plan`] with the shard and run id that the job engine's variables
@@ -308,7 +233,7 @@ impl Args {
     ///
     /// `SIMULATOR_MAX_DURATION` cuts `--duration` (said on stderr).
     pub fn plan_in(&self, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<LoadPlan> {
-        let mut plan = self.plan();
+        let mut plan = self.plan()?;
         if let Some(wanted) = plan.stop.duration {
             let cap = max_duration::parse(env(max_duration::VAR).as_deref())?;
             let duration = max_duration::cut_and_say("sim-clients", "--duration", wanted, cap);

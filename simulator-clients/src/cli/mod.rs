@@ -207,47 +207,14 @@ impl MetricsEndpoint {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
-    use simulator_api::Load;
 
     use super::*;
-
-    /// A load written as words means the same run whether sim-clients reads them
-    /// as its flags or a scenario reads them as a [`Load`].
-    #[test]
-    fn the_flags_and_a_load_of_the_same_words_make_the_same_run() {
-        for text in [
-            "",
-            "--n 135 --think-time 1s --duration 60s",
-            "--n 15 --think-time 100ms --payload-size lognormal(256k,1M) --duration 60s",
-            "--n 200 --rate 400 --duration 60s",
-            "--n 8 --rate 50 --arrivals poisson --seed 7 --duration 5s",
-            "--n 3 --ramp-up 2s --requests 10",
-            "--n 2 --requests 5 --duration 3s --payload-size uniform(1k,2k)",
-            "--n 50 --rate 100 --duration 10s --timeout 200ms --retries 3 --backoff exp-jitter(10ms,1s) --retry-budget 10",
-            "--n 5 --timeout 1s --retries 1",
-        ] {
-            let words: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
-            let flags = Args::try_parse_from(
-                std::iter::once("sim-clients".to_owned()).chain(words.clone()),
-            )
-            .unwrap_or_else(|e| panic!("{text}: {e}"))
-            .plan();
-            let load = LoadPlan::from_load(&Load::parse(&words).unwrap(), &flags.target);
-            assert_eq!(flags.clients, load.clients, "{text}");
-            assert_eq!(flags.pacing, load.pacing, "{text}");
-            assert_eq!(flags.stop, load.stop, "{text}");
-            assert_eq!(flags.payload, load.payload, "{text}");
-            assert_eq!(flags.seed, load.seed, "{text}");
-            assert_eq!(flags.timeout, load.timeout, "{text}");
-            assert_eq!(flags.retry, load.retry, "{text}");
-        }
-    }
 
     #[test]
     fn precise_pacing_takes_an_optional_slack() {
         let slack = |words: &[&str]| {
             Args::try_parse_from(std::iter::once("sim-clients").chain(words.iter().copied()))
-                .map(|args| args.plan().precise_pacing)
+                .map(|args| args.plan().unwrap().precise_pacing)
         };
         let us = |n| Some(std::time::Duration::from_micros(n));
         assert_eq!(slack(&[]).unwrap(), None);

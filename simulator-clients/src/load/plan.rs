@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime};
 
 use hyper::header::HeaderValue;
-pub use simulator_api::load::{Arrivals, Backoff, Pacing, PayloadSize, RetryPolicy};
+pub use simulator_api::load::{Arrivals, Pacing, PayloadSize, RetryPolicy};
 use simulator_api::Load;
 
 use crate::scale_out::shard::{Shard, ShardInfo};
@@ -58,9 +58,7 @@ pub struct LoadPlan {
 /// told otherwise (`--max-drain`).
 pub const DEFAULT_MAX_DRAIN: Duration = Duration::from_secs(30);
 
-/// The highest open-loop rate, well above what one process can send; it keeps the
-/// schedule's arithmetic exact.
-pub const MAX_RATE: f64 = 10_000_000.0;
+pub use simulator_api::load::MAX_RATE;
 
 /// The longest slack `--precise-pacing` takes.
 pub const MAX_PACING_SLACK: Duration = Duration::from_millis(1);
@@ -84,14 +82,12 @@ pub enum PlanError {
     PreciseElsewhere,
     #[error("--precise-pacing's slack is at most 1ms: later than that, tokio's timer (the default) is as late and cheaper")]
     PacingSlack,
-    #[error("--backoff and --retry-budget shape retries: give --retries N too")]
-    RetryShapeWithoutRetries,
 }
 
 impl LoadPlan {
     /// The run of `load` against `target`, with the driver's own options at their
-    /// defaults: what a scenario's load means, the same mapping `Args::plan` makes
-    /// from the flags (a test holds the two together).
+    /// defaults: what a scenario's load means, and what sim-clients' flags mean
+    /// (`Args::plan` starts here).
     pub fn from_load(load: &Load, target: &str) -> LoadPlan {
         let (duration, requests_per_client) = load.stop();
         LoadPlan {
@@ -106,8 +102,23 @@ impl LoadPlan {
             seed: load.seed,
             timeout: load.timeout,
             retry: load.retry,
-            ..LoadPlan::default()
+            late_after: DEFAULT_LATE_AFTER,
+            max_drain: DEFAULT_MAX_DRAIN,
+            shard: None,
+            start_at: None,
+            run_id: None,
+            bind: Vec::new(),
+            precise_pacing: None,
         }
+    }
+
+    /// `load` against `target` for `duration` instead of its own stop (`None`:
+    /// until stopped, at most the longest span a setting takes): a scenario's
+    /// load as the demo and the check run it, for a window of their own.
+    pub fn running_for(load: &Load, target: &str, duration: Option<Duration>) -> LoadPlan {
+        let mut plan = LoadPlan::from_load(load, target);
+        plan.stop.duration = duration.or(Some(simulator_api::settings::MAX_SPAN));
+        plan
     }
 
     pub fn validate(&self) -> Result<(), PlanError> {
@@ -144,11 +155,6 @@ impl LoadPlan {
         );
         if poisson && shard.count > 1 && self.shared_seed().is_none() {
             return Err(PlanError::ShardSeed);
-        }
-        if self.retry.retries == 0
-            && (self.retry.backoff != Backoff::None || self.retry.budget_percent.is_some())
-        {
-            return Err(PlanError::RetryShapeWithoutRetries);
         }
         if self.precise_pacing.is_some() && !cfg!(target_os = "linux") {
             return Err(PlanError::PreciseElsewhere);
@@ -196,27 +202,9 @@ pub struct Stop {
 }
 
 impl Default for LoadPlan {
+    /// A load of no flags against the server's default address.
     fn default() -> Self {
-        Self {
-            target: "http://127.0.0.1:7878".into(),
-            clients: 1,
-            pacing: Pacing::ORIGINAL,
-            stop: Stop {
-                duration: Some(simulator_api::load::DEFAULT_DURATION),
-                requests_per_client: None,
-            },
-            payload: simulator_api::load::DEFAULT_PAYLOAD,
-            timeout: simulator_api::load::DEFAULT_TIMEOUT,
-            retry: RetryPolicy::NONE,
-            late_after: DEFAULT_LATE_AFTER,
-            seed: None,
-            max_drain: DEFAULT_MAX_DRAIN,
-            shard: None,
-            start_at: None,
-            run_id: None,
-            bind: Vec::new(),
-            precise_pacing: None,
-        }
+        LoadPlan::from_load(&Load::default(), "http://127.0.0.1:7878")
     }
 }
 

@@ -1,0 +1,523 @@
+//! A load: what the clients do, declared once.
+//!
+//! [`LoadArgs`] declares the load-shaping flags, their help, defaults and
+//! checks: sim-clients flattens them into its command line, and a scenario's
+//! `load`, written as the words a user would type (`["--n", "135",
+//! "--think-time", "1s", "--duration", "60s"]`), is read with the same
+//! declaration by [`Load::parse`], so a word cannot mean one thing to the driver
+//! and another to a scenario. [`Load`] is what the words mean (clients, pacing,
+//! element sizes, when it stops, how clients retry), which the server's model,
+//! the demo, the check and the driver's plan (`simulator_clients::LoadPlan::
+//! from_load`) use, with the words kept as typed to show them back (`GET
+//! /scenarios`).
+//!
+//! A load's flags: `--n`, `--think-time`, `--ramp-up`, `--rate`, `--arrivals`,
+//! `--payload-size`, `--duration`, `--requests`, `--seed`, and how its clients
+//! give up and retry: `--timeout`, `--retries`, `--backoff`, `--retry-budget`
+//! (also as `--flag=value`). Where to send, how to report and how to split a run
+//! are the driver's own business and not part of a load.
+
+mod payload;
+mod retry;
+
+use std::time::Duration;
+
+use clap::Parser;
+
+pub use payload::{PayloadSize, MAX_DRAWN_BYTES};
+pub use retry::{parse_percent, Backoff, RetryPolicy, RETRY_BUDGET_WINDOW};
+
+use crate::value::{parse_duration, text_of};
+
+/// The load's flags: each declared here once, with its help, its default and
+/// the checks of its own value. sim-clients flattens them into its command line;
+/// [`Load::parse`] reads a scenario's words with them.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct LoadArgs {
+    /// Number of clients, each with its own keep-alive connection (with --rate: the
+    /// connection pool that carries the sends).
+    #[arg(long = "n", short = 'n', default_value_t = 1, value_parser = at_least_one_client)]
+    pub clients: usize,
+
+    /// How long to run, e.g. `60s`, `2m`. Default 60s unless --requests is given.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Stop each client after this many requests (closed loop only).
+    #[arg(long, value_name = "K", conflicts_with = "rate")]
+    pub requests: Option<u64>,
+
+    /// Pause between a reply and the next request.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, conflicts_with = "rate")]
+    pub think_time: Duration,
+
+    /// Spread client starts over this long (default: all at once, as the original).
+    #[arg(long, default_value = "0s", value_parser = parse_duration, conflicts_with = "rate")]
+    pub ramp_up: Duration,
+
+    /// Open loop: send R requests per second in total on a fixed schedule, whatever
+    /// the server does; latency counts from each send's scheduled time.
+    #[arg(long, value_name = "R", value_parser = positive_rate, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+
+    /// Open loop: spacing of the sends.
+    #[arg(long, value_enum, default_value_t = Arrivals::Uniform, requires = "rate")]
+    pub arrivals: Arrivals,
+
+    /// Element size: `1024`, `64k`, `uniform(LOW, HIGH)` or `lognormal(MEAN, SD)` (heavy-tailed; MEAN and SD in bytes, draws kept within 1 byte to 1 GiB).
+    #[arg(long, default_value = "1024")]
+    pub payload_size: PayloadSize,
+
+    /// Seed for Poisson arrivals and payload sizes (the report prints the one used).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Give up on an attempt after this long and close its connection (counted as
+    /// a timeout error; the server sees the client leave: request-abandoned).
+    #[arg(long, default_value = "30s", value_parser = positive_timeout)]
+    pub timeout: Duration,
+
+    /// Retry a failed attempt (a timeout, a lost connection, a 5xx) up to N times.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_RETRIES)))]
+    pub retries: u32,
+
+    /// The wait before each retry: none, exp(BASE, CAP) or exp-jitter(BASE, CAP)
+    /// (full jitter: uniform up to the exponential wait).
+    #[arg(long, value_name = "BACKOFF", default_value = "none")]
+    pub backoff: Backoff,
+
+    /// Retry at most P % of first attempts over the last 10 s (a retry budget, as
+    /// gRPC's retry throttling and Finagle's RetryBudget); none by default.
+    #[arg(long, value_name = "P", value_parser = parse_percent)]
+    pub retry_budget: Option<f64>,
+}
+
+/// The load's flags alone, as a command line of their own: how [`Load::parse`]
+/// reads a scenario's words.
+#[derive(Debug, Parser)]
+#[command(name = "load", no_binary_name = true, disable_help_flag = true)]
+#[command(disable_version_flag = true)]
+struct LoadWords {
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+fn at_least_one_client(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a load needs at least one client".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("the clients must be a whole number".into()),
+    }
+}
+
+fn positive_rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|r| *r > 0.0 && *r <= MAX_RATE)
+        .ok_or_else(|| format!("a rate is requests a second above 0, at most {MAX_RATE}"))
+}
+
+fn positive_timeout(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        t if t.is_zero() => Err("a client must wait for something".into()),
+        t => Ok(t),
+    }
+}
+
+/// A load as its words say, with the words kept to show them back. In a file
+/// (a scenario's `load`) it is the list of words.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "Vec<String>", into = "Vec<String>")]
+pub struct Load {
+    words: Vec<String>,
+    /// Closed loop: the virtual clients. Open loop: the connections (`--n`, 1 unless given).
+    pub clients: usize,
+    pub pacing: Pacing,
+    pub payload: PayloadSize,
+    /// `--duration`, if given.
+    pub duration: Option<Duration>,
+    /// `--requests`: each closed-loop client stops after this many.
+    pub requests_per_client: Option<u64>,
+    /// `--seed`: the sizes and Poisson gaps drawn from it.
+    pub seed: Option<u64>,
+    /// `--timeout`: a client gives up on an attempt after this and closes its
+    /// connection.
+    pub timeout: Duration,
+    /// `--retries`, `--backoff`, `--retry-budget`.
+    pub retry: RetryPolicy,
+}
+
+/// How sends are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Each client: send, wait for the reply, think, repeat. A slow server slows
+    /// the clients down, which is the original's behaviour and the seed's story.
+    Closed {
+        think_time: Duration,
+        /// Client starts spread evenly over this long; zero starts them all at once.
+        ramp_up: Duration,
+    },
+    /// Sends leave on a schedule of `rate` per second in total, whatever the
+    /// server does; latency counts from the scheduled time (no coordinated omission).
+    Open { rate: f64, arrivals: Arrivals },
+}
+
+impl Pacing {
+    /// The original's client: think 1 s after each reply, all starting together.
+    pub const ORIGINAL: Pacing = Pacing::Closed {
+        think_time: Duration::from_secs(1),
+        ramp_up: Duration::ZERO,
+    };
+
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Pacing::Closed { .. } => "closed",
+            Pacing::Open { .. } => "open",
+        }
+    }
+}
+
+/// The spacing of open-loop sends.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Evenly spaced, 1/rate apart.
+    Uniform,
+    /// Exponentially distributed gaps with mean 1/rate, as independent users arrive.
+    Poisson,
+}
+
+/// The highest open-loop rate, well above what one process can send; it keeps the
+/// driver's schedule's arithmetic exact.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// The most retries a request may have: beyond this a load is a flood, not a client.
+pub const MAX_RETRIES: u32 = 100;
+
+/// How long a load runs when it names neither a duration nor a request count.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
+
+/// Why a load's words cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(String);
+
+impl LoadError {
+    /// clap's complaint about a scenario's words, on one line and without the
+    /// usage line and the pointer to `--help` that a scenario has no use for,
+    /// with the flags a load takes where the word is not one of them.
+    fn from_clap(e: &clap::Error) -> LoadError {
+        let text = e.to_string();
+        // The complaint runs to the first blank line (a list of possible values
+        // or of missing flags is indented under it); usage and tips follow.
+        let said: Vec<&str> = text
+            .lines()
+            .take_while(|line| !line.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        let said = said.join(" ");
+        let mut said = said.strip_prefix("error: ").unwrap_or(&said).to_owned();
+        if e.kind() == clap::error::ErrorKind::UnknownArgument {
+            said.push_str(
+                "; a load takes --n, --think-time, --ramp-up, --rate, --arrivals, \
+                 --payload-size, --duration, --requests, --seed, --timeout, --retries, \
+                 --backoff and --retry-budget, each with its value",
+            );
+        }
+        LoadError(said)
+    }
+}
+
+impl Default for Load {
+    /// No flags: one client of the original's closed loop, 1 KiB elements, for
+    /// [`DEFAULT_DURATION`].
+    fn default() -> Self {
+        // Every flag has a default that its own parser reads, a test holds.
+        Load::parse(&[]).expect("a load of no words parses")
+    }
+}
+
+impl Load {
+    /// Reads a load from the words a user would give sim-clients.
+    pub fn parse(words: &[String]) -> Result<Load, LoadError> {
+        let args = LoadWords::try_parse_from(words)
+            .map_err(|e| LoadError::from_clap(&e))?
+            .load;
+        Load::from_args(&args, words.to_vec())
+    }
+
+    /// What the flags mean, with `words` kept to show them back; the checks that
+    /// span several flags are made here.
+    pub fn from_args(args: &LoadArgs, words: Vec<String>) -> Result<Load, LoadError> {
+        let retry = RetryPolicy {
+            retries: args.retries,
+            backoff: args.backoff,
+            budget_percent: args.retry_budget,
+        };
+        if retry.retries == 0 && (retry.backoff != Backoff::None || retry.budget_percent.is_some())
+        {
+            return Err(LoadError(
+                "`--backoff` and `--retry-budget` shape retries: give `--retries N` too".into(),
+            ));
+        }
+        let pacing = match args.rate {
+            Some(rate) => Pacing::Open {
+                rate,
+                arrivals: args.arrivals,
+            },
+            None => Pacing::Closed {
+                think_time: args.think_time,
+                ramp_up: args.ramp_up,
+            },
+        };
+        Ok(Load {
+            words,
+            clients: args.clients,
+            pacing,
+            payload: args.payload_size,
+            duration: args.duration,
+            requests_per_client: args.requests,
+            seed: args.seed,
+            timeout: args.timeout,
+            retry,
+        })
+    }
+
+    /// The words, as typed.
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    /// The words without `--duration` and its value: the load as a check or a demo
+    /// runs it for a time of its own.
+    pub fn words_without_duration(&self) -> Vec<String> {
+        flag_values(&self.words)
+            .into_iter()
+            .filter(|(flag, _)| flag != "--duration")
+            .flat_map(|(flag, value)| [flag, value])
+            .collect()
+    }
+
+    /// This load with some of its clients' ways changed: each flag of `change`
+    /// replaces the same flag here, or is added. Only the flags of
+    /// [`CLIENT_POLICY_FLAGS`] may change (how clients give up and retry, a
+    /// client-side fix): the rest are the ticket's load, which a fix does not
+    /// choose.
+    pub fn with_changes(&self, change: &[String]) -> Result<Load, LoadError> {
+        let changed = flag_values(change);
+        if let Some((flag, _)) = changed
+            .iter()
+            .find(|(flag, _)| !CLIENT_POLICY_FLAGS.contains(&flag.as_str()))
+        {
+            return Err(LoadError(format!(
+                "`{flag}` is the ticket's load, not the clients' way of retrying; a client-side change takes {}",
+                CLIENT_POLICY_FLAGS.join(", ")
+            )));
+        }
+        let mut words: Vec<String> = flag_values(&self.words)
+            .into_iter()
+            .filter(|(flag, _)| !changed.iter().any(|(f, _)| f == flag))
+            .flat_map(|(flag, value)| [flag, value])
+            .collect();
+        words.extend(changed.into_iter().flat_map(|(flag, value)| [flag, value]));
+        Load::parse(&words)
+    }
+
+    /// The same load running for `duration`: the duration in its words too.
+    pub fn with_duration(&self, duration: Duration) -> Load {
+        let mut words = self.words_without_duration();
+        words.extend(["--duration".to_owned(), text_of(duration)]);
+        Load {
+            words,
+            duration: Some(duration),
+            ..self.clone()
+        }
+    }
+
+    /// The think time of a closed loop (`None` for an open one).
+    pub fn think_time(&self) -> Option<Duration> {
+        match self.pacing {
+            Pacing::Closed { think_time, .. } => Some(think_time),
+            Pacing::Open { .. } => None,
+        }
+    }
+
+    /// When the run stops: its duration, and a count per client. With neither
+    /// given, it runs [`DEFAULT_DURATION`].
+    pub fn stop(&self) -> (Option<Duration>, Option<u64>) {
+        match (self.duration, self.requests_per_client) {
+            (None, None) => (Some(DEFAULT_DURATION), None),
+            given => given,
+        }
+    }
+}
+
+/// The flags a client-side change may set ([`Load::with_changes`]).
+pub const CLIENT_POLICY_FLAGS: [&str; 3] = ["--retries", "--backoff", "--retry-budget"];
+
+/// Words as (flag, value) pairs, `--flag=value` split; a flag without its value
+/// (which [`Load::parse`] refuses) keeps an empty one.
+fn flag_values(words: &[String]) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    let mut iter = words.iter();
+    while let Some(word) = iter.next() {
+        match word.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                pairs.push((flag.to_owned(), value.to_owned()))
+            }
+            _ => pairs.push((word.clone(), iter.next().cloned().unwrap_or_default())),
+        }
+    }
+    pairs
+}
+
+impl TryFrom<Vec<String>> for Load {
+    type Error = LoadError;
+
+    fn try_from(words: Vec<String>) -> Result<Self, Self::Error> {
+        Load::parse(&words)
+    }
+}
+
+impl From<Load> for Vec<String> {
+    fn from(load: Load) -> Self {
+        load.words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_client_side_change_replaces_or_adds_retry_flags_only() {
+        let ticket = Load::parse(&words("--rate 224 --n 1000 --timeout 1s --retries 3")).unwrap();
+        let budget = ticket.with_changes(&words("--retry-budget 10%")).unwrap();
+        assert_eq!(budget.retry.budget_percent, Some(10.0));
+        assert_eq!(budget.retry.retries, 3, "the rest kept");
+        assert_eq!(
+            budget.words().join(" "),
+            "--rate 224 --n 1000 --timeout 1s --retries 3 --retry-budget 10%"
+        );
+        let fewer = ticket.with_changes(&words("--retries=1")).unwrap();
+        assert_eq!(fewer.retry.retries, 1);
+        assert_eq!(
+            fewer.words().join(" "),
+            "--rate 224 --n 1000 --timeout 1s --retries 1"
+        );
+        for cheat in ["--rate 100", "--timeout 10s", "--n 5"] {
+            let err = ticket.with_changes(&words(cheat)).unwrap_err().to_string();
+            assert!(err.contains("the ticket's load"), "{cheat}: {err}");
+        }
+        let bad = ticket
+            .with_changes(&words("--backoff sometimes"))
+            .unwrap_err();
+        assert!(bad.to_string().contains("sometimes"), "{bad}");
+    }
+
+    #[test]
+    fn a_load_reads_its_words_and_shows_them_back() {
+        let load = Load::parse(&words("--n 135 --think-time 1s --duration 60s")).unwrap();
+        assert_eq!(load.clients, 135);
+        assert_eq!(load.pacing, Pacing::ORIGINAL);
+        assert_eq!(load.think_time(), Some(Duration::from_secs(1)));
+        assert_eq!(load.duration, Some(Duration::from_secs(60)));
+        assert_eq!(load.payload, PayloadSize::Fixed { bytes: 1024 });
+        assert_eq!(
+            load.words().join(" "),
+            "--n 135 --think-time 1s --duration 60s"
+        );
+        let short = load.with_duration(Duration::from_secs(10));
+        assert_eq!(
+            short.words().join(" "),
+            "--n 135 --think-time 1s --duration 10s"
+        );
+        assert_eq!(short.duration, Some(Duration::from_secs(10)));
+
+        let open = Load::parse(&words("--n=200 --rate 400 --arrivals poisson --seed 7")).unwrap();
+        assert_eq!(
+            open.pacing,
+            Pacing::Open {
+                rate: 400.0,
+                arrivals: Arrivals::Poisson
+            }
+        );
+        assert_eq!(open.think_time(), None);
+        assert_eq!(open.stop(), (Some(DEFAULT_DURATION), None));
+        assert_eq!(open.seed, Some(7));
+        let empty = Load::default();
+        assert_eq!((empty.clients, empty.pacing), (1, Pacing::ORIGINAL));
+        assert_eq!(empty.stop(), (Some(DEFAULT_DURATION), None));
+        assert!(empty.words().is_empty());
+    }
+
+    #[test]
+    fn bad_loads_say_which_word_is_wrong() {
+        for (bad, needle) in [
+            ("--n lots", "invalid value 'lots' for '--n"),
+            ("--n 0", "at least one client"),
+            ("--n", "a value is required for '--n"),
+            ("--n 1 --n 2", "cannot be used multiple times"),
+            ("--think-time soon", "`soon` is not a duration"),
+            ("--rate -3", "above 0"),
+            ("--rate 10 --think-time 1s", "cannot be used with"),
+            ("--arrivals poisson", "not provided: --rate"),
+            (
+                "--arrivals bursty --rate 1",
+                "[possible values: uniform, poisson]",
+            ),
+            ("--payload-size huge", "huge"),
+            ("--target http://x", "a load takes --n"),
+        ] {
+            let e = Load::parse(&words(bad)).unwrap_err().to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+            // A scenario's TOML error quotes it: one line, no usage, no `--help`.
+            assert!(
+                !e.contains('\n') && !e.contains("Usage") && !e.contains("help"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn clients_that_give_up_and_retry_read_their_words() {
+        let load = Load::parse(&words(
+            "--n 50 --rate 100 --timeout 200ms --retries 3 --backoff exp-jitter(10ms,1s) --retry-budget 10%",
+        ))
+        .unwrap();
+        assert_eq!(load.timeout, Duration::from_millis(200));
+        assert_eq!(
+            load.retry,
+            RetryPolicy {
+                retries: 3,
+                backoff: Backoff::ExpJitter {
+                    base: Duration::from_millis(10),
+                    cap: Duration::from_secs(1)
+                },
+                budget_percent: Some(10.0),
+            }
+        );
+        let plain = Load::parse(&[]).unwrap();
+        assert_eq!(
+            (plain.timeout, plain.retry),
+            (Duration::from_secs(30), RetryPolicy::NONE)
+        );
+        for (bad, needle) in [
+            ("--backoff exp(1ms,1s)", "give `--retries N`"),
+            ("--retries 2 --backoff exp(1s,1ms)", "CAP at least BASE"),
+            ("--retries 2 --backoff linear(1ms,1s)", "not a backoff"),
+            ("--retries 500", "0..=100"),
+            ("--retries 1 --retry-budget 150", "0 to 100"),
+            ("--timeout 0", "wait for something"),
+        ] {
+            let e = Load::parse(&words(bad)).unwrap_err().to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+}
