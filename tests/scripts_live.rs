@@ -13,8 +13,8 @@
 //! and fail instead when CI is set.
 //!
 //! Tier C (the full suite only): 33 tests, each 5-20 s and the seed's own script
-//! 60 s, side by side with the other shared tests, except the six judged by a
-//! tracer's timer (a line a second, CPU sampled against /proc), which run alone
+//! 60 s, side by side with the other shared tests, except the two judged by a
+//! tracer's sampling (CPU sampled at 1000 Hz against /proc), which run alone
 //! (.config/nextest.toml; about 3 minutes one binary at a time). Run with:
 //! `cargo test --test scripts_live -- --include-ignored`.
 
@@ -30,6 +30,12 @@ use tracer::{figures, probes_armed, Tool, Traced};
 
 /// The load: enough clients, often enough, that 8 permits run out.
 const LOAD: [&str; 6] = ["--n", "40", "--think-time", "100ms", "--duration", "3s"];
+
+/// [`LOAD`] for long enough that a script's line a second has room: the tests
+/// that want at least 3 lines once ran 3 s of load, and a tracer whose seconds
+/// began just after its BEGIN printed 2 before the interrupt (in two of
+/// fourteen full runs, once running alone); 5 s gives 4 or 5.
+const ROWS_LOAD: [&str; 6] = ["--n", "40", "--think-time", "100ms", "--duration", "5s"];
 
 /// What the server saw, once everything has drained.
 struct Truth {
@@ -216,9 +222,9 @@ both_tools! {
     };
     retry_tells_useful_from_wasted_work: |tool| async move {
         // count_shows_abandoned_requests' load: clients that give up after 150 ms
-        // at a gate that passes 20 a second.
+        // at a gate that passes 20 a second, for ROWS_LOAD's 5 s (a line a second).
         let server_args = ["--permits", "2", "--persist-latency", "100ms"];
-        let load = ["--n", "4", "--think-time", "0s", "--timeout", "150ms", "--duration", "3s"];
+        let load = ["--n", "4", "--think-time", "0s", "--timeout", "150ms", "--duration", "5s"];
         let trace = &["--client-timeout", "150"];
         let Some((output, truth)) = traced_run_full(tool, "retry", &server_args, &load, trace).await else { return };
         let got = figures(&output);
@@ -278,7 +284,7 @@ both_tools! {
         assert_within(got["average permit wait"] as f64, mean, 0.10, "average permit wait");
     };
     in_flight_shows_the_gate_fill_up: |tool| async move {
-        let Some((output, truth)) = traced_run(tool, "in-flight").await else { return };
+        let Some((output, truth)) = traced_run_with(tool, "in-flight", &[], &ROWS_LOAD).await else { return };
         let got = figures(&output);
         assert_eq!(got["max persists in flight"], 8, "8 permits, all taken\n{output}");
         assert_eq!(got["min permits free"], 0);
