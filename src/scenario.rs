@@ -110,8 +110,9 @@ pub enum Metric {
     BusyShare,
     /// Seconds from the end of the scenario's incident until goodput (attempts
     /// answered 2xx within their timeout, a second) reached 95 % of the offered
-    /// rate and stayed there to the end of the window; the whole rest of the
-    /// window when it never did (client, open loop).
+    /// rate and stayed there to the end of the window, judged two seconds at a
+    /// time (`check::recovery_s`); the whole rest of the window when it never
+    /// did (client, open loop).
     RecoveryS,
 }
 
