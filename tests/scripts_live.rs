@@ -444,15 +444,16 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
 /// namespace as a page's terminal is (tests/pages_run.rs). It finds the
 /// server by its listening socket and says which pid it chose, keeps the CPUs
 /// busy by itself where DTrace for Linux needs it, and a trace of `--seconds 20`
-/// ends within 40 s with the persists it saw.
+/// ends by itself, its summary saying 20 seconds, with the persists it saw.
 ///
-/// The bound sits between what a working `--seconds 20` takes and what a broken
-/// one would: 20 s plus the tracer's start (compiling the script, attaching the
-/// probes), which took up to 25.2 s for DTrace with release builds running beside
-/// the suite (a bound of 25 s failed there), against the script's own 60 s if
-/// `--seconds` were lost, or no end if DTrace's timer never fired (the reason
-/// the CPUs are kept busy). 40 s leaves 1.6x over the first and 1.5x under the
-/// second.
+/// That `--seconds` reached the script is read from the summary the script
+/// prints ("taken in 20 seconds"; 60 if it were lost), not from the wall time: the
+/// tracer's start (compiling the script, attaching the probes) took up to 25.2 s
+/// with release builds beside the suite, and 21 s more than the 20 once with a
+/// release build and the shared tests beside (issue 41's run C), so a bound on
+/// the time told a slow machine from a broken flag by 1.0x. The time is bounded
+/// only to fail fast where DTrace's timer never fires (the reason the CPUs are
+/// kept busy): 120 s, 2.9x the slowest seen.
 fn the_pages_trace_line_runs_as_typed(tool: Tool) {
     if !tool.available() {
         return;
@@ -464,7 +465,8 @@ fn the_pages_trace_line_runs_as_typed(tool: Tool) {
     let mut load = netns
         .command(BIN)
         .args(["clients", "--target", &server.url])
-        .args(["--n", "135", "--think-time", "1s", "--duration", "40s"])
+        // Runs until the trace has ended, whenever that is: killed then.
+        .args(["--n", "135", "--think-time", "1s", "--duration", "120s"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -496,7 +498,11 @@ fn the_pages_trace_line_runs_as_typed(tool: Tool) {
         "said which process it chose: {stderr}"
     );
     assert!(
-        took <= Duration::from_secs(40),
+        stdout.contains("taken in 20 seconds"),
+        "the summary of a --seconds 20 trace: {stderr}\n{stdout}"
+    );
+    assert!(
+        took <= Duration::from_secs(120),
         "a 20 s trace took {took:?}: {stderr}\n{stdout}"
     );
     let writes = figures(&stdout).get("total writes").copied().unwrap_or(0);
