@@ -167,16 +167,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     probes::register();
     let first = DemoServer::start(&plan, plan.settings.listen)?;
     let url = first.url.clone();
-    let pid = std::process::id();
-    println!(
-        "demo: scenario {} (seed {}): {}\n  the data processor listens on {url} (pid {pid}); attach a tracer now if you like:",
-        plan.scenario.name, plan.scenario.seed, plan.scenario.summary
-    );
-    for command in probes::trace_commands(pid) {
-        println!("  {command}");
-    }
-    println!("  or watch it in a browser: {url}/live");
-    println!();
+    announce(&plan, &url);
 
     let cancel = CancellationToken::new();
     tokio::spawn({
@@ -223,28 +214,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             false => format!(", clients {}", crate::workshop::shell_line(&plan.fix.load)),
         }
     );
-    // After a storm the server is full of requests whose clients have gone
-    // (thousands, each still to be written): the fix gets a fresh server, as in
-    // `workshop figures`, so the second run does not begin inside the first's wreck.
     let (server, fixed_load) = match incident {
         None => (first, fixed_load),
-        Some(_) => {
-            let left = endpoints::stats(&url).await?.requests_in_flight;
-            println!("     on a fresh server: the storm left {left} requests in the first, most for clients that have gone");
-            let stopping = tokio::spawn(first.stop());
-            let fresh = DemoServer::start(&plan, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
-            let load = LoadPlan {
-                target: fresh.url.clone(),
-                ..fixed_load
-            };
-            // The first drains (and cuts short what is left) while the second runs.
-            tokio::spawn(async move {
-                if let Ok(Err(e)) = stopping.await {
-                    eprintln!("demo: the first server: {e}");
-                }
-            });
-            (fresh, load)
-        }
+        Some(_) => after_the_storm(&plan, first, fixed_load).await?,
     };
     endpoints::configure(&server.url, &fix_body).await?;
     let after_model = endpoints::stats(&server.url).await?.model;
@@ -262,6 +234,46 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         print!("{}", goodput_timeline(&runs, incident));
     }
     Ok(())
+}
+
+/// After a storm the server is full of requests whose clients have gone
+/// (thousands, each still to be written): the fix gets a fresh server, as in
+/// `workshop figures`, so the second run does not begin inside the first's wreck.
+/// The fresh server, and `fixed_load` aimed at it.
+async fn after_the_storm(
+    plan: &Plan,
+    first: DemoServer,
+    fixed_load: LoadPlan,
+) -> anyhow::Result<(DemoServer, LoadPlan)> {
+    let left = endpoints::stats(&first.url).await?.requests_in_flight;
+    println!("     on a fresh server: the storm left {left} requests in the first, most for clients that have gone");
+    let stopping = tokio::spawn(first.stop());
+    let fresh = DemoServer::start(plan, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+    let load = LoadPlan {
+        target: fresh.url.clone(),
+        ..fixed_load
+    };
+    // The first drains (and cuts short what is left) while the second runs.
+    tokio::spawn(async move {
+        if let Ok(Err(e)) = stopping.await {
+            eprintln!("demo: the first server: {e}");
+        }
+    });
+    Ok((fresh, load))
+}
+
+/// What the demo runs, and how to trace it or watch it while it does.
+fn announce(plan: &Plan, url: &str) {
+    let pid = std::process::id();
+    println!(
+        "demo: scenario {} (seed {}): {}\n  the data processor listens on {url} (pid {pid}); attach a tracer now if you like:",
+        plan.scenario.name, plan.scenario.seed, plan.scenario.summary
+    );
+    for command in probes::trace_commands(pid) {
+        println!("  {command}");
+    }
+    println!("  or watch it in a browser: {url}/live");
+    println!();
 }
 
 /// One run of `load`; with an `incident`, begun its `at` into the run, and the
@@ -359,8 +371,8 @@ pub struct Runs<'a> {
 
 /// Both runs side by side, per minute, in the seed's words, and what they mean.
 pub fn comparison(runs: &Runs) -> String {
-    let (before_model, before) = runs.before;
-    let (after_model, after) = runs.after;
+    let (_, before) = runs.before;
+    let (_, after) = runs.after;
     let per_min = |r: &Report, v: u64| v as f64 * 60e9 / r.elapsed_ns.max(1) as f64;
     let server = |r: &Report, get: fn(&Counts) -> u64| r.server.as_ref().map_or(0, get);
     let mut out = String::new();
@@ -406,9 +418,11 @@ pub fn comparison(runs: &Runs) -> String {
     for (label, pick) in [
         (
             "latency p50 (client)",
-            (|r: &Report| r.latency.p50_ns) as fn(&Report) -> u64,
+            (|r: &Report| r.summary.latency.p50_ns) as fn(&Report) -> u64,
         ),
-        ("latency p99 (client)", |r: &Report| r.latency.p99_ns),
+        ("latency p99 (client)", |r: &Report| {
+            r.summary.latency.p99_ns
+        }),
     ] {
         let _ = writeln!(
             out,
@@ -423,23 +437,29 @@ pub fn comparison(runs: &Runs) -> String {
         "client errors", before.errors, after.errors
     );
 
+    out.push_str(&what_happened(runs));
+    out
+}
+
+/// What the model makes of the load before and after the fix, in words.
+fn what_happened(runs: &Runs) -> String {
+    let (before_model, _) = runs.before;
+    let (after_model, _) = runs.after;
     let offered = match runs.load.pacing {
         Pacing::Closed { think_time, .. } => {
             before_model.offered_per_s(runs.load.clients, think_time.as_secs_f64())
         }
         Pacing::Open { rate, .. } => rate,
     };
-    let _ = writeln!(
-        out,
+    format!(
         "\nWhat happened: {} offer about {offered:.0} requests/s. {}\n\
-         The fix {}: {}\nAfter it: {}",
+         The fix {}: {}\nAfter it: {}\n",
         describe(runs.load),
         model_says(before_model, offered),
         runs.fix.name,
         runs.fix.summary,
         model_says(after_model, offered),
-    );
-    out
+    )
 }
 
 /// What the server's model says of a load offering `offered` requests a second,

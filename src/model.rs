@@ -37,6 +37,54 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
     let persist = settings.persist_latency.mean() + tick;
     let persist_s = persist.as_secs_f64();
     let persist_ms = persist_s * 1e3;
+    let bounds = concurrency_bounds(settings, persist_ms);
+    // Each bound as a rate: C / W.
+    let mut rates: Vec<(f64, String)> = match persist_s > 0.0 {
+        true => bounds
+            .into_iter()
+            .map(|(c, why)| (c / persist_s, why))
+            .collect(),
+        false => Vec::new(),
+    };
+    let work = work_cost(settings);
+    if let Some(cost) = work.filter(|w| !w.is_zero()) {
+        let (threads, place) = work_threads(settings);
+        rates.push((
+            threads as f64 / cost.as_secs_f64(),
+            format!(
+                "CPU work: {threads} at a time ({place}), each {:.1} ms of CPU",
+                cost.as_secs_f64() * 1e3
+            ),
+        ));
+    }
+    let tightest = rates.into_iter().min_by(|a, b| a.0.total_cmp(&b.0));
+    let (capacity_per_s, limited_by) = match tightest {
+        Some((rate, why)) => (Some(rate), why),
+        None => (
+            None,
+            "nothing: no part bounds how many persist at once".to_owned(),
+        ),
+    };
+    let mut model = Model {
+        capacity_per_s,
+        limited_by,
+        persist_mean_ns: nanos(persist),
+        lifetime_unblocked_ns: nanos(
+            (settings.network_delay.mean() + tick) * 2 + work.unwrap_or_default(),
+        ),
+        think_time_ns: nanos(scenario.think_time()),
+        saturation_clients: None,
+        fix: scenario.fixes.first().cloned(),
+        retried: None,
+    };
+    model.saturation_clients = model.saturation_at(scenario.think_time().as_secs_f64());
+    model.retried = retried(&model, &scenario.load);
+    model
+}
+
+/// Each part that holds elements for a whole persist, as (how many at once, why):
+/// the admission's permits, the persistence pool's workers, the store's writes.
+fn concurrency_bounds(settings: &Settings, persist_ms: f64) -> Vec<(f64, String)> {
     let mut bounds: Vec<(f64, String)> = Vec::new();
     // The small elements' lane adds its permits (byte-weighting and multipart
     // depend on the sizes, which the model does not know: it counts elements).
@@ -93,48 +141,7 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
             ),
         ));
     }
-    // Each bound as a rate: C / W.
-    let mut rates: Vec<(f64, String)> = match persist_s > 0.0 {
-        true => bounds
-            .into_iter()
-            .map(|(c, why)| (c / persist_s, why))
-            .collect(),
-        false => Vec::new(),
-    };
-    let work = work_cost(settings);
-    if let Some(cost) = work.filter(|w| !w.is_zero()) {
-        let (threads, place) = work_threads(settings);
-        rates.push((
-            threads as f64 / cost.as_secs_f64(),
-            format!(
-                "CPU work: {threads} at a time ({place}), each {:.1} ms of CPU",
-                cost.as_secs_f64() * 1e3
-            ),
-        ));
-    }
-    let tightest = rates.into_iter().min_by(|a, b| a.0.total_cmp(&b.0));
-    let (capacity_per_s, limited_by) = match tightest {
-        Some((rate, why)) => (Some(rate), why),
-        None => (
-            None,
-            "nothing: no part bounds how many persist at once".to_owned(),
-        ),
-    };
-    let mut model = Model {
-        capacity_per_s,
-        limited_by,
-        persist_mean_ns: nanos(persist),
-        lifetime_unblocked_ns: nanos(
-            (settings.network_delay.mean() + tick) * 2 + work.unwrap_or_default(),
-        ),
-        think_time_ns: nanos(scenario.think_time()),
-        saturation_clients: None,
-        fix: scenario.fixes.first().cloned(),
-        retried: None,
-    };
-    model.saturation_clients = model.saturation_at(scenario.think_time().as_secs_f64());
-    model.retried = retried(&model, &scenario.load);
-    model
+    bounds
 }
 
 /// What retries make of `load` ([`RetriedLoad`]); `None` when its clients do not

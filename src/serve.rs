@@ -98,7 +98,10 @@ pub async fn serve_with(
     if config.work != simulator_api::settings::WorkKind::None {
         crate::request_path::work::bytes_per_work(&config);
     }
-    let machine = machine::snapshot(&config, std::time::Duration::ZERO);
+    let machine = machine::snapshot(
+        std::time::Duration::ZERO,
+        crate::request_path::work::figures(&config),
+    );
     println!("  {}", machine::banner(&config, &machine));
     for (i, command) in probes::trace_commands(pid).iter().enumerate() {
         let lead = if i == 0 { "trace it:" } else { "" };

@@ -131,8 +131,8 @@ async fn a_stalled_server_shows_in_the_corrected_percentiles() {
     );
     // About 200 sends fell due while both connections waited out the stall.
     assert!(report.sends_late >= 150, "{report:?}");
-    let corrected = report.latency.p99_ns;
-    let uncorrected = report.latency_from_send.expect("open loop").p99_ns;
+    let corrected = report.summary.latency.p99_ns;
+    let uncorrected = report.summary.latency_from_send.expect("open loop").p99_ns;
     assert!(
         corrected > 1_000_000_000,
         "p99 from the schedule shows the stall: {corrected} ns"

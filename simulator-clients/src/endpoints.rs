@@ -11,13 +11,13 @@ use hyper::Method;
 use serde::de::DeserializeOwned;
 use simulator_api::{Settings, SettingsUpdate, Stats};
 
-use crate::load::plan::resolve;
+use crate::plan::resolve;
 
 /// Why talking to the server's endpoints failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
     #[error(transparent)]
-    Target(#[from] crate::load::plan::TargetError),
+    Target(#[from] crate::plan::TargetError),
     #[error("{0}: {1}")]
     Http(String, String),
 }

@@ -12,10 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use simulator_api::settings::WorkKind;
 use simulator_api::{Machine, Settings};
-
-use crate::request_path::work::{self, calibration};
 
 /// tokio's timer tick: every sleep ends on a whole millisecond.
 pub const TOKIO_TICK: Duration = Duration::from_millis(1);
@@ -93,19 +90,24 @@ fn read_v1(dir: &Path) -> Option<f64> {
     (quota > 0.0 && period > 0.0).then(|| quota / period)
 }
 
-/// `/stats.machine` under `settings`.
-pub fn snapshot(settings: &Settings, timer_overshoot: Duration) -> Machine {
-    let zstd = settings.work == WorkKind::Zstd;
+/// The CPU work's cost on this machine, as the request path calibrated it
+/// (`request_path::work::figures`); handed in, so that `observe` reads nothing of
+/// the request path.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WorkFigures {
+    pub zstd_bytes_per_cpu_s: Option<f64>,
+    pub work_bytes: Option<u64>,
+}
+
+/// `/stats.machine`: this machine, its timer's lateness and the work's cost.
+pub fn snapshot(timer_overshoot: Duration, work: WorkFigures) -> Machine {
     Machine {
         cores: cores(),
         cpu_quota_cores: cpu_quota_cores(),
         timer_tick_us: TOKIO_TICK.as_micros() as u64,
         timer_overshoot_us: timer_overshoot.as_micros() as u64,
-        zstd_bytes_per_cpu_s: calibration::measured().map(|c| c.bytes_per_cpu_s.round()),
-        // Asking for the bytes of a `work_cpu` would measure the machine in a
-        // /stats request: only once it has been measured.
-        work_bytes: (zstd && (settings.work_cpu.is_zero() || calibration::measured().is_some()))
-            .then(|| work::bytes_per_work(settings)),
+        zstd_bytes_per_cpu_s: work.zstd_bytes_per_cpu_s,
+        work_bytes: work.work_bytes,
     }
 }
 

@@ -96,7 +96,10 @@ impl AppState {
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             runtime: self.runtime.snapshot(counts.work_in_flight()),
-            machine: machine::snapshot(&settings, crate::request_path::delay::overshoot()),
+            machine: machine::snapshot(
+                crate::request_path::delay::overshoot(),
+                crate::request_path::work::figures(&settings),
+            ),
             scenario: scenario.name.clone(),
             fixes: scenario.fixes.clone(),
             incidents: scenario.incident.clone(),

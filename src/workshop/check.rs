@@ -26,6 +26,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use simulator_api::load::Load;
 use simulator_api::Counts;
 use simulator_clients::{endpoints, LoadPlan, Report};
 use tokio_util::sync::CancellationToken;
@@ -236,40 +237,79 @@ impl Verdict {
     }
 }
 
+/// Why the check would not judge a window, as the attendee reads it.
+struct Refused(String);
+
+/// What the check's own load saw.
+struct Ran {
+    report: Report,
+    /// When the incident the check began ended, in the run's seconds.
+    incident_end_s: Option<f64>,
+}
+
 /// Runs the exercise's load against `target` for `window` and judges it; with
-/// `client_change`, the clients' retry flags the attendee's fix changes.
+/// `client_change`, the clients' retry flags the attendee's fix changes. In
+/// three steps: what must hold before any load ([`preflight`]), the window
+/// ([`run_window`]) and the verdict on it ([`judge`]); each may refuse.
 pub async fn check(
     scenario: &Scenario,
     target: &str,
     window: Duration,
     client_change: &[String],
 ) -> anyhow::Result<Verdict> {
-    let refuse = |reason: String| Verdict {
-        scenario: scenario.name.clone(),
-        refused: Some(reason),
-        measured: Vec::new(),
+    let verdict = |judged: Result<Vec<Measured>, Refused>| {
+        let (refused, measured) = match judged {
+            Ok(measured) => (None, measured),
+            Err(Refused(reason)) => (Some(reason), Vec::new()),
+        };
+        Verdict {
+            scenario: scenario.name.clone(),
+            refused,
+            measured,
+        }
     };
+    let load = match preflight(scenario, target, client_change).await? {
+        Ok(load) => load,
+        Err(refused) => return Ok(verdict(Err(refused))),
+    };
+    let window = window_for(scenario, window);
+    let ran = match run_window(scenario, target, window, &load).await? {
+        Ok(ran) => ran,
+        Err(refused) => return Ok(verdict(Err(refused))),
+    };
+    Ok(verdict(judge(scenario, target, &load, &ran).await?))
+}
+
+/// What must hold before the check sends anything: the server answers in the
+/// exercise's scenario, with no incident in force (one begun by hand is waited
+/// out), in the scenario's world, with nothing pending and no other load; and a
+/// client change the ticket's load takes. The load to run, or why not.
+async fn preflight(
+    scenario: &Scenario,
+    target: &str,
+    client_change: &[String],
+) -> anyhow::Result<Result<Load, Refused>> {
+    let refuse = |reason: String| Ok(Err(Refused(reason)));
     if scenario.check.is_empty() {
-        return Ok(refuse(format!(
+        return refuse(format!(
             "scenario {} has no [[check]] conditions",
             scenario.name
-        )));
+        ));
     }
-    let stats = endpoints::stats(target).await.with_context(|| {
+    let mut stats = endpoints::stats(target).await.with_context(|| {
         format!(
             "no server answers at {target} (is it running? `workshop start {}`)",
             scenario.name
         )
     })?;
     if stats.scenario != scenario.name {
-        return Ok(refuse(format!(
+        return refuse(format!(
             "the server at {target} runs scenario {}, not {}: the exercise is judged on its own scenario (`workshop start {}`)",
             stats.scenario, scenario.name, scenario.name
-        )));
+        ));
     }
     // An incident begun by hand (the page's replay) ends by itself: wait it out,
     // so the check's window begins in the scenario's world and with its own.
-    let mut stats = stats;
     if let Some(incident) = &stats.incident {
         let left = Duration::from_millis(incident.lasts_ms.saturating_sub(incident.elapsed_ms));
         eprintln!(
@@ -279,31 +319,40 @@ pub async fn check(
         tokio::time::sleep(left + Duration::from_millis(200)).await;
         stats = endpoints::stats(target).await?;
         if stats.incident.is_some() {
-            return Ok(refuse(
+            return refuse(
                 "an incident is still in force; the check begins its own: check again when it has ended".into(),
-            ));
+            );
         }
     }
     if let Some(reason) = world_moved(&stats.config, scenario) {
-        return Ok(refuse(reason));
+        return refuse(reason);
     }
     let load = match scenario.load_with(client_change) {
         Ok(load) => load,
-        Err(e) => return Ok(refuse(format!("--client-change: {e}"))),
+        Err(e) => return refuse(format!("--client-change: {e}")),
     };
     match drained(target, stats).await? {
-        Drain::Empty => {}
-        Drain::Pending(left) => return Ok(refuse(format!(
+        Drain::Empty => Ok(Ok(load)),
+        Drain::Pending(left) => refuse(format!(
             "{left} persists left by an earlier load are still pending after {} s: the check counts only what happens to its own requests, so it starts on a server with nothing pending; wait for them, or restart the server (`workshop start {}`)",
             MAX_DRAIN_WAIT.as_secs(),
             scenario.name
-        ))),
-        Drain::LoadRunning(new) => return Ok(refuse(format!(
+        )),
+        Drain::LoadRunning(new) => refuse(format!(
             "the server started {new} requests before the check sent any: stop any other load (the check brings its own) and check again"
-        ))),
+        )),
     }
-    let window = window_for(scenario, window);
-    let mut plan = LoadPlan::running_for(&load, target, Some(window));
+}
+
+/// The check's load for `window`, with the scenario's incident begun on time
+/// and the progress shown on the live view.
+async fn run_window(
+    scenario: &Scenario,
+    target: &str,
+    window: Duration,
+    load: &Load,
+) -> anyhow::Result<Result<Ran, Refused>> {
+    let mut plan = LoadPlan::running_for(load, target, Some(window));
     plan.seed = plan.seed.or(Some(CHECK_SEED));
     let started = tokio::time::Instant::now();
     let trigger = scenario.incident.first().map(|incident| {
@@ -337,41 +386,54 @@ pub async fn check(
                 Some((into_run + incident.lasts).as_secs_f64())
             }
             (_, Err(e)) => {
-                return Ok(refuse(format!(
+                return Ok(Err(Refused(format!(
                     "the check could not begin the scenario's incident: {e}"
-                )))
+                ))))
             }
         },
         _ => None,
     };
+    Ok(Ok(Ran {
+        report,
+        incident_end_s,
+    }))
+}
+
+/// Every condition measured on the window, once the server is known to have
+/// seen the check's requests and not many more: another load beside the check's
+/// would change what the window means.
+async fn judge(
+    scenario: &Scenario,
+    target: &str,
+    load: &Load,
+    ran: &Ran,
+) -> anyhow::Result<Result<Vec<Measured>, Refused>> {
     let runtime = endpoints::stats(target).await?.runtime;
-    let Some(server) = report.server else {
-        return Ok(refuse(
+    let report = &ran.report;
+    let Some(server) = &report.server else {
+        return Ok(Err(Refused(
             "the server's /stats did not answer around the window".into(),
-        ));
+        )));
     };
-    // The server must have seen the check's requests, and not many more: another
-    // load beside the check's would change what the window means.
     let sent = report.requests_sent as f64;
     let seen = server.requests_started as f64;
     if seen < sent * 0.95 || seen > sent * 1.1 + 20.0 {
-        return Ok(refuse(format!(
+        return Ok(Err(Refused(format!(
             "the server counted {seen:.0} requests while the check sent {sent:.0}: stop any other load (the check brings its own) and check again"
-        )));
+        ))));
     }
-    let seconds = report.window_ns as f64 / 1e9;
     let window = Window {
-        report: &report,
-        server: &server,
-        seconds,
+        report,
+        server,
+        seconds: report.window_ns as f64 / 1e9,
         runtime: &runtime,
-        incident_end_s,
+        incident_end_s: ran.incident_end_s,
         offered_per_s: match load.pacing {
             simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
             simulator_api::load::Pacing::Closed { .. } => None,
         },
     };
-    let measured = scenario
+    Ok(Ok(scenario
         .check
         .iter()
         .map(|condition| {
@@ -382,12 +444,7 @@ pub async fn check(
                 holds: condition.holds(value),
             }
         })
-        .collect();
-    Ok(Verdict {
-        scenario: scenario.name.clone(),
-        refused: None,
-        measured,
-    })
+        .collect()))
 }
 
 /// Why the server's world is not the scenario's, if it is not: every world
@@ -440,7 +497,7 @@ impl Window<'_> {
                 let sent = report.requests_sent.max(1) as f64;
                 (report.requests_sent.saturating_sub(report.errors)) as f64 / sent
             }
-            Metric::P99Ms => report.latency.p99_ns as f64 / 1e6,
+            Metric::P99Ms => report.summary.latency.p99_ns as f64 / 1e6,
             Metric::PersistsPerS => per_s(server.persists_done),
             // Started minus done within the window: how much the backlog grew.
             Metric::InFlightGrowthPerS => {

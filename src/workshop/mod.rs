@@ -19,6 +19,7 @@ pub mod figures;
 pub mod fit;
 pub mod progress;
 
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -103,116 +104,139 @@ pub fn exercise(name: &str) -> anyhow::Result<Scenario> {
 }
 
 /// Runs a `workshop` subcommand; the exit status is the check's verdict.
-pub async fn run(args: WorkshopArgs) -> anyhow::Result<std::process::ExitCode> {
+pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        WorkshopCommand::List => {
-            let machine = local_machine();
-            for (i, s) in scenario::bundled()?.iter().enumerate() {
-                println!(
-                    "{:>2}. {:<22} (seed {}) {}",
-                    i + 1,
-                    s.name,
-                    s.seed,
-                    s.headline
-                );
-                for warning in fit::warnings(s, &machine) {
-                    println!("      on this machine: {warning}");
-                }
-            }
-            println!("\nstart one with `system-simulator workshop start NAME`; docs/workshop/ has the pages");
-            Ok(std::process::ExitCode::SUCCESS)
-        }
-        WorkshopCommand::Start {
-            exercise: name,
-            mut serve,
-        } => {
-            let chosen = exercise(&name)?;
-            if let Some(other) = &serve.scenario {
-                anyhow::bail!(
-                    "`workshop start {name}` starts its own scenario; drop --scenario {other}"
-                );
-            }
-            serve.scenario = Some(chosen.name.clone());
-            // The attendee reads the cause and the fix in the hints, when ready.
-            serve.answers.get_or_insert(Answers::Hidden);
-            crate::serve::serve_with(*serve, |pid, data_url| print_ticket(&chosen, pid, data_url))
-                .await?;
-            Ok(std::process::ExitCode::SUCCESS)
-        }
+        WorkshopCommand::List => list(),
+        WorkshopCommand::Start { exercise, serve } => start(&exercise, *serve).await,
         WorkshopCommand::Figures {
-            exercise: name,
+            exercise,
             duration,
             write,
             confinement,
-        } => {
-            let chosen = match name {
-                Some(name) => vec![exercise(&name)?],
-                None => scenario::bundled()?,
-            };
-            for s in chosen {
-                let block =
-                    figures::measure(&s, duration.max(check::MIN_WINDOW), &confinement).await?;
-                if write {
-                    let page = figures::page_of(std::path::Path::new("."), &s)?;
-                    figures::write_into(&page, &block)?;
-                    println!("wrote the figures of {}", page.display());
-                } else {
-                    println!("{block}");
-                }
-            }
-            Ok(std::process::ExitCode::SUCCESS)
-        }
+        } => measure_figures(exercise.as_deref(), duration, write, &confinement).await,
         WorkshopCommand::Check {
-            exercise: name,
+            exercise,
             target,
             duration,
             client_change,
         } => {
-            let chosen = match name {
-                Some(name) => exercise(&name)?,
-                None => {
-                    Scenario::load(&simulator_clients::endpoints::stats(&target).await?.scenario)?
-                }
-            };
-            let window = check::window_for(&chosen, duration);
-            let change = match &client_change {
-                None => Vec::new(),
-                Some(text) => shlex::split(text)
-                    .with_context(|| format!("--client-change {text:?}: unbalanced quotes"))?,
-            };
-            let load = chosen.load_with(&change)?;
-            println!(
-                "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
-                chosen.name,
-                window.as_secs(),
-                shell_line(&load.words_without_duration())
-            );
-            if let Some(incident) = chosen.incident.first() {
-                println!(
-                    "  with its incident {} s in, for {} s: {}",
-                    incident.at.as_secs_f64(),
-                    incident.lasts.as_secs_f64(),
-                    incident.summary
-                );
-            }
-            let verdict = check::check(&chosen, &target, window, &change).await?;
-            progress::tell_verdict(&target, &verdict.as_progress(window)).await;
-            print!("{}", verdict.render());
-            Ok(if verdict.passed() {
-                std::process::ExitCode::SUCCESS
-            } else {
-                std::process::ExitCode::FAILURE
-            })
+            check_exercise(
+                exercise.as_deref(),
+                &target,
+                duration,
+                client_change.as_deref(),
+            )
+            .await
         }
     }
+}
+
+/// `workshop list`: the exercises in order, with what may not fit this machine.
+fn list() -> anyhow::Result<ExitCode> {
+    let machine = local_machine();
+    for (i, s) in scenario::bundled()?.iter().enumerate() {
+        println!(
+            "{:>2}. {:<22} (seed {}) {}",
+            i + 1,
+            s.name,
+            s.seed,
+            s.headline
+        );
+        for warning in fit::warnings(s, &machine) {
+            println!("      on this machine: {warning}");
+        }
+    }
+    println!(
+        "\nstart one with `system-simulator workshop start NAME`; docs/workshop/ has the pages"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `workshop start NAME`: the server in the exercise's scenario, its ticket printed.
+async fn start(name: &str, mut serve: ServeArgs) -> anyhow::Result<ExitCode> {
+    let chosen = exercise(name)?;
+    if let Some(other) = &serve.scenario {
+        anyhow::bail!("`workshop start {name}` starts its own scenario; drop --scenario {other}");
+    }
+    serve.scenario = Some(chosen.name.clone());
+    // The attendee reads the cause and the fix in the hints, when ready.
+    serve.answers.get_or_insert(Answers::Hidden);
+    crate::serve::serve_with(serve, |pid, data_url| print_ticket(&chosen, pid, data_url)).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `workshop figures [NAME]`: the pages' before/after figures, printed or written.
+async fn measure_figures(
+    name: Option<&str>,
+    duration: Duration,
+    write: bool,
+    confinement: &confine::Confinement,
+) -> anyhow::Result<ExitCode> {
+    let chosen = match name {
+        Some(name) => vec![exercise(name)?],
+        None => scenario::bundled()?,
+    };
+    for s in chosen {
+        let block = figures::measure(&s, duration.max(check::MIN_WINDOW), confinement).await?;
+        if write {
+            let page = figures::page_of(std::path::Path::new("."), &s)?;
+            figures::write_into(&page, &block)?;
+            println!("wrote the figures of {}", page.display());
+        } else {
+            println!("{block}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `workshop check [NAME]`: the win condition measured; exit 0 when it holds.
+async fn check_exercise(
+    name: Option<&str>,
+    target: &str,
+    duration: Duration,
+    client_change: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let chosen = match name {
+        Some(name) => exercise(name)?,
+        None => Scenario::load(&simulator_clients::endpoints::stats(target).await?.scenario)?,
+    };
+    let window = check::window_for(&chosen, duration);
+    let change = match client_change {
+        None => Vec::new(),
+        Some(text) => shlex::split(text)
+            .with_context(|| format!("--client-change {text:?}: unbalanced quotes"))?,
+    };
+    let load = chosen.load_with(&change)?;
+    println!(
+        "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
+        chosen.name,
+        window.as_secs(),
+        shell_line(&load.words_without_duration())
+    );
+    if let Some(incident) = chosen.incident.first() {
+        println!(
+            "  with its incident {} s in, for {} s: {}",
+            incident.at.as_secs_f64(),
+            incident.lasts.as_secs_f64(),
+            incident.summary
+        );
+    }
+    let verdict = check::check(&chosen, target, window, &change).await?;
+    progress::tell_verdict(target, &verdict.as_progress(window)).await;
+    print!("{}", verdict.render());
+    Ok(if verdict.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// This machine as a server started here would see it (no calibration: a
 /// scenario's CPU work is stated in time).
 fn local_machine() -> simulator_api::Machine {
     crate::observe::machine::snapshot(
-        &simulator_api::Settings::default(),
         std::time::Duration::ZERO,
+        crate::request_path::work::figures(&simulator_api::Settings::default()),
     )
 }
 

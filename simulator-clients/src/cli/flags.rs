@@ -10,8 +10,8 @@ use clap::{Parser, Subcommand};
 use simulator_api::load::{Load, LoadArgs, LoadError};
 use simulator_api::max_duration;
 
-use crate::load::plan::LoadPlan;
-use crate::scale_out::shard::{Shard, ShardInfo, ShardSource};
+use crate::plan::shard::{Shard, ShardInfo, ShardSource};
+use crate::plan::LoadPlan;
 
 /// N virtual clients against system-simulator: the original simulator's closed
 /// loop (send, wait for the reply, think, repeat) or an open loop at a fixed rate,
@@ -125,8 +125,8 @@ impl ShardArgs {
     pub fn resolve(
         &self,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<ShardInfo>, crate::scale_out::shard::ShardError> {
-        crate::scale_out::shard::resolve(self.shard, self.shards, env)
+    ) -> Result<Option<ShardInfo>, crate::plan::shard::ShardError> {
+        crate::plan::shard::resolve(self.shard, self.shards, env)
     }
 }
 

@@ -15,9 +15,9 @@ use anyhow::Context;
 use simulator_api::max_duration;
 use tokio_util::sync::CancellationToken;
 
-use crate::load::plan::LoadPlan;
-use crate::scale_out::live::LiveMetrics;
-use crate::scale_out::shard::Shard;
+use crate::plan::shard::Shard;
+use crate::plan::LoadPlan;
+use crate::reporting::live::LiveMetrics;
 
 /// Ctrl-C as an early stop: the run (or sweep) still reports what it measured.
 fn cancel_on_ctrl_c() -> CancellationToken {
@@ -179,7 +179,7 @@ impl MetricsEndpoint {
     async fn start(listen: std::net::SocketAddr, plan: &LoadPlan) -> anyhow::Result<Self> {
         let live = Arc::new(LiveMetrics::new(plan.shard(), plan.run_id.as_deref()));
         let stop = CancellationToken::new();
-        let (bound, task) = crate::scale_out::live::serve(listen, Arc::clone(&live), stop.clone())
+        let (bound, task) = crate::reporting::live::serve(listen, Arc::clone(&live), stop.clone())
             .await
             .with_context(|| format!("--metrics-listen {listen}"))?;
         eprintln!("sim-clients: metrics at http://{bound}/metrics");

@@ -15,9 +15,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
-use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
+
+use crate::reporting::outcome::Failure;
+use simulator_api::Reply;
 
 /// Room for a reply in one read; a longer one grows the buffer.
 const READ_BUFFER_BYTES: usize = 1024;
@@ -26,22 +28,6 @@ const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// A reply body longer than this is not system-simulator's either.
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 const MAX_HEADERS: usize = 32;
-
-/// How a request failed, by the class a load generator reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
-#[serde(rename_all = "snake_case")]
-pub enum Failure {
-    #[error("connect")]
-    Connect,
-    #[error("timeout")]
-    Timeout,
-    #[error("HTTP {0}")]
-    Status(u16),
-    #[error("connection lost or protocol error")]
-    Io,
-}
-
-pub use simulator_api::Reply;
 
 /// A client's connection.
 #[derive(Debug)]
@@ -59,7 +45,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// `host` is the `Host` header, as [`crate::load::plan::resolve`] checked it.
+    /// `host` is the `Host` header, as [`crate::plan::resolve`] checked it.
     pub fn new(addr: SocketAddr, host: HeaderValue) -> Self {
         let mut head = b"POST /requests HTTP/1.1\r\nhost: ".to_vec();
         head.extend_from_slice(host.as_bytes());

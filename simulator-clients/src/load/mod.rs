@@ -1,11 +1,10 @@
-//! Running a load: what a run is (`plan.rs`), the clients themselves
+//! Running a load (the plan it runs is `crate::plan`): the clients themselves
 //! (`worker.rs`), their connections (`connection.rs`), the open loop's timetable
 //! (`schedule.rs`) and the sub-millisecond pacing of `--precise-pacing`
 //! (`precise.rs`); here, [`run`], which opens the connections, starts the clients
 //! and returns the [`Report`].
 
 pub mod connection;
-pub mod plan;
 #[cfg(target_os = "linux")]
 pub mod precise;
 pub mod retry;
@@ -17,9 +16,10 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::endpoints;
-use crate::reporting::{progress, record, series, units, Report};
-use crate::scale_out::{live, start};
-use plan::{LoadPlan, PlanError};
+use crate::plan::{LoadPlan, PlanError};
+use crate::reporting::record::Running;
+use crate::reporting::{live, progress, record, series, units, Report};
+use crate::scale_out::start;
 
 /// Why a run could not start or could not record what it measured.
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +27,7 @@ pub enum RunError {
     #[error(transparent)]
     Plan(#[from] PlanError),
     #[error(transparent)]
-    Target(#[from] plan::TargetError),
+    Target(#[from] crate::plan::TargetError),
     #[error("series file: {0}")]
     Series(std::io::Error),
 }
@@ -112,7 +112,7 @@ pub async fn run_with(
     outputs: Outputs,
 ) -> Result<Report, RunError> {
     plan.validate()?;
-    let (addr, host) = plan::resolve(&plan.target).await?;
+    let (addr, host) = crate::plan::resolve(&plan.target).await?;
     let live = outputs
         .live
         .unwrap_or_else(|| Arc::new(live::LiveMetrics::off()));
@@ -150,11 +150,11 @@ pub async fn run_with(
             seconds: outputs.seconds,
             lines: outputs.lines,
         };
-        series::SeriesWriter::start(Arc::clone(&shared), keep)
+        series::SeriesWriter::start(Arc::clone(&shared) as Arc<dyn Running>, keep)
     });
     let progress = outputs
         .progress
-        .then(|| progress::Progress::start(Arc::clone(&shared)));
+        .then(|| progress::Progress::start(Arc::clone(&shared) as Arc<dyn Running>));
     worker::run_clients(Arc::clone(&shared), |i| {
         connections
             .next()

@@ -7,7 +7,7 @@
 //! from the time it was due: a stalled server shows in the percentiles instead of
 //! silently lowering the offered load (coordinated omission).
 //!
-//! A shard K of N (`shard.rs`) walks the same global timetable and takes the
+//! A shard K of N (`plan/shard.rs`) walks the same global timetable and takes the
 //! sends K, K+N, K+2N...: with Poisson arrivals it draws every gap of the whole
 //! timetable from the shared seed and skips the other shards' sends, so the
 //! shards together send exactly the unsplit schedule.
@@ -20,8 +20,8 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 use tokio::time::Instant;
 
-use crate::load::plan::Arrivals;
-use crate::scale_out::shard::Shard;
+use crate::plan::shard::Shard;
+use crate::plan::Arrivals;
 
 #[derive(Debug)]
 pub struct Schedule {

@@ -19,12 +19,14 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::load::connection::{Connection, Failure, Reply};
-use crate::load::plan::{LoadPlan, Pacing};
+use crate::load::connection::Connection;
 use crate::load::retry::RetryBudget;
 use crate::load::schedule::Schedule;
+use crate::plan::{LoadPlan, Pacing};
 use crate::reporting::lag::Lag;
-use crate::reporting::record::{Recorder, Timing};
+use crate::reporting::outcome::Failure;
+use crate::reporting::record::{Recorder, Running, Timing};
+use simulator_api::Reply;
 
 /// One request/reply exchange; the real one is [`Connection`], tests use a fake
 /// that takes virtual time.
@@ -162,19 +164,6 @@ impl RunState {
             return precise.sleep_until(at).await;
         }
         tokio::time::sleep_until(at).await;
-    }
-
-    /// Requests sent and not yet answered.
-    pub fn in_flight(&self) -> u64 {
-        self.in_flight.load(Ordering::Relaxed)
-    }
-
-    /// After the planned duration, while replies are still awaited: how long the
-    /// drain has lasted and how long it may last.
-    pub fn draining(&self) -> Option<(Duration, Duration)> {
-        let deadline = self.deadline?;
-        let now = Instant::now();
-        (now > deadline).then(|| (now - deadline, self.plan.max_drain))
     }
 
     /// Whether `at` is after the planned duration (in the drain).
@@ -323,6 +312,26 @@ impl RunState {
 /// the others' requests interleave.
 pub fn payload_rng(seed: u64, index: usize) -> SmallRng {
     SmallRng::seed_from_u64(seed ^ (index as u64).rotate_left(32))
+}
+
+impl Running for RunState {
+    fn started(&self) -> Instant {
+        self.start
+    }
+
+    fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    fn draining(&self) -> Option<(Duration, Duration)> {
+        let deadline = self.deadline?;
+        let now = Instant::now();
+        (now > deadline).then(|| (now - deadline, self.plan.max_drain))
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
 }
 
 /// Starts every client of the plan, each with the exchange `connect(index)` makes,

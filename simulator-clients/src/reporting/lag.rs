@@ -1,5 +1,5 @@
 //! A send's lag behind its schedule, in its two parts ([`Lag`]): shared by the
-//! recorder (`record.rs`) and the driver's live metrics (`scale_out/live.rs`),
+//! recorder (`record.rs`) and the driver's live metrics (`live.rs`),
 //! which is why it lives on its own.
 
 use std::time::Duration;

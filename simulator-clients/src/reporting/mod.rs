@@ -1,12 +1,16 @@
-//! Recording and reporting: the tally of what the clients saw (`record.rs`), the
+//! Recording and reporting: the whole-run histograms, each declared once
+//! (`figures.rs`), the tally of what the clients saw (`record.rs`), the
 //! report and its JSON (`report.rs`, laid out by `render.rs`, durations in
 //! `units.rs`), the per-second series (`series.rs`), HDR histograms in a report
 //! (`hdr.rs`) and live progress on a terminal (`progress.rs`).
 
 use anyhow::Context;
 
+pub mod figures;
 pub mod hdr;
 pub mod lag;
+pub mod live;
+pub mod outcome;
 pub mod progress;
 pub mod record;
 pub mod render;

@@ -8,8 +8,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::task::JoinHandle;
 
-use crate::load::worker::RunState;
-use crate::reporting::record::RunCounts;
+use crate::reporting::record::{RunCounts, Running};
 
 #[derive(Debug)]
 pub struct Progress {
@@ -18,7 +17,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn start(shared: Arc<RunState>) -> Self {
+    pub fn start(shared: Arc<dyn Running>) -> Self {
         let bar = ProgressBar::new_spinner();
         bar.set_style(
             ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
@@ -36,8 +35,8 @@ impl Progress {
                         blocked,
                         errors,
                         late,
-                    } = shared.recorder.counts();
-                    let secs = shared.start.elapsed().as_secs_f64().max(1e-9);
+                    } = shared.recorder().counts();
+                    let secs = shared.started().elapsed().as_secs_f64().max(1e-9);
                     let share = if completed == 0 {
                         0.0
                     } else {

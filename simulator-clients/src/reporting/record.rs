@@ -8,10 +8,12 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::load::connection::{Failure, Reply};
+use crate::reporting::figures::PerFigure;
 use crate::reporting::hdr::new_histogram;
 use crate::reporting::lag::Lag;
-use crate::scale_out::live::LiveMetrics;
+use crate::reporting::live::LiveMetrics;
+use crate::reporting::outcome::Failure;
+use simulator_api::Reply;
 
 /// Failures by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,20 +88,8 @@ pub struct Tally {
     /// Requests that ended without a success: their last attempt failed and no
     /// retry was left, allowed by the budget, or curable (a 4xx).
     pub given_up: u64,
-    /// Successful requests, from the time each was due.
-    pub latency: Histogram<u64>,
-    /// Open loop: successful requests, from the time each left (what most load
-    /// tools report).
-    pub latency_from_send: Histogram<u64>,
-    /// Every send's lag behind its schedule, but closed-loop first sends.
-    pub lag: Histogram<u64>,
-    /// Of each lag, the part spent waiting for a free connection ([`Lag`]).
-    pub lag_connection: Histogram<u64>,
-    /// Of each lag, the part the timer woke late.
-    pub lag_timer: Histogram<u64>,
-    /// Successful requests, from the time the first attempt was due to the reply
-    /// of the one that succeeded: `latency` across a request's retries.
-    pub request_latency: Histogram<u64>,
+    /// The whole-run histograms, one per declared figure (`figures.rs`).
+    pub histograms: PerFigure<Histogram<u64>>,
     /// The latest a closed-loop client's first send left after its due time.
     pub start_spread: Duration,
     /// `pow2[k]` counts `latency` values in [2^k, 2^(k+1)) ns, as DTrace's quantize().
@@ -119,12 +109,7 @@ impl Default for Tally {
             missed: 0,
             retries: 0,
             given_up: 0,
-            latency: new_histogram(),
-            latency_from_send: new_histogram(),
-            lag: new_histogram(),
-            lag_connection: new_histogram(),
-            lag_timer: new_histogram(),
-            request_latency: new_histogram(),
+            histograms: PerFigure::from_fn(|_| new_histogram()),
             start_spread: Duration::ZERO,
             pow2: [0; 64],
         }
@@ -135,20 +120,21 @@ impl Tally {
     fn record(&mut self, outcome: &Result<Reply, Failure>, timing: Timing, late: bool) {
         self.sent += 1;
         self.late += u64::from(late);
+        let h = &mut self.histograms;
         if let Some(lag) = timing.lag {
-            record_ns(&mut self.lag, lag.total());
-            record_ns(&mut self.lag_connection, lag.connection);
-            record_ns(&mut self.lag_timer, lag.timer);
+            record_ns(&mut h.schedule_lag, lag.total());
+            record_ns(&mut h.schedule_lag_connection, lag.connection);
+            record_ns(&mut h.schedule_lag_timer, lag.timer);
         }
         match outcome {
             Ok(reply) => {
                 self.completed += 1;
                 self.completed_after_window += u64::from(timing.after_window);
                 self.blocked += u64::from(reply.blocked);
-                let ns = record_ns(&mut self.latency, timing.from_due);
+                let ns = record_ns(&mut h.latency, timing.from_due);
                 self.pow2[63 - ns.leading_zeros() as usize] += 1;
                 if let Some(from_send) = timing.from_send {
-                    record_ns(&mut self.latency_from_send, from_send);
+                    record_ns(&mut h.latency_from_send, from_send);
                 }
             }
             Err(Failure::Connect) => self.errors.connect += 1,
@@ -201,6 +187,20 @@ impl Interval {
             Err(_) => self.errors += 1,
         }
     }
+}
+
+/// What the outputs that follow a run as it goes (the progress line, the series)
+/// read of it. The load's `RunState` is one; a trait, so that reporting reads a run
+/// without reaching up into `load/`.
+pub trait Running: Send + Sync {
+    /// When the run's clock started.
+    fn started(&self) -> tokio::time::Instant;
+    fn recorder(&self) -> &Recorder;
+    /// After the planned duration, while replies are still awaited: how long the
+    /// drain has lasted and how long it may last.
+    fn draining(&self) -> Option<(Duration, Duration)>;
+    /// Requests sent and not yet answered.
+    fn in_flight(&self) -> u64;
 }
 
 #[derive(Debug, Default)]
@@ -278,7 +278,7 @@ impl Recorder {
 
     /// A request succeeded `latency` after its first attempt was due.
     pub fn request_done(&self, latency: Duration) {
-        record_ns(&mut self.lock().total.request_latency, latency);
+        record_ns(&mut self.lock().total.histograms.request_latency, latency);
     }
 
     /// An open-loop send missed: still waiting, late, when the window closed.
@@ -352,8 +352,8 @@ mod tests {
             (t.sent, t.completed, t.blocked, t.errors.timeout),
             (3, 2, 2, 1)
         );
-        assert_eq!(t.latency.len(), 2, "failures are not latencies");
-        assert_eq!(t.lag.len(), 3, "every send has a lag");
+        assert_eq!(t.histograms.latency.len(), 2, "failures are not latencies");
+        assert_eq!(t.histograms.schedule_lag.len(), 3, "every send has a lag");
         assert!(r.take_interval().is_none(), "no intervals asked for");
     }
 
@@ -384,8 +384,12 @@ mod tests {
         );
         let t = r.tally();
         assert_eq!(t.late, 1, "exactly the late_after lag is on time");
-        assert_eq!(t.lag.len(), 2, "a first send has no lag");
-        assert!(t.latency.max() >= 2_000_000_000);
-        assert!(t.latency_from_send.max() < 11_000_000);
+        assert_eq!(
+            t.histograms.schedule_lag.len(),
+            2,
+            "a first send has no lag"
+        );
+        assert!(t.histograms.latency.max() >= 2_000_000_000);
+        assert!(t.histograms.latency_from_send.max() < 11_000_000);
     }
 }

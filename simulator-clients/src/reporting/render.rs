@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use simulator_api::{Counts, SEED_COUNTS};
 
-use crate::reporting::report::{Bucket, Latency, Report};
+use crate::reporting::figures::{Latency, Shown};
+use crate::reporting::report::{Bucket, Report};
 use crate::reporting::units::duration;
 
 /// A configured duration, exactly as it was given (`1s`, `5ms`).
@@ -20,8 +21,8 @@ fn header(r: &Report) -> String {
         (_, Some(rate), Some(arrivals)) => format!(
             "open loop, {rate}/s {} arrivals over {} connections",
             match arrivals {
-                crate::load::plan::Arrivals::Uniform => "uniform",
-                crate::load::plan::Arrivals::Poisson => "Poisson",
+                crate::plan::Arrivals::Uniform => "uniform",
+                crate::plan::Arrivals::Poisson => "Poisson",
             },
             r.clients
         ),
@@ -43,10 +44,10 @@ fn header(r: &Report) -> String {
             shard.index,
             shard.count,
             match shard.source {
-                crate::scale_out::shard::ShardSource::Flag => "--shard",
-                crate::scale_out::shard::ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
-                crate::scale_out::shard::ShardSource::Nomad => "NOMAD_ALLOC_INDEX",
-                crate::scale_out::shard::ShardSource::Slurm => "SLURM_PROCID",
+                crate::plan::shard::ShardSource::Flag => "--shard",
+                crate::plan::shard::ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
+                crate::plan::shard::ShardSource::Nomad => "NOMAD_ALLOC_INDEX",
+                crate::plan::shard::ShardSource::Slurm => "SLURM_PROCID",
             },
             shard.shard().share(r.clients),
             r.clients,
@@ -120,8 +121,23 @@ fn latency_row(out: &mut String, what: &str, l: &Latency) {
 }
 
 impl Report {
+    /// The report as text: the header, the counts beside the server's, the
+    /// latency table, the notes on pacing and retries, the quantize.
     pub fn render(&self) -> String {
         let mut out = header(self);
+        self.counts(&mut out);
+        out.push('\n');
+        self.latencies(&mut out);
+        out.push('\n');
+        self.notes(&mut out);
+        out.push('\n');
+        out.push_str(&quantize(&self.latency_quantize));
+        out
+    }
+
+    /// The seed's count lines, the clients' own count beside the server's, and
+    /// the throughput line.
+    fn counts(&self, out: &mut String) {
         let _ = writeln!(out, "  {:<40} {:>12} {:>12}", "", "client", "server");
         let server = |get: fn(&Counts) -> u64| {
             self.server
@@ -161,32 +177,26 @@ impl Report {
             e.http_status,
             e.io
         );
-        out.push('\n');
-        latency_head(&mut out);
-        match &self.latency_from_send {
-            Some(uncorrected) => {
-                latency_row(&mut out, "latency from scheduled send", &self.latency);
-                latency_row(&mut out, "latency from actual send", uncorrected);
+    }
+
+    /// A row per declared figure (`figures.rs`) the run keeps and shows.
+    fn latencies(&self, out: &mut String) {
+        latency_head(out);
+        let open_loop = self.mode == "open";
+        for (figure, summary) in self.summary.iter() {
+            let Some(summary) = summary else { continue };
+            if figure.shown == Shown::WithRetries && self.retries == 0 {
+                continue;
             }
-            None => latency_row(&mut out, "latency", &self.latency),
+            latency_row(out, figure.label(open_loop), &summary);
         }
-        if self.retries > 0 {
-            latency_row(&mut out, "latency across attempts", &self.request_latency);
-        }
-        latency_row(&mut out, "lag of sends behind schedule", &self.schedule_lag);
-        latency_row(
-            &mut out,
-            "  waiting for a free connection",
-            &self.schedule_lag_connection,
-        );
-        latency_row(
-            &mut out,
-            "  the timer waking late",
-            &self.schedule_lag_timer,
-        );
+    }
+
+    /// Late and missed sends, the pacing, the attempts, the start-up spread.
+    fn notes(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "\n  sends late by over {}: {} of {}",
+            "  sends late by over {}: {} of {}",
             human(self.late_after_ns),
             self.sends_late,
             self.requests_sent,
@@ -236,9 +246,6 @@ impl Report {
                 duration(self.start_spread_ns)
             );
         }
-        out.push('\n');
-        out.push_str(&quantize(&self.latency_quantize));
-        out
     }
 }
 

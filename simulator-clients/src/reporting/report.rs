@@ -3,64 +3,22 @@
 
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-
 use serde::{Deserialize, Serialize};
 
-use crate::load::plan::RetryPolicy;
-use crate::load::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
+use crate::plan::shard::ShardInfo;
+use crate::plan::RetryPolicy;
+use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
+use crate::reporting::figures::{PerFigure, Summaries};
+use crate::reporting::hdr;
 use crate::reporting::record::{Errors, Tally};
 use crate::reporting::series::Second;
-use crate::scale_out::shard::ShardInfo;
 use simulator_api::Counts;
-
-/// Latency figures, in nanoseconds; all 0 when nothing was measured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub max_ns: u64,
-    pub min_ns: u64,
-    pub mean_ns: u64,
-}
 
 /// One quantize row: latencies in [value, 2 * value) ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bucket {
     pub value: u64,
     pub count: u64,
-}
-
-impl Latency {
-    fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        Self {
-            p50_ns: h.value_at_quantile(0.5),
-            p90_ns: h.value_at_quantile(0.9),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-            min_ns: h.min(),
-            mean_ns: h.mean() as u64,
-        }
-    }
-}
-
-/// The run's whole histograms, HDR V2 + DEFLATE in base64 (`hdr.rs`): what
-/// `merge` adds exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Histograms {
-    pub latency: String,
-    /// Open loop only.
-    pub latency_from_send: Option<String>,
-    pub schedule_lag: String,
-    pub schedule_lag_connection: String,
-    pub schedule_lag_timer: String,
-    pub request_latency: String,
 }
 
 /// A report that `merge` made of several shards' reports.
@@ -129,28 +87,12 @@ pub struct Report {
     /// server saw, beside the goodput it turned into.
     pub attempts_per_s: f64,
     pub blocked_share: f64,
-    /// From the time each send was due: in an open loop that includes any wait for
-    /// a free connection (corrected for coordinated omission); in a closed loop it
-    /// is from the send.
-    pub latency: Latency,
-    /// Open loop only: from the time each request actually left, as most load
-    /// generators report it (uncorrected).
-    pub latency_from_send: Option<Latency>,
+    /// Each declared figure's percentiles (`figures.rs`): `latency`,
+    /// `latency_from_send`, `request_latency`, `schedule_lag`, ...
+    #[serde(flatten)]
+    pub summary: Summaries,
     /// Power-of-two buckets of `latency`, as DTrace's quantize().
     pub latency_quantize: Vec<Bucket>,
-    /// How late sends left against their schedule: a closed loop's wake-ups after
-    /// think time, an open loop's every send.
-    pub schedule_lag: Latency,
-    /// Of each send's lag, the time it waited for a free connection (open loop:
-    /// every connection busy; 0 in a closed loop, whose connection is its own).
-    pub schedule_lag_connection: Latency,
-    /// Of each send's lag, how late the timer woke after that: the driver's own
-    /// lateness, to compare with the machine's (cyclictest).
-    pub schedule_lag_timer: Latency,
-    /// Successful requests, from the time the first attempt was due to the reply
-    /// of the attempt that succeeded: `latency` across retries (the same as
-    /// `latency` without retries).
-    pub request_latency: Latency,
     /// Closed loop: how long after its due time the last client's first send
     /// left; with no ramp-up, how long the start-up burst took to go out.
     pub start_spread_ns: u64,
@@ -182,7 +124,10 @@ pub struct Report {
     /// `--start-at`, and how late after it the first sends could go.
     pub start_at: Option<String>,
     pub start_late_ns: Option<u64>,
-    pub histograms: Histograms,
+    /// Each declared figure's whole histogram, HDR V2 + DEFLATE in base64
+    /// (`hdr.rs`): what `merge` adds exactly. `null` where the run's loop does
+    /// not keep the figure.
+    pub histograms: PerFigure<Option<String>>,
     /// The run second by second, when it was asked for a report or a series.
     pub seconds: Vec<Second>,
 }
@@ -206,21 +151,10 @@ impl Report {
             } => (Some(ns(think_time)), Some(ns(ramp_up)), None, None),
             Pacing::Open { rate, arrivals } => (None, None, Some(rate), Some(arrivals)),
         };
+        let open_loop = rate.is_some();
         let window = plan.stop.duration.map_or(elapsed, |d| d.min(elapsed));
         let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
         let in_window = tally.completed - tally.completed_after_window;
-        let first = tally.pow2.iter().position(|&c| c > 0);
-        let last = tally.pow2.iter().rposition(|&c| c > 0);
-        let latency_quantize = match (first, last) {
-            // One empty row either side, as DTrace prints it.
-            (Some(a), Some(b)) => (a.saturating_sub(1)..=(b + 1).min(63))
-                .map(|k| Bucket {
-                    value: 1 << k,
-                    count: tally.pow2[k],
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
         let started_at = std::time::SystemTime::now()
             .checked_sub(elapsed)
             .unwrap_or(std::time::UNIX_EPOCH);
@@ -259,13 +193,8 @@ impl Report {
             } else {
                 tally.blocked as f64 / tally.completed as f64
             },
-            latency: Latency::of(&tally.latency),
-            latency_from_send: rate.map(|_| Latency::of(&tally.latency_from_send)),
-            latency_quantize,
-            schedule_lag: Latency::of(&tally.lag),
-            schedule_lag_connection: Latency::of(&tally.lag_connection),
-            schedule_lag_timer: Latency::of(&tally.lag_timer),
-            request_latency: Latency::of(&tally.request_latency),
+            summary: Summaries::of(&tally.histograms, open_loop),
+            latency_quantize: quantize_rows(&tally.pow2),
             start_spread_ns: ns(tally.start_spread),
             late_after_ns: ns(plan.late_after),
             pacing_slack_ns: plan.precise_pacing.map(ns),
@@ -280,17 +209,27 @@ impl Report {
             started_at: rfc3339(started_at),
             start_at: plan.start_at.map(rfc3339),
             start_late_ns: None,
-            histograms: Histograms {
-                latency: crate::reporting::hdr::encode(&tally.latency),
-                latency_from_send: rate
-                    .map(|_| crate::reporting::hdr::encode(&tally.latency_from_send)),
-                schedule_lag: crate::reporting::hdr::encode(&tally.lag),
-                schedule_lag_connection: crate::reporting::hdr::encode(&tally.lag_connection),
-                schedule_lag_timer: crate::reporting::hdr::encode(&tally.lag_timer),
-                request_latency: crate::reporting::hdr::encode(&tally.request_latency),
-            },
+            histograms: tally
+                .histograms
+                .map(|figure, h| figure.kept_in(open_loop).then(|| hdr::encode(h))),
             seconds: Vec::new(),
         }
+    }
+}
+
+/// The quantize rows of the power-of-two counts, from the first bucket with a
+/// count to the last, with one empty row either side, as DTrace prints them.
+fn quantize_rows(pow2: &[u64; 64]) -> Vec<Bucket> {
+    let first = pow2.iter().position(|&c| c > 0);
+    let last = pow2.iter().rposition(|&c| c > 0);
+    match (first, last) {
+        (Some(a), Some(b)) => (a.saturating_sub(1)..=(b + 1).min(63))
+            .map(|k| Bucket {
+                value: 1 << k,
+                count: pow2[k],
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -302,10 +241,11 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::load::connection::{Failure, Reply};
-    use crate::load::plan::Stop;
+    use crate::plan::Stop;
     use crate::reporting::lag::Lag;
+    use crate::reporting::outcome::Failure;
     use crate::reporting::record::{Recorder, Timing};
+    use simulator_api::Reply;
 
     /// Checks `value` against one of the schemas in `simulator-clients/schema/`.
     pub(crate) fn schema_errors(schema_file: &str, value: &serde_json::Value) -> Vec<String> {
@@ -477,8 +417,8 @@ pub(crate) mod tests {
     #[test]
     fn open_loop_reports_both_latencies() {
         let report = Report::new(&open_plan(), 9, &tally(), Duration::from_secs(1), None);
-        let corrected = report.latency.p50_ns;
-        let uncorrected = report.latency_from_send.expect("open loop").p50_ns;
+        let corrected = report.summary.latency.p50_ns;
+        let uncorrected = report.summary.latency_from_send.expect("open loop").p50_ns;
         assert!(corrected > 39_000_000 && uncorrected < 4_000_000);
         assert_eq!((report.sends_late, report.errors), (1, 1));
         let closed = Report::new(
@@ -488,6 +428,7 @@ pub(crate) mod tests {
             Duration::from_secs(1),
             None,
         );
-        assert!(closed.latency_from_send.is_none());
+        assert!(closed.summary.latency_from_send.is_none());
+        assert!(closed.histograms.latency_from_send.is_none());
     }
 }

@@ -14,8 +14,7 @@ use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::load::worker::RunState;
-use crate::reporting::record::Interval;
+use crate::reporting::record::{Interval, Running};
 
 /// One line of the series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,7 +96,7 @@ pub struct Keep {
 
 impl SeriesWriter {
     /// Takes the run's intervals each second, to where `keep` says.
-    pub fn start(shared: Arc<RunState>, keep: Keep) -> Self {
+    pub fn start(shared: Arc<dyn Running>, keep: Keep) -> Self {
         let stop = CancellationToken::new();
         let task = tokio::spawn(collect(shared, keep, stop.clone()));
         Self { stop, task }
@@ -114,7 +113,7 @@ impl SeriesWriter {
 }
 
 async fn collect(
-    shared: Arc<RunState>,
+    shared: Arc<dyn Running>,
     keep: Keep,
     stop: CancellationToken,
 ) -> (Vec<Second>, std::io::Result<()>) {
@@ -124,12 +123,19 @@ async fn collect(
         seconds,
         lines,
     } = keep;
-    let written = collect_into(&shared, file, seconds.then_some(&mut kept), lines, stop).await;
+    let written = collect_into(
+        shared.as_ref(),
+        file,
+        seconds.then_some(&mut kept),
+        lines,
+        stop,
+    )
+    .await;
     (kept, written)
 }
 
 async fn collect_into(
-    shared: &RunState,
+    shared: &dyn Running,
     file: Option<File>,
     mut keep: Option<&mut Vec<Second>>,
     lines: Option<tokio::sync::mpsc::UnboundedSender<Line>>,
@@ -137,7 +143,7 @@ async fn collect_into(
 ) -> std::io::Result<()> {
     let mut out = file.map(BufWriter::new);
     let mut ticks = tokio::time::interval_at(
-        shared.start + Duration::from_secs(1),
+        shared.started() + Duration::from_secs(1),
         Duration::from_secs(1),
     );
     let mut last = false;
@@ -146,11 +152,11 @@ async fn collect_into(
             biased;
             () = stop.cancelled() => {
                 last = true;
-                shared.start.elapsed().as_secs_f64()
+                shared.started().elapsed().as_secs_f64()
             }
-            at = ticks.tick() => (at - shared.start).as_secs_f64(),
+            at = ticks.tick() => (at - shared.started()).as_secs_f64(),
         };
-        let Some(interval) = shared.recorder.take_interval() else {
+        let Some(interval) = shared.recorder().take_interval() else {
             break;
         };
         if last && interval.sent == 0 {

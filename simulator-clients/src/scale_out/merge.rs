@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use hdrhistogram::Histogram;
 
-use crate::load::plan::{Arrivals, LoadPlan, Pacing, Stop};
+use crate::plan::{Arrivals, LoadPlan, Pacing, Stop};
 use crate::reporting::hdr::{self, DecodeError};
 use crate::reporting::record::Tally;
 use crate::reporting::report::{Merged, Report};
@@ -48,6 +48,10 @@ pub enum MergeError {
     Nothing,
     #[error("{0}: {1} histogram: {2}")]
     Histogram(PathBuf, &'static str, DecodeError),
+    #[error(
+        "{0}: no {1} histogram under `histograms`: not a report sim-clients wrote with --json"
+    )]
+    MissingHistogram(PathBuf, &'static str),
     #[error("{0} is a merged report already; merge the shards' own reports")]
     AlreadyMerged(PathBuf),
     #[error("{a} and {b} are not shards of one run: {field} is {a_value} in one and {b_value} in the other")]
@@ -259,38 +263,15 @@ fn add_report(tally: &mut Tally, path: &Path, r: &Report) -> Result<(), MergeErr
     tally.start_spread = tally
         .start_spread
         .max(Duration::from_nanos(r.start_spread_ns));
-    add_histogram(&mut tally.latency, path, "latency", &r.histograms.latency)?;
-    add_histogram(
-        &mut tally.request_latency,
-        path,
-        "request_latency",
-        &r.histograms.request_latency,
-    )?;
-    add_histogram(
-        &mut tally.lag,
-        path,
-        "schedule_lag",
-        &r.histograms.schedule_lag,
-    )?;
-    add_histogram(
-        &mut tally.lag_connection,
-        path,
-        "schedule_lag_connection",
-        &r.histograms.schedule_lag_connection,
-    )?;
-    add_histogram(
-        &mut tally.lag_timer,
-        path,
-        "schedule_lag_timer",
-        &r.histograms.schedule_lag_timer,
-    )?;
-    if let Some(text) = &r.histograms.latency_from_send {
-        add_histogram(
-            &mut tally.latency_from_send,
-            path,
-            "latency_from_send",
-            text,
-        )?;
+    let open_loop = r.mode == "open";
+    for ((figure, into), (_, text)) in tally.histograms.iter_mut().zip(r.histograms.iter()) {
+        match text {
+            Some(text) => add_histogram(into, path, figure.key, text)?,
+            None if figure.kept_in(open_loop) => {
+                return Err(MergeError::MissingHistogram(path.to_owned(), figure.key))
+            }
+            None => {}
+        }
     }
     for bucket in &r.latency_quantize {
         let k = bucket.value.trailing_zeros() as usize;
@@ -392,4 +373,96 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<()> {
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::shard::{ShardInfo, ShardSource};
+    use crate::plan::PayloadSize;
+    use crate::reporting::figures::FIGURES;
+    use crate::reporting::lag::Lag;
+    use crate::reporting::record::{Recorder, Timing};
+    use simulator_api::Reply;
+
+    /// Shard `index` of 2 of an open-loop run (a loop that keeps every figure),
+    /// with `n` requests, each retried once, in every histogram.
+    fn shard(index: u32, n: u64) -> (PathBuf, Report) {
+        let plan = LoadPlan {
+            pacing: Pacing::Open {
+                rate: 100.0,
+                arrivals: Arrivals::Uniform,
+            },
+            stop: Stop {
+                duration: Some(Duration::from_secs(1)),
+                requests_per_client: None,
+            },
+            payload: PayloadSize::Fixed { bytes: 64 },
+            run_id: Some("every-figure".into()),
+            shard: Some(ShardInfo {
+                index,
+                count: 2,
+                source: ShardSource::Flag,
+            }),
+            ..LoadPlan::default()
+        };
+        let recorder = Recorder::new(Duration::from_millis(5), false);
+        let ms = Duration::from_millis;
+        for k in 1..=n {
+            recorder.retry();
+            recorder.record(
+                &Ok(Reply {
+                    id: k,
+                    blocked: false,
+                    permit_wait_ns: 0,
+                }),
+                Timing {
+                    from_due: ms(k + 3),
+                    from_send: Some(ms(k)),
+                    lag: Some(Lag {
+                        connection: ms(2),
+                        timer: ms(1),
+                    }),
+                    after_window: false,
+                },
+            );
+            recorder.request_done(ms(k + 10));
+        }
+        let report = Report::new(&plan, 7, &recorder.tally(), Duration::from_secs(1), None);
+        (PathBuf::from(format!("shard-{index}.json")), report)
+    }
+
+    fn count(report: &Report, key: &str) -> u64 {
+        let value = serde_json::to_value(&report.histograms).unwrap();
+        let text = value[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("the report has no {key} histogram: {value}"));
+        hdr::decode(text).unwrap().len()
+    }
+
+    #[test]
+    fn a_merged_report_holds_every_declared_figure_of_every_shard() {
+        let shards = [shard(0, 3), shard(1, 5)];
+        let (merged, warnings) = merge(&shards).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        for figure in FIGURES {
+            assert_eq!(count(&shards[0].1, figure.key), 3, "{}", figure.key);
+            assert_eq!(count(&merged, figure.key), 8, "{}: not merged", figure.key);
+        }
+        for (figure, summary) in merged.summary.iter() {
+            let summary = summary.unwrap_or_else(|| panic!("{}: no percentiles", figure.key));
+            assert!(summary.max_ns > 0, "{}: {summary:?}", figure.key);
+        }
+    }
+
+    #[test]
+    fn a_shard_without_a_histogram_it_must_have_is_refused() {
+        let mut shards = [shard(0, 3), shard(1, 5)];
+        shards[1].1.histograms.schedule_lag_timer = None;
+        let err = merge(&shards).unwrap_err().to_string();
+        assert!(
+            err.contains("shard-1.json: no schedule_lag_timer histogram"),
+            "{err}"
+        );
+    }
 }

@@ -1,10 +1,8 @@
 //! Load beyond one machine (`docs/scale-out.md`), with no coordinator of our own:
-//! which share of the load a process runs (`shard.rs`), starting together at a
-//! wall-clock time (`start.rs`), adding the shards' reports up exactly
-//! (`merge.rs`) and the driver's own `/metrics` for a Prometheus server to add up
-//! (`live.rs`).
+//! starting together at a wall-clock time (`start.rs`) and adding the shards'
+//! reports up exactly (`merge.rs`). Which share a process runs is part of its plan
+//! (`plan/shard.rs`); the driver's own `/metrics`, which a Prometheus server adds
+//! up, is reporting (`reporting/live.rs`).
 
-pub mod live;
 pub mod merge;
-pub mod shard;
 pub mod start;

@@ -77,6 +77,45 @@ fn is_seed_experiment(report: &SweepReport) -> bool {
 
 /// The chart as SVG text.
 pub fn render(report: &SweepReport) -> Result<String, ChartError> {
+    let (throughput, blocked, latency) = chart_lines(report);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 1150)).into_drawing_area();
+        root.fill(&WHITE).map_err(fail)?;
+        let panels = root.split_evenly((3, 1));
+        panel(
+            &panels[0],
+            "Requests done per minute",
+            "requests per minute (log scale)",
+            &throughput,
+            Scale::Log,
+            whole,
+        )?;
+        panel(
+            &panels[1],
+            "Blocked share",
+            "blocked requests (%)",
+            &blocked,
+            Scale::Percent,
+            whole,
+        )?;
+        panel(
+            &panels[2],
+            "Client latency",
+            "latency (ms, log scale)",
+            &latency,
+            Scale::Log,
+            millis,
+        )?;
+        root.present().map_err(fail)?;
+    }
+    Ok(svg)
+}
+
+/// The three panels' lines (throughput, blocked share, latency): measured and
+/// predicted before and after the fix, and the seed's own figures where the sweep
+/// is the seed's experiment; measurements first, so the rest is drawn on top.
+fn chart_lines(report: &SweepReport) -> (Vec<Line>, Vec<Line>, Vec<Line>) {
     let before = ("before the fix", BEFORE, BEFORE_LIGHT, &report.before[..]);
     let after = report
         .after
@@ -154,39 +193,7 @@ pub fn render(report: &SweepReport) -> Result<String, ChartError> {
             Look::Reference(_) => 2,
         });
     }
-
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 1150)).into_drawing_area();
-        root.fill(&WHITE).map_err(fail)?;
-        let panels = root.split_evenly((3, 1));
-        panel(
-            &panels[0],
-            "Requests done per minute",
-            "requests per minute (log scale)",
-            &throughput,
-            Scale::Log,
-            whole,
-        )?;
-        panel(
-            &panels[1],
-            "Blocked share",
-            "blocked requests (%)",
-            &blocked,
-            Scale::Percent,
-            whole,
-        )?;
-        panel(
-            &panels[2],
-            "Client latency",
-            "latency (ms, log scale)",
-            &latency,
-            Scale::Log,
-            millis,
-        )?;
-        root.present().map_err(fail)?;
-    }
-    Ok(svg)
+    (throughput, blocked, latency)
 }
 
 /// A value axis.

@@ -24,7 +24,7 @@ use simulator_api::{Fix, Model, SettingsUpdate, Stats};
 use tokio_util::sync::CancellationToken;
 
 use crate::endpoints::{self, EndpointError};
-use crate::load::plan::{LoadPlan, Pacing, Stop};
+use crate::plan::{LoadPlan, Pacing, Stop};
 use crate::reporting::report::Report;
 use crate::sweep::shard::Together;
 
@@ -65,7 +65,7 @@ pub enum SweepError {
     #[error("--n {clients}: shard {shard} would have no clients; every step needs at least as many clients as shards")]
     EmptyShard {
         clients: usize,
-        shard: crate::scale_out::shard::Shard,
+        shard: crate::plan::shard::Shard,
     },
     #[error("a sharded sweep needs --start-at: the shards meet at each step's start by the clock")]
     NoStartAt,
@@ -138,7 +138,7 @@ pub struct SweepReport {
     /// A sharded sweep's shard: the server figures are the whole load's, the
     /// latency this shard's clients'.
     #[serde(default)]
-    pub shard: Option<crate::scale_out::shard::ShardInfo>,
+    pub shard: Option<crate::plan::shard::ShardInfo>,
 }
 
 impl SweepPlan {
@@ -268,7 +268,6 @@ async fn sweep_in_force(
     progress: &mut impl FnMut(&str),
 ) -> Result<SweepReport, SweepError> {
     let stats = endpoints::stats(&plan.target).await?;
-    let model = stats.model.clone();
     let think_s = plan.think_time.as_secs_f64();
     let fix = match &plan.fix {
         Some(wanted) => Some(choose_fix(&stats, wanted)?),
@@ -333,7 +332,20 @@ async fn sweep_in_force(
     let mut phases = phases.into_iter().map(|(_, steps)| steps);
     let before = phases.next().unwrap_or_default();
     let after = phases.next();
-    Ok(SweepReport {
+    Ok(sweep_report(plan, &stats, fix, before, after))
+}
+
+/// The sweep's report: its plan, the server's model, and the steps measured.
+fn sweep_report(
+    plan: &SweepPlan,
+    stats: &Stats,
+    fix: Option<Fix>,
+    before: Vec<Step>,
+    after: Option<Vec<Step>>,
+) -> SweepReport {
+    let model = &stats.model;
+    let think_s = plan.think_time.as_secs_f64();
+    SweepReport {
         command: None,
         target: plan.target.clone(),
         duration_s: plan.duration.as_secs_f64(),
@@ -354,7 +366,7 @@ async fn sweep_in_force(
         before,
         after,
         shard: plan.together.map(|t| t.shard),
-    })
+    }
 }
 
 /// The values now in force of every key `fix` sets, as an update that puts them back.
@@ -466,8 +478,8 @@ fn figures(report: &Report, cpu_ns: Option<u64>) -> Figures {
         persists_started_per_min: per_min(server.persists_started),
         persists_done_per_min: per_min(server.persists_done),
         blocked_share: server.blocked_share(),
-        latency_p50_ms: report.latency.p50_ns as f64 / 1e6,
-        latency_p99_ms: report.latency.p99_ns as f64 / 1e6,
+        latency_p50_ms: report.summary.latency.p50_ns as f64 / 1e6,
+        latency_p99_ms: report.summary.latency.p99_ns as f64 / 1e6,
         server_cpu_percent: cpu_ns.map(|ns| ns as f64 / elapsed_ns * 100.0),
         client_errors: report.errors as f64,
     }

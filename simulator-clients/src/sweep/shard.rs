@@ -12,7 +12,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::scale_out::shard::ShardInfo;
+use crate::plan::shard::ShardInfo;
 
 /// How the shards of a sweep meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl Together {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scale_out::shard::ShardSource;
+    use crate::plan::shard::ShardSource;
 
     #[test]
     fn steps_follow_each_other_a_gap_apart_and_shard_0_leads() {

@@ -37,6 +37,7 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::network::CutShort;
+use crate::observe::machine::WorkFigures;
 use crate::observe::Events;
 
 /// zstd's default level, the one seed 001 archives with.
@@ -180,6 +181,20 @@ impl Work {
             }
             Err(CutShort) => finish(events, id, asked, self.code()),
         }
+    }
+}
+
+/// The work's cost here, for `/stats.machine`: zstd's measured rate, and the
+/// bytes of one work where the scenario has zstd work. Asking for the bytes of a
+/// `work_cpu` would measure the machine in a /stats request: only once it has
+/// been measured.
+pub fn figures(settings: &Settings) -> WorkFigures {
+    let measured = calibration::measured();
+    let zstd = settings.work == WorkKind::Zstd;
+    WorkFigures {
+        zstd_bytes_per_cpu_s: measured.map(|c| c.bytes_per_cpu_s.round()),
+        work_bytes: (zstd && (settings.work_cpu.is_zero() || measured.is_some()))
+            .then(|| bytes_per_work(settings)),
     }
 }
 

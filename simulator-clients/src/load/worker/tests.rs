@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::load::plan::{Arrivals, RetryPolicy, Stop};
+use crate::plan::{Arrivals, RetryPolicy, Stop};
 use crate::reporting::report::Report;
 
 /// A server that answers after `service`, and holds every reply due inside
@@ -134,11 +134,19 @@ async fn a_closed_loop_sends_once_per_reply_plus_think_time() {
     assert_eq!(r.sends[99], ms(9_027));
     assert_eq!(r.elapsed, ms(10_000), "the run lasts its duration");
     assert!(
-        t.latency.equivalent(t.latency.min(), 3_000_000)
-            && t.latency.equivalent(t.latency.max(), 3_000_000),
+        t.histograms
+            .latency
+            .equivalent(t.histograms.latency.min(), 3_000_000)
+            && t.histograms
+                .latency
+                .equivalent(t.histograms.latency.max(), 3_000_000),
         "every reply took the 3 ms service time"
     );
-    assert!(t.lag.max() < 1_000_000, "woke on time: {}", t.lag.max());
+    assert!(
+        t.histograms.schedule_lag.max() < 1_000_000,
+        "woke on time: {}",
+        t.histograms.schedule_lag.max()
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -221,31 +229,34 @@ async fn a_stall_shows_in_the_open_loops_latency_and_late_sends() {
     assert!((255..=267).contains(&t.late), "late {}", t.late);
     let p99 = |h: &hdrhistogram::Histogram<u64>| Duration::from_nanos(h.value_at_quantile(0.99));
     assert!(
-        p99(&t.latency) > ms(1_500),
+        p99(&t.histograms.latency) > ms(1_500),
         "from the scheduled time the stall is plain: p99 {:?}",
-        p99(&t.latency)
+        p99(&t.histograms.latency)
     );
     assert!(
-        p99(&t.latency_from_send) < ms(10),
+        p99(&t.histograms.latency_from_send) < ms(10),
         "from the actual send only the two stuck requests see it: p99 {:?}",
-        p99(&t.latency_from_send)
+        p99(&t.histograms.latency_from_send)
     );
     // Lateness split: the sends were late waiting for a connection (both stuck),
     // never because the timer woke late (it cannot in paused time).
     assert!(
-        p99(&t.lag_connection) > ms(1_000),
+        p99(&t.histograms.schedule_lag_connection) > ms(1_000),
         "the stall's lag is the wait for a connection: p99 {:?}",
-        p99(&t.lag_connection)
+        p99(&t.histograms.schedule_lag_connection)
     );
     assert!(
-        t.lag_timer.max() <= 1_000_000,
+        t.histograms.schedule_lag_timer.max() <= 1_000_000,
         "the timer was never late: max {} ns",
-        t.lag_timer.max()
+        t.histograms.schedule_lag_timer.max()
     );
-    assert_eq!(t.lag_connection.len(), t.lag.len());
     assert_eq!(
-        p99(&t.lag),
-        p99(&t.lag_connection),
+        t.histograms.schedule_lag_connection.len(),
+        t.histograms.schedule_lag.len()
+    );
+    assert_eq!(
+        p99(&t.histograms.schedule_lag),
+        p99(&t.histograms.schedule_lag_connection),
         "the lag is its parts' sum"
     );
 }
@@ -260,9 +271,9 @@ async fn a_closed_loop_hides_the_same_stall_in_its_percentiles() {
     let t = r.shared.recorder.tally();
     assert_eq!(t.late, 0, "a closed loop never falls behind its own pace");
     assert!(
-        t.latency.value_at_quantile(0.99) < 10_000_000,
+        t.histograms.latency.value_at_quantile(0.99) < 10_000_000,
         "p99 {}",
-        t.latency.value_at_quantile(0.99)
+        t.histograms.latency.value_at_quantile(0.99)
     );
 }
 
@@ -292,7 +303,11 @@ async fn replies_after_the_window_are_drained_and_kept_out_of_the_rates() {
     );
     // 12 replies within the 10 s window: the rate, whatever the drain took.
     assert_eq!(report.throughput_per_s, 1.2);
-    assert_eq!(t.latency.len(), 16, "drained replies are in the latency");
+    assert_eq!(
+        t.histograms.latency.len(),
+        16,
+        "drained replies are in the latency"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -430,14 +445,18 @@ async fn a_retry_after_its_backoff_turns_a_timeout_into_a_success() {
     // 155; the next request is due 1 s after that reply.
     assert_eq!(sends[..4], [ms(0), ms(150), ms(1155), ms(1305)]);
     assert!(
-        t.latency.equivalent(t.latency.max(), 5_000_000),
+        t.histograms
+            .latency
+            .equivalent(t.histograms.latency.max(), 5_000_000),
         "a retry's latency counts from its own send"
     );
     assert!(
-        t.request_latency
-            .equivalent(t.request_latency.min(), 155_000_000)
-            && t.request_latency
-                .equivalent(t.request_latency.max(), 155_000_000),
+        t.histograms
+            .request_latency
+            .equivalent(t.histograms.request_latency.min(), 155_000_000)
+            && t.histograms
+                .request_latency
+                .equivalent(t.histograms.request_latency.max(), 155_000_000),
         "across attempts: 100 ms timeout, 50 ms backoff, 5 ms answer"
     );
 }

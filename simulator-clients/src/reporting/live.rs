@@ -20,9 +20,11 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::load::connection::{Failure, Reply};
+use crate::plan::shard::Shard;
+use crate::reporting::figures::PerFigure;
 use crate::reporting::lag::Lag;
-use crate::scale_out::shard::Shard;
+use crate::reporting::outcome::Failure;
+use simulator_api::Reply;
 
 /// Upper bounds of the latency buckets, in seconds: the same on every shard and
 /// every run, from 100 us (a loopback round trip) to a minute (a stalled server).
@@ -45,11 +47,9 @@ pub struct LiveMetrics {
     given_up: Counter,
     /// By kind, in [`Failure`]'s order: connect, timeout, http_status, io.
     errors: [Counter; 4],
-    latency: Histogram,
-    lag: Histogram,
-    /// The lag's two parts (`record.rs`'s `Lag`).
-    lag_connection: Histogram,
-    lag_timer: Histogram,
+    /// A handle per declared figure (`figures.rs`); a no-op for a figure that is
+    /// not recorded live.
+    histograms: PerFigure<Histogram>,
 }
 
 const ERROR_KINDS: [&str; 4] = ["connect", "timeout", "http_status", "io"];
@@ -68,10 +68,7 @@ impl LiveMetrics {
             retries: Counter::noop(),
             given_up: Counter::noop(),
             errors: std::array::from_fn(|_| Counter::noop()),
-            latency: Histogram::noop(),
-            lag: Histogram::noop(),
-            lag_connection: Histogram::noop(),
-            lag_timer: Histogram::noop(),
+            histograms: PerFigure::from_fn(|_| Histogram::noop()),
         }
     }
 
@@ -91,10 +88,17 @@ impl LiveMetrics {
             recorder.describe_counter(name.into(), Some(Unit::Count), about.into());
             recorder.register_counter(&Key::from_static_name(name), &metadata())
         };
-        let histogram = |name: &'static str, about: &'static str| {
-            recorder.describe_histogram(name.into(), Some(Unit::Seconds), about.into());
-            recorder.register_histogram(&Key::from_static_name(name), &metadata())
-        };
+        let histograms = PerFigure::from_fn(|figure| match figure.live {
+            Some(live) => {
+                recorder.describe_histogram(
+                    live.name.into(),
+                    Some(Unit::Seconds),
+                    live.help.into(),
+                );
+                recorder.register_histogram(&Key::from_static_name(live.name), &metadata())
+            }
+            None => Histogram::noop(),
+        });
         let errors = ERROR_KINDS.map(|kind| {
             let key = Key::from_parts("sim_clients_errors_total", vec![Label::new("kind", kind)]);
             recorder.register_counter(&key, &metadata())
@@ -135,22 +139,7 @@ impl LiveMetrics {
                 "requests that ended without a success: every attempt they were allowed failed",
             ),
             errors,
-            latency: histogram(
-                "sim_clients_latency_seconds",
-                "reply time minus the time the send was due",
-            ),
-            lag: histogram(
-                "sim_clients_schedule_lag_seconds",
-                "how late sends left against their schedule",
-            ),
-            lag_connection: histogram(
-                "sim_clients_schedule_lag_connection_seconds",
-                "of each send's lag, the time it waited for a free connection",
-            ),
-            lag_timer: histogram(
-                "sim_clients_schedule_lag_timer_seconds",
-                "of each send's lag, how late the timer woke after that",
-            ),
+            histograms,
             // The storage lives behind the handle; the recorder itself can go.
             handle: Some(recorder.handle()),
         }
@@ -167,10 +156,12 @@ impl LiveMetrics {
         if late {
             self.late.increment(1);
         }
+        let h = &self.histograms;
         if let Some(lag) = lag {
-            self.lag.record(lag.total().as_secs_f64());
-            self.lag_connection.record(lag.connection.as_secs_f64());
-            self.lag_timer.record(lag.timer.as_secs_f64());
+            h.schedule_lag.record(lag.total().as_secs_f64());
+            h.schedule_lag_connection
+                .record(lag.connection.as_secs_f64());
+            h.schedule_lag_timer.record(lag.timer.as_secs_f64());
         }
         match outcome {
             Ok(reply) => {
@@ -178,7 +169,7 @@ impl LiveMetrics {
                 if reply.blocked {
                     self.blocked.increment(1);
                 }
-                self.latency.record(from_due.as_secs_f64());
+                h.latency.record(from_due.as_secs_f64());
             }
             Err(failure) => {
                 let kind = match failure {
@@ -257,6 +248,7 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reporting::figures::FIGURES;
 
     #[test]
     fn counts_and_fixed_buckets_are_exposed_with_the_shard() {
@@ -286,6 +278,10 @@ mod tests {
             r#"sim_clients_latency_seconds_count{shard="2",shards="4",run="r1"} 1"#,
         ] {
             assert!(text.contains(line), "{line} not in\n{text}");
+        }
+        for live in FIGURES.iter().filter_map(|figure| figure.live) {
+            let help = format!("# HELP {} {}", live.name, live.help);
+            assert!(text.contains(&help), "{help} not in\n{text}");
         }
         assert_eq!(LiveMetrics::off().render(), "");
     }

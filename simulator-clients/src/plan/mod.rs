@@ -1,4 +1,6 @@
-//! What a load run is: how many clients, how they pace themselves, when they stop.
+//! What a load run is: how many clients, how they pace themselves, when they
+//! stop, and which share of it this process runs (`shard.rs`). The bottom of the
+//! crate: every other folder reads a plan, and a plan reads none of them.
 //!
 //! The default is the original simulator's client: a closed loop in which every
 //! client sends one element, waits for the reply, thinks for 1 s and repeats, all
@@ -13,7 +15,9 @@ use hyper::header::HeaderValue;
 pub use simulator_api::load::{Arrivals, Pacing, PayloadSize, RetryPolicy};
 use simulator_api::Load;
 
-use crate::scale_out::shard::{Shard, ShardInfo};
+pub mod shard;
+
+use shard::{Shard, ShardInfo};
 
 /// One load run.
 #[derive(Debug, Clone)]
