@@ -120,6 +120,15 @@ impl DemoArgs {
             ..scenario.settings().with(given)
         };
         settings.validate()?;
+        if !settings.cpu_quota.is_zero() {
+            // The demo's server and its load share this process: a cgroup
+            // quota would hold the load as well, and the lesson would be wrong.
+            anyhow::bail!(
+                "scenario {} puts the server under a CPU quota of its own, and the demo runs the server and its load in one process: the quota would hold the load too. Run the exercise instead: `workshop start {}` and its load (docs/workshop/)",
+                scenario.name,
+                scenario.name
+            );
+        }
         Ok(Plan {
             scenario,
             fix,

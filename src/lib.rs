@@ -12,6 +12,8 @@
 //! - `scenario.rs` and `model.rs`: named bundles of settings (`scenarios/*.toml`)
 //!   and what queueing theory predicts from the settings in force.
 //! - `serving/`: HTTP, connections, admin, shutdown, errors.
+//! - `cgroup.rs`: the CPU cgroup a scenario's world puts the server in, and
+//!   the ones that confine a measured server.
 //! - `observe/`: probes, events, counters, Prometheus metrics, process CPU.
 //! - `cli.rs` (the subcommands), `serve.rs` (`serve`: its flags and banner),
 //!   `demo.rs`, and `workshop/`: the exercises (`workshop list`, `start`,
@@ -23,6 +25,7 @@
 // aside; one that reads better whole says why where it allows more.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod cgroup;
 pub mod cli;
 pub mod config;
 pub mod demo;

@@ -188,8 +188,14 @@ fn work_threads(settings: &Settings) -> (usize, &'static str) {
     let cores = machine::cores();
     let (threads, place) = match settings.work_on {
         WorkOn::AsyncWorker => (cores, "the async workers, one per core"),
-        WorkOn::BlockingPool => (settings.work_limit, "the blocking pool's limit"),
-        WorkOn::Rayon => (settings.work_limit, "the rayon pool's threads"),
+        WorkOn::BlockingPool => (
+            machine::pool_size(settings.work_limit),
+            "the blocking pool's limit",
+        ),
+        WorkOn::Rayon => (
+            machine::pool_size(settings.work_limit),
+            "the rayon pool's threads",
+        ),
     };
     let threads = if threads == 0 { cores } else { threads };
     (threads.min(cores).max(1), place)

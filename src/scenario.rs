@@ -45,6 +45,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
         include_str!("../scenarios/slow-backend.toml"),
     ),
     ("retry-storm", include_str!("../scenarios/retry-storm.toml")),
+    ("cpu-quota", include_str!("../scenarios/cpu-quota.toml")),
 ];
 
 /// A scenario, as its file says.
@@ -114,6 +115,10 @@ pub enum Metric {
     /// time (`check::recovery_s`); the whole rest of the window when it never
     /// did (client, open loop).
     RecoveryS,
+    /// Milliseconds a second the server's threads waited for their CPU quota's
+    /// next period (its cgroup's `cpu.stat` throttled time over the window, summed
+    /// over CPUs); fails without a cgroup to read (server).
+    ThrottledMsPerS,
 }
 
 impl Metric {
@@ -127,6 +132,7 @@ impl Metric {
             Metric::CanaryP99Ms => "timer canary lateness p99 (ms)",
             Metric::BusyShare => "runtime workers busy share",
             Metric::RecoveryS => "s after the incident to 95 % goodput",
+            Metric::ThrottledMsPerS => "CPU quota: throttled ms a second",
         }
     }
 }

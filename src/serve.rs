@@ -13,6 +13,7 @@ use clap::Args;
 use simulator_api::settings::AdminListen;
 use simulator_api::Settings;
 
+use crate::cgroup::{CpuMax, ServerGroup};
 use crate::config::{self, SettingFlags};
 use crate::observe::{machine, probes};
 use crate::scenario::{self, Scenario};
@@ -68,6 +69,8 @@ pub async fn serve_with(
     after_banner: impl FnOnce(u32, &str),
 ) -> anyhow::Result<()> {
     let (config, scenario) = args.resolve()?;
+    // Before the work is calibrated or served, so all of it counts against the limit.
+    let cpu_limit = enter_cpu_limit(&config)?;
     probes::register();
     let listener = serving::bind(config.listen)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -94,6 +97,18 @@ pub async fn serve_with(
         config.persist_latency,
         config.network_delay
     );
+    if let Some(group) = &cpu_limit {
+        println!(
+            "  CPU limit (the scenario's world): {} in cgroup {} ({})",
+            limit_of(&config).describe(),
+            group.group().dir().display(),
+            if group.made_here() {
+                "made for this server"
+            } else {
+                "the one it was started in, which had that limit already"
+            }
+        );
+    }
     // Measure the machine now, before any request needs the work's calibration.
     if config.work != simulator_api::settings::WorkKind::None {
         crate::request_path::work::bytes_per_work(&config);
@@ -126,7 +141,38 @@ pub async fn serve_with(
     )
     .await?;
     print!("{}", shutdown::final_report(&report));
+    drop(cpu_limit);
     Ok(())
+}
+
+/// The world's CPU limit, as the kernel takes it.
+fn limit_of(config: &Settings) -> CpuMax {
+    CpuMax {
+        quota_us: Some(config.cpu_quota.as_micros() as u64),
+        period_us: config.cpu_period.as_micros() as u64,
+    }
+}
+
+/// Puts this process under the world's `cpu_quota`, when it has one; an error
+/// that names the commands that would work when this process cannot.
+fn enter_cpu_limit(config: &Settings) -> anyhow::Result<Option<ServerGroup>> {
+    if config.cpu_quota.is_zero() {
+        return Ok(None);
+    }
+    let limit = limit_of(config);
+    ServerGroup::enter(limit).map(Some).map_err(|why| {
+        let percent = limit.cores().unwrap_or(0.0) * 100.0;
+        let period = simulator_api::value::text_of(config.cpu_period);
+        anyhow::anyhow!(
+            "cannot put the server under the scenario's CPU limit ({}): {why}.\n\
+             It needs a cgroup it may write. Any of these works:\n  \
+             sudo system-simulator serve ...            (root makes its own group)\n  \
+             systemd-run --user --scope -p CPUQuota={percent:.0}% -p CPUQuotaPeriodSec={period} -- system-simulator serve ...\n    \
+             (systemd sets the limit and the server keeps it; cgroup v2 with the cpu controller delegated to your user)\n  \
+             systemd-run --user --scope -p Delegate=yes -- system-simulator serve ...   (a group of your own to divide)",
+            limit.describe()
+        )
+    })
 }
 
 /// The operator's listener. With `auto` (the data port + 1) a port already taken

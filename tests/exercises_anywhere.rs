@@ -48,6 +48,17 @@ fn figures_confined(confinement: &str, flags: &[&str]) -> Vec<String> {
             block.contains(&format!("figures {name} --write")),
             "{block}"
         );
+        if block.contains(system_simulator::workshop::figures::NOT_MEASURED) {
+            // Only an exercise with a CPU quota of its own may be beyond a
+            // confined server (src/workshop/fit.rs says why); it says so.
+            let s = scenario::Scenario::load(name).unwrap();
+            assert!(
+                !s.settings().cpu_quota.is_zero(),
+                "{name} not measured:\n{block}"
+            );
+            eprintln!("{confinement}: {name} not measured: {}", block.trim());
+            continue;
+        }
         let fresh = tables(block);
         assert!(!fresh.is_empty(), "{name}: no figures\n{block}");
         errors.extend(verdict_errors(name, &fresh));

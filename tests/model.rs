@@ -234,7 +234,7 @@ async fn a_reset_under_cpu_work_keeps_every_pair_balanced() {
         work: WorkKind::Zstd,
         work_bytes: 256 << 10,
         work_on: WorkOn::BlockingPool,
-        work_limit: 1,
+        work_limit: simulator_api::settings::PoolSize::Count(1),
         ..Settings::default()
     })
     .unwrap();

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::probe_names;
 
-const BUNDLED: [&str; 10] = [
+const BUNDLED: [&str; 11] = [
+    "cpu-quota",
     "count",
     "request-lifetime",
     "persist-time",

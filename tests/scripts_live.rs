@@ -185,7 +185,86 @@ macro_rules! both_tools {
     };
 }
 
+/// The server's cgroup's `cpu.stat` throttled periods, read from its file.
+fn throttled_periods(cgroup: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("{cgroup}/cpu.stat")).unwrap();
+    stat.lines()
+        .find_map(|l| l.strip_prefix("nr_throttled "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no nr_throttled in {cgroup}/cpu.stat:\n{stat}"))
+}
+
+/// cpu-quota's throttled periods against the kernel's own count over the same
+/// seconds: a tenth of a core (10 ms a 100 ms period) and works of 30 ms of CPU
+/// from 4 clients, so nearly every period of the load is throttled. Nothing is
+/// throttled before the load or after it drains (the canary alone takes well
+/// under 1 % of a core), so the file read after the script's BEGIN and after its
+/// interrupt brackets exactly what the script saw. The script counts a period
+/// when a thread runs again just after the period timer: it may miss one whose
+/// thread had not waited a whole millisecond, hence a few periods of room.
+async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
+    if !tool.available() {
+        return;
+    }
+    let server = Server::start(&[
+        "--cpu-quota",
+        "10ms",
+        "--work",
+        "zstd",
+        "--work-cpu",
+        "30ms",
+        "--work-on",
+        "rayon",
+        "--work-limit",
+        "host-cpus",
+    ]);
+    let http = client();
+    let cgroup = stats(&http, &server.url).await["cpu_cgroup"]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pid = server.pid;
+    let traced =
+        tokio::task::spawn_blocking(move || Traced::start_until_begin(tool, "cpu-quota", pid, &[]))
+            .await
+            .unwrap();
+    let before = throttled_periods(&cgroup);
+    let server = tokio::task::spawn_blocking(move || {
+        run_load(
+            &server,
+            &["--n", "4", "--think-time", "100ms", "--duration", "4s"],
+        );
+        server
+    })
+    .await
+    .unwrap();
+    settled_stats(&http, &server.url).await;
+    let kernel = throttled_periods(&cgroup) - before;
+    let output = tokio::task::spawn_blocking(move || traced.interrupt())
+        .await
+        .unwrap();
+    let script: u64 = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("throttled periods "))
+        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{tool:?}: no summary in\n{output}"));
+    assert!(
+        kernel >= 20,
+        "4 s at a tenth of a core: {kernel} throttled periods"
+    );
+    let room = 3.max(kernel / 10);
+    assert!(
+        script.abs_diff(kernel) <= room,
+        "{tool:?}: the script counted {script} throttled periods, cpu.stat {kernel} (room {room})\n{output}"
+    );
+    assert!(
+        output.lines().filter(|l| l.contains(" | ")).count() >= 4,
+        "{tool:?}: a line a second\n{output}"
+    );
+}
+
 both_tools! {
+    cpu_quota_counts_what_cpu_stat_counts: cpu_quota_agrees_with_cpu_stat;
     count_equals_stats: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "count").await else { return };
         check_count(tool, &output, &truth);

@@ -148,3 +148,50 @@ async fn a_moved_world_is_not_judged_however_it_moved() {
         "{printed}"
     );
 }
+
+/// The container's limit is the world: a quota raised by hand in the server's
+/// own cgroup file (the settings still the scenario's) is refused, as are a
+/// shorter period and no limit. Root: the server makes its cgroup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: a check window of real load, as root"]
+async fn a_cpu_limit_changed_by_hand_is_not_judged() {
+    if !common::is_root() {
+        return common::skip_or_fail("the cpu-quota exercise makes a cgroup: root");
+    }
+    let client = client();
+    let server = Server::start(&["--scenario", "cpu-quota", "--admin-listen", "off"]);
+    let group = stats(&client, &server.url).await["cpu_cgroup"]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v2 = std::path::Path::new(&group).join("cpu.max").exists();
+    let write = |quota_us: &str, period_us: &str| {
+        if v2 {
+            std::fs::write(
+                format!("{group}/cpu.max"),
+                format!("{quota_us} {period_us}"),
+            )
+            .unwrap();
+        } else {
+            std::fs::write(format!("{group}/cpu.cfs_period_us"), period_us).unwrap();
+            std::fs::write(format!("{group}/cpu.cfs_quota_us"), quota_us).unwrap();
+        }
+    };
+    for (quota, period, said) in [
+        ("200000", "100000", "allows 200000 us per 100000 us"),
+        ("10000", "10000", "allows 10000 us per 10000 us"),
+        (if v2 { "max" } else { "-1" }, "100000", "allows no limit"),
+    ] {
+        write(quota, period);
+        let url = server.url.clone();
+        let (code, printed) = tokio::task::spawn_blocking(move || check_cli("cpu-quota", &url))
+            .await
+            .unwrap();
+        assert_eq!(code, Some(1), "{printed}");
+        assert!(
+            printed.contains("the server's CPU limit is not scenario cpu-quota's world")
+                && printed.contains(said),
+            "{said}: {printed}"
+        );
+    }
+}

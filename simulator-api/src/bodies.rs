@@ -102,6 +102,10 @@ pub struct Stats {
     pub runtime: RuntimeStats,
     /// The machine as the exercises depend on it: cores, quota, timer, the work's calibration.
     pub machine: Machine,
+    /// The cgroup the server's CPU is accounted in: its limit and what the kernel
+    /// did with it (`cpu.stat`); null where no cgroup cpu controller is mounted.
+    #[serde(default)]
+    pub cpu_cgroup: Option<CpuCgroup>,
     /// The scenario in force (the one the server started in, or switched to live).
     pub scenario: String,
     /// Its fixes, each the exact `PUT /admin/config` body that applies it.
@@ -118,12 +122,38 @@ pub struct Stats {
     pub config: Settings,
 }
 
+/// The server's CPU cgroup and its `cpu.stat` since the group was made. Rates per
+/// second are the differences of two readings (`/live/events` carries each
+/// second's; Prometheus takes `rate()` of the `/metrics` counters).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuCgroup {
+    /// The group's directory, e.g. `/sys/fs/cgroup/cpu/isim-serve-4242`.
+    pub path: String,
+    /// Whether the server made it for a world with `cpu_quota` (else it is the one
+    /// the server was started in).
+    pub made_by_server: bool,
+    /// The group's own quota per period, microseconds (null: no limit).
+    pub quota_us: Option<u64>,
+    pub period_us: u64,
+    /// The tightest quota over the group and its parents, in cores (null: none).
+    pub quota_cores: Option<f64>,
+    /// Periods in which the group had threads that wanted to run.
+    pub periods: u64,
+    /// Periods in which it ran out of quota and its threads waited for the next.
+    pub throttled_periods: u64,
+    /// Time its threads waited so, summed over the CPUs they waited on.
+    pub throttled_us: u64,
+}
+
 /// The machine the server measured: what a scenario's CPU costs are scaled to and
 /// what its timers can do. A figure that differs from a page's is read against it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
     /// Cores this process may run on (CPU affinity and cgroup quota, rounded up).
     pub cores: usize,
+    /// CPUs its affinity lets it run on, whatever its quota (`taskset`).
+    #[serde(default)]
+    pub affinity_cpus: usize,
     /// The CPU a cgroup quota allows, in cores, where one is set.
     pub cpu_quota_cores: Option<f64>,
     /// The async runtime's timer tick (tokio's: 1,000 us).

@@ -24,8 +24,8 @@ pub mod settings;
 pub mod value;
 
 pub use bodies::{
-    ConnectionCounts, Counts, ErrorBody, Fix, Machine, Model, Reply, RetriedLoad, RuntimeStats,
-    ScenarioInfo, Stats, SEED_COUNTS,
+    ConnectionCounts, Counts, CpuCgroup, ErrorBody, Fix, Machine, Model, Reply, RetriedLoad,
+    RuntimeStats, ScenarioInfo, Stats, SEED_COUNTS,
 };
 pub use delay::Delay;
 pub use incident::{Incident, IncidentStatus};

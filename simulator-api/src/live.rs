@@ -40,6 +40,23 @@ pub struct LiveSecond {
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub p999_ms: Option<f64>,
+    /// What the kernel's CPU quota did this second: the server's cgroup's
+    /// `cpu.stat` now minus a second ago; null without a cgroup to read.
+    #[serde(default)]
+    pub cpu_quota: Option<QuotaSecond>,
+}
+
+/// One second of the server's cgroup's `cpu.stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuotaSecond {
+    /// Quota periods that began.
+    pub periods: u64,
+    /// Of them, periods in which the server ran out of quota.
+    pub throttled_periods: u64,
+    /// Time the server's threads waited for the next period, summed over CPUs.
+    pub throttled_ms: f64,
+    /// The quota in cores (null: no limit).
+    pub quota_cores: Option<f64>,
 }
 
 /// Each part of the request path right now, as the diagram annotates it.

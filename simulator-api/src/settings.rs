@@ -31,6 +31,13 @@ pub const MAX_SPAN: Duration = Duration::from_secs(3600);
 pub const MAX_WORK_CPU: Duration = Duration::from_secs(10);
 /// The coarsest simulated timer tick (Windows' default is 15.6 ms).
 pub const MAX_TIMER_TICK: Duration = Duration::from_secs(1);
+/// The kernel's CFS bandwidth period bounds (`cpu.cfs_period_us`: 1 ms to 1 s).
+pub const MIN_CPU_PERIOD: Duration = Duration::from_millis(1);
+pub const MAX_CPU_PERIOD: Duration = Duration::from_secs(1);
+/// The period a container runtime gives a quota unless told otherwise.
+pub const DEFAULT_CPU_PERIOD: Duration = Duration::from_millis(100);
+/// The largest `cpu_quota`: sixty cores' worth of a one-second period.
+pub const MAX_CPU_QUOTA: Duration = Duration::from_secs(60);
 
 /// The original's persistence latency: 50 ms + Normal(10 ms, 5 ms).
 pub fn default_persist_latency() -> Delay {
@@ -137,6 +144,91 @@ crate::choice! {
     }
 }
 
+/// How many threads a pool runs (or works a limit lets run at once): a number, or
+/// sized from the machine the way services size theirs. `host-cpus` counts the
+/// CPUs the kernel has online (`/proc/cpuinfo`, `sysconf(_SC_NPROCESSORS_ONLN)`),
+/// blind to the affinity and the cgroup quota the process runs under, as a service
+/// that reads the host's CPU count does (Go before `automaxprocs`, the JVM before
+/// container support); `quota` is the server's own CPU quota rounded down to whole
+/// threads (at least 1), the affinity's cores where there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolSize {
+    Count(usize),
+    HostCpus,
+    Quota,
+}
+
+impl PoolSize {
+    /// The number this size comes to: `host_cpus` online, `quota_cores` allowed
+    /// by the server's cgroup, `cores` in its affinity; a count as it is.
+    pub fn resolve(&self, host_cpus: usize, quota_cores: Option<f64>, cores: usize) -> usize {
+        match self {
+            PoolSize::Count(n) => *n,
+            PoolSize::HostCpus => host_cpus.max(1),
+            // Rounded down, as automaxprocs does: the pool alone can then never
+            // spend more than the quota in a period.
+            PoolSize::Quota => quota_cores
+                .map_or(cores, |q| (q.floor() as usize).min(cores))
+                .max(1),
+        }
+    }
+}
+
+impl SettingValue for PoolSize {
+    const VALUE_NAME: &'static str = "N|host-cpus|quota";
+    fn parse_text(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "host-cpus" => Ok(PoolSize::HostCpus),
+            "quota" => Ok(PoolSize::Quota),
+            other => other
+                .parse()
+                .map(PoolSize::Count)
+                .map_err(|_| format!("`{other}` is neither a whole number, host-cpus nor quota")),
+        }
+    }
+    fn to_text(&self) -> String {
+        match self {
+            PoolSize::Count(n) => n.to_string(),
+            PoolSize::HostCpus => "host-cpus".into(),
+            PoolSize::Quota => "quota".into(),
+        }
+    }
+    fn check(&self, bounds: &Bounds) -> Result<(), String> {
+        match (self, bounds) {
+            (PoolSize::Count(n), Bounds::Count { min, max })
+                if (*n as u64) < *min || (*n as u64) > *max =>
+            {
+                Err(format!("between {min} and {max}, host-cpus or quota"))
+            }
+            _ => Ok(()),
+        }
+    }
+    fn allowed(bounds: &Bounds) -> String {
+        format!(
+            "{}, host-cpus (the CPUs online, blind to affinity and quota), quota (the server's cgroup quota in whole cores, rounded down, at least 1)",
+            bounds.describe()
+        )
+    }
+    fn write<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PoolSize::Count(n) => s.serialize_u64(*n as u64),
+            other => s.serialize_str(&other.to_text()),
+        }
+    }
+    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum CountOrName {
+            Count(usize),
+            Name(String),
+        }
+        match CountOrName::deserialize(d)? {
+            CountOrName::Count(n) => Ok(PoolSize::Count(n)),
+            CountOrName::Name(text) => Self::parse_text(&text).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// Where the operator's routes (`/stats`, `/metrics`, `/healthz`, `/scenarios`,
 /// `/admin/*`) listen besides the data port, so a flood of the data port cannot
 /// lock the operator out.
@@ -234,6 +326,12 @@ macro_rules! with_settings {
             /// Require `Authorization: Bearer TOKEN` on admin routes, from any address (also ISIM_ADMIN_TOKEN); without it admin routes answer loopback clients only.
             admin_token: $crate::value::Secret = $crate::value::Secret::default();
                 $crate::value::Bounds::Any; restart; service; "serving";
+            /// The container's CPU limit: the server puts itself in a cgroup of its own at start with this much CPU time per `cpu_period` (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), e.g. `50ms` for half a core; needs root or a delegated cgroup (0 = no limit of its own).
+            cpu_quota: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_CPU_QUOTA }; restart; world; "machine";
+            /// With `cpu_quota`: the period the quota is granted per, as the kernel's CFS bandwidth control counts it (the kernel's and Kubernetes' default is 100ms; 1ms to 1s).
+            cpu_period: std::time::Duration = $crate::settings::DEFAULT_CPU_PERIOD;
+                $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_CPU_PERIOD }; restart; world; "machine";
             /// Simulated network delay, applied on the way in and again on the way out, inside the request lifetime.
             network_delay: $crate::delay::Delay = $crate::settings::default_network_delay();
                 $crate::value::Bounds::Any; live; world; "request path";
@@ -249,9 +347,15 @@ macro_rules! with_settings {
             /// Where the work runs: `async-worker` (inline, blocking the runtime), `blocking-pool` (spawn_blocking) or `rayon`.
             work_on: $crate::settings::WorkOn = $crate::settings::WorkOn::AsyncWorker;
                 $crate::value::Bounds::Any; live; service; "request path";
-            /// With `work_on = blocking-pool`: works running at once, the rest wait their turn (0 = no limit: up to tokio's 512 blocking threads); with `rayon`: the pool's threads (0 = one per core).
-            work_limit: usize = 1;
+            /// With `work_on = blocking-pool`: works running at once, the rest wait their turn (0 = no limit: up to tokio's 512 blocking threads); with `rayon`: the pool's threads (0 = one per core the process may use); `host-cpus` or `quota` size either from the machine.
+            work_limit: $crate::settings::PoolSize = $crate::settings::PoolSize::Count(1);
                 $crate::value::Bounds::Count { min: 0, max: 512 }; live; service; "request path";
+            /// With `work_on = rayon`: the pieces each work is cut into and compressed in parallel on the pool, as a `par_iter` over the element would (1 = whole, on one thread); `host-cpus` or `quota` size it from the machine; the work's CPU is the same, spent faster.
+            work_split: $crate::settings::PoolSize = $crate::settings::PoolSize::Count(1);
+                $crate::value::Bounds::Count { min: 1, max: 512 }; live; service; "request path";
+            /// Pace the CPU work to this share of the server's CPU quota: a work starts only while the works started in the last quota period (`cpu.max`'s, read from the server's own cgroup) and it come to at most this share of the quota, so the kernel never throttles the process for the work and the rest of the server keeps running; the work waits its turn instead (0 = no pacing; no quota, no pacing).
+            work_budget: f64 = 0.0;
+                $crate::value::Bounds::Share; live; service; "request path";
             /// What a request must obtain before its element is handed on: `semaphore`.
             admission: $crate::settings::AdmissionKind = $crate::settings::AdmissionKind::Semaphore;
                 $crate::value::Bounds::Any; restart; service; "request path";
@@ -563,6 +667,18 @@ impl Settings {
         }
         if self.part_bytes > 0 && self.persist_dir.is_some() {
             return Err(SettingsError::PartsFiles);
+        }
+        if self.cpu_period < MIN_CPU_PERIOD {
+            return Err(SettingsError::Other(format!(
+                "cpu_period {} is under the kernel's least, 1ms",
+                crate::value::text_of(self.cpu_period)
+            )));
+        }
+        if !self.cpu_quota.is_zero() && self.cpu_quota < MIN_CPU_PERIOD {
+            return Err(SettingsError::Other(format!(
+                "cpu_quota {} is under the kernel's least, 1ms (0 = no limit)",
+                crate::value::text_of(self.cpu_quota)
+            )));
         }
         Ok(())
     }

@@ -4,12 +4,9 @@
 //! banner show it, so a figure that differs from a page's can be read against the
 //! machine that made it.
 //!
-//! The quota is read by hand from the cgroup files (v2 `cpu.max`, v1
-//! `cpu.cfs_quota_us` / `cpu.cfs_period_us`): the standard library folds it into
-//! `available_parallelism` but rounds it to whole cores, and half a core is the
-//! case an exercise must name. No crate in the project's set reads it.
+//! The quota is read from the cgroup files (`crate::cgroup`): the standard
+//! library folds it into `available_parallelism` but rounds it to whole cores.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use simulator_api::{Machine, Settings};
@@ -23,71 +20,77 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// The CPU a cgroup quota allows this process, in cores, where one is set.
+/// The CPUs the kernel has online, blind to this process's affinity and quota:
+/// what a service that counts `/proc/cpuinfo`'s processors sizes its pools to
+/// (the cores the process may use where the file is missing).
+pub fn host_cpus() -> usize {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|text| {
+            text.lines()
+                .filter(|l| l.split(':').next().is_some_and(|k| k.trim() == "processor"))
+                .count()
+        })
+        .ok()
+        .filter(|&n| n > 0)
+        .unwrap_or_else(cores)
+}
+
+/// The CPUs this process's affinity allows (`Cpus_allowed_list` in
+/// `/proc/self/status`, e.g. `0-3,6`), whatever its quota; the cores it may use
+/// where the file is missing.
+pub fn affinity_cpus() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let list = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+            Some(count_cpu_list(list.trim()))
+        })
+        .filter(|&n| n > 0)
+        .unwrap_or_else(cores)
+}
+
+/// CPUs in a kernel CPU list (as `taskset -c` takes it): `0-3,6` is 5.
+pub fn count_cpu_list(list: &str) -> usize {
+    list.split(',')
+        .filter_map(|part| match part.split_once('-') {
+            Some((a, b)) => {
+                Some(b.trim().parse::<usize>().ok()? + 1 - a.trim().parse::<usize>().ok()?)
+            }
+            None => part.trim().parse::<usize>().ok().map(|_| 1),
+        })
+        .sum()
+}
+
+/// The threads (or works at once) `size` comes to on this machine.
+pub fn pool_size(size: simulator_api::settings::PoolSize) -> usize {
+    size.resolve(host_cpus(), cpu_quota_cores(), cores())
+}
+
+/// The CPU a cgroup quota allows this process, in cores, where one is set (the
+/// tightest of its group and the groups above it).
 pub fn cpu_quota_cores() -> Option<f64> {
-    let table = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    quota_from(&table, Path::new("/sys/fs/cgroup"))
+    crate::cgroup::tightest_quota_cores()
 }
 
-/// The quota for the cgroups named in `/proc/self/cgroup`'s `table`, read below
-/// `root`: v2's `cpu.max` (`max 100000` or `50000 100000`), else v1's cpu
-/// controller. The tightest of the process's group and its parents counts.
-fn quota_from(table: &str, root: &Path) -> Option<f64> {
-    let mut found: Option<f64> = None;
-    let mut keep = |q: Option<f64>| {
-        if let Some(q) = q {
-            found = Some(found.map_or(q, |f: f64| f.min(q)));
-        }
-    };
-    for line in table.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let path = path.trim_start_matches('/');
-        if controllers.is_empty() {
-            for dir in ancestors(&root.join(path), root) {
-                keep(read_v2(&dir.join("cpu.max")));
-            }
-        } else if controllers.split(',').any(|c| c == "cpu") {
-            for mount in [root.join(controllers), root.join("cpu")] {
-                for dir in ancestors(&mount.join(path), &mount) {
-                    keep(read_v1(&dir));
-                }
-            }
-        }
-    }
-    found
-}
-
-/// `dir` and its parents up to `top`, inclusive.
-fn ancestors(dir: &Path, top: &Path) -> Vec<PathBuf> {
-    dir.ancestors()
-        .take_while(|d| d.starts_with(top))
-        .map(Path::to_path_buf)
-        .collect()
-}
-
-fn read_v2(file: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let mut words = text.split_whitespace();
-    let quota: f64 = words.next()?.parse().ok()?;
-    let period: f64 = words.next()?.parse().ok()?;
-    (period > 0.0).then(|| quota / period)
-}
-
-fn read_v1(dir: &Path) -> Option<f64> {
-    let read = |name: &str| -> Option<f64> {
-        std::fs::read_to_string(dir.join(name))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    let quota = read("cpu.cfs_quota_us")?;
-    let period = read("cpu.cfs_period_us")?;
-    (quota > 0.0 && period > 0.0).then(|| quota / period)
+/// `/stats.cpu_cgroup`: the group this process's CPU is accounted in now, its
+/// limit and its `cpu.stat`; `None` where no cgroup cpu controller is mounted.
+pub fn cpu_cgroup() -> Option<simulator_api::CpuCgroup> {
+    let group = crate::cgroup::CpuGroup::of_this_process()?;
+    let max = group.cpu_max();
+    let stat = group.cpu_stat().unwrap_or_default();
+    let own = format!("isim-serve-{}", std::process::id());
+    Some(simulator_api::CpuCgroup {
+        path: group.dir().display().to_string(),
+        made_by_server: group.dir().file_name().is_some_and(|n| n == own.as_str()),
+        quota_us: max.and_then(|m| m.quota_us),
+        period_us: max.map_or(0, |m| m.period_us),
+        quota_cores: cpu_quota_cores(),
+        periods: stat.periods,
+        throttled_periods: stat.throttled_periods,
+        throttled_us: stat.throttled_us,
+    })
 }
 
 /// The CPU work's cost on this machine, as the request path calibrated it
@@ -103,6 +106,7 @@ pub struct WorkFigures {
 pub fn snapshot(timer_overshoot: Duration, work: WorkFigures) -> Machine {
     Machine {
         cores: cores(),
+        affinity_cpus: affinity_cpus(),
         cpu_quota_cores: cpu_quota_cores(),
         timer_tick_us: TOKIO_TICK.as_micros() as u64,
         timer_overshoot_us: timer_overshoot.as_micros() as u64,
@@ -148,24 +152,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_quota_is_read_from_cgroup_v2_and_v1_and_the_tightest_counts() {
-        let root = tempfile::tempdir().unwrap();
-        let r = root.path();
-        std::fs::create_dir_all(r.join("box/inner")).unwrap();
-        std::fs::write(r.join("box/cpu.max"), "150000 100000\n").unwrap();
-        std::fs::write(r.join("box/inner/cpu.max"), "max 100000\n").unwrap();
-        assert_eq!(quota_from("0::/box/inner\n", r), Some(1.5));
-        std::fs::write(r.join("box/inner/cpu.max"), "50000 100000\n").unwrap();
-        assert_eq!(quota_from("0::/box/inner\n", r), Some(0.5));
-        assert_eq!(quota_from("0::/elsewhere\n", r), None);
-
-        std::fs::create_dir_all(r.join("cpu/job")).unwrap();
-        std::fs::write(r.join("cpu/job/cpu.cfs_quota_us"), "25000\n").unwrap();
-        std::fs::write(r.join("cpu/job/cpu.cfs_period_us"), "100000\n").unwrap();
-        std::fs::write(r.join("cpu/cpu.cfs_quota_us"), "-1\n").unwrap();
-        std::fs::write(r.join("cpu/cpu.cfs_period_us"), "100000\n").unwrap();
-        assert_eq!(quota_from("4:memory:/x\n1:cpu:/job\n", r), Some(0.25));
-        assert_eq!(quota_from("1:cpu:/\n", r), None, "-1 is no quota");
-        assert_eq!(quota_from("garbage\n\n", r), None);
+    fn a_cpu_list_counts_its_ranges_and_singles() {
+        assert_eq!(count_cpu_list("0-1"), 2);
+        assert_eq!(count_cpu_list("0"), 1);
+        assert_eq!(count_cpu_list("0-3,6,8-9"), 7);
+        assert_eq!(count_cpu_list("garbage"), 0);
+        assert!(affinity_cpus() >= 1);
     }
 }

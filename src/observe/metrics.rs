@@ -164,5 +164,45 @@ pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
         "Time the runtime's async workers spent busy since start, summed over workers.",
         now.runtime.busy_ns as f64 / 1e9,
     );
+    if let Some(group) = &now.cpu_cgroup {
+        write_cpu_cgroup(&mut text, group);
+    }
     text
+}
+
+/// The server's cgroup's `cpu.stat`, as cAdvisor's `container_cpu_cfs_*` names
+/// it for a container: counters from the group's start, so `rate()` gives the
+/// throttled periods and seconds per second; and its quota as a gauge.
+fn write_cpu_cgroup(text: &mut String, group: &simulator_api::CpuCgroup) {
+    let families: [(&str, &str, &str, Option<f64>); 4] = [
+        (
+            "isim_cpu_cfs_periods_total",
+            "counter",
+            "Quota periods in which the server's cgroup had threads that wanted to run (cpu.stat nr_periods).",
+            Some(group.periods as f64),
+        ),
+        (
+            "isim_cpu_cfs_throttled_periods_total",
+            "counter",
+            "Periods in which the server's cgroup ran out of CPU quota (cpu.stat nr_throttled).",
+            Some(group.throttled_periods as f64),
+        ),
+        (
+            "isim_cpu_cfs_throttled_seconds_total",
+            "counter",
+            "Time the server's threads waited for the next quota period, summed over CPUs (cpu.stat throttled time).",
+            Some(group.throttled_us as f64 / 1e6),
+        ),
+        (
+            "isim_cpu_quota_cores",
+            "gauge",
+            "The tightest CPU quota over the server's cgroup and its parents, in cores (absent: none).",
+            group.quota_cores,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        if let Some(value) = value {
+            super::process::write_family(text, name, kind, help, value);
+        }
+    }
 }

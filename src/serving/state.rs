@@ -100,6 +100,7 @@ impl AppState {
                 crate::request_path::delay::overshoot(),
                 crate::request_path::work::figures(&settings),
             ),
+            cpu_cgroup: machine::cpu_cgroup(),
             scenario: scenario.name.clone(),
             fixes: scenario.fixes.clone(),
             incidents: scenario.incident.clone(),

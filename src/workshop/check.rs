@@ -243,6 +243,8 @@ struct Refused(String);
 /// What the check's own load saw.
 struct Ran {
     report: Report,
+    /// The server's cgroup's throttled time (us) as the window began.
+    throttled_us_before: Option<u64>,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
 }
@@ -327,6 +329,15 @@ async fn preflight(
     if let Some(reason) = world_moved(&stats.config, scenario) {
         return refuse(reason);
     }
+    if let Some(reason) = cpu_limit_moved(stats.cpu_cgroup.as_ref(), scenario) {
+        return refuse(reason);
+    }
+    if let Some(why) = super::fit::cannot_judge(scenario, &stats.machine) {
+        return refuse(format!(
+            "this machine cannot show exercise {}: {why}",
+            scenario.name
+        ));
+    }
     let load = match scenario.load_with(client_change) {
         Ok(load) => load,
         Err(e) => return refuse(format!("--client-change: {e}")),
@@ -364,8 +375,9 @@ async fn run_window(
             (asked, begun)
         })
     });
-    let (reporter, lines) =
-        progress::Reporter::start(scenario, target, window, endpoints::stats(target).await?);
+    let before = endpoints::stats(target).await?;
+    let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
+    let (reporter, lines) = progress::Reporter::start(scenario, target, window, before);
     let outputs = simulator_clients::Outputs {
         seconds: trigger.is_some(),
         lines: Some(lines),
@@ -395,6 +407,7 @@ async fn run_window(
     };
     Ok(Ok(Ran {
         report,
+        throttled_us_before,
         incident_end_s,
     }))
 }
@@ -408,7 +421,12 @@ async fn judge(
     load: &Load,
     ran: &Ran,
 ) -> anyhow::Result<Result<Vec<Measured>, Refused>> {
-    let runtime = endpoints::stats(target).await?.runtime;
+    let after = endpoints::stats(target).await?;
+    let runtime = after.runtime;
+    let throttled_ms = match (ran.throttled_us_before, &after.cpu_cgroup) {
+        (Some(before), Some(now)) => Some(now.throttled_us.saturating_sub(before) as f64 / 1e3),
+        _ => None,
+    };
     let report = &ran.report;
     let Some(server) = &report.server else {
         return Ok(Err(Refused(
@@ -427,6 +445,7 @@ async fn judge(
         server,
         seconds: report.window_ns as f64 / 1e9,
         runtime: &runtime,
+        throttled_ms,
         incident_end_s: ran.incident_end_s,
         offered_per_s: match load.pacing {
             simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
@@ -468,12 +487,54 @@ pub fn world_moved(config: &simulator_api::Settings, scenario: &Scenario) -> Opt
     ))
 }
 
+/// Why the CPU limit the server runs under is not the world's, where a scenario
+/// gives it one: the settings may be the scenario's while the cgroup's file was
+/// written by hand (a raised quota, a shorter period, no limit), or the server
+/// runs in a group it did not make with another limit.
+pub fn cpu_limit_moved(
+    group: Option<&simulator_api::CpuCgroup>,
+    scenario: &Scenario,
+) -> Option<String> {
+    let world = scenario.settings();
+    if world.cpu_quota.is_zero() {
+        return None;
+    }
+    let want = (
+        world.cpu_quota.as_micros() as u64,
+        world.cpu_period.as_micros() as u64,
+    );
+    let has = group.map(|g| (g.quota_us, g.period_us));
+    if has == Some((Some(want.0), want.1)) {
+        return None;
+    }
+    let limit = |quota: Option<u64>, period: u64| match quota {
+        Some(q) => format!("{} us per {} us", q, period),
+        None => "no limit".to_owned(),
+    };
+    let found = match group {
+        Some(g) => format!(
+            "its cgroup {} allows {}",
+            g.path,
+            limit(g.quota_us, g.period_us)
+        ),
+        None => "no cgroup cpu controller could be read".to_owned(),
+    };
+    Some(format!(
+        "the server's CPU limit is not scenario {}'s world: {found}, the world is {}. A raised quota, a shorter period or no limit is a world change (the container's limit is given; the service must live within it): restart the server (`workshop start {}`) and check again",
+        scenario.name,
+        limit(Some(want.0), want.1),
+        scenario.name
+    ))
+}
+
 /// What a window measured, from both sides.
 struct Window<'a> {
     report: &'a Report,
     server: &'a Counts,
     seconds: f64,
     runtime: &'a simulator_api::RuntimeStats,
+    /// The server's cgroup's throttled time over the window, ms.
+    throttled_ms: Option<f64>,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
     /// The open loop's rate.
@@ -505,6 +566,10 @@ impl Window<'_> {
             }
             Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
             Metric::BusyShare => runtime.busy_share,
+            // Without a cgroup to read, NaN fails every bound.
+            Metric::ThrottledMsPerS => self
+                .throttled_ms
+                .map_or(f64::NAN, |ms| ms / seconds.max(1e-9)),
             // Without an incident or an open loop there is nothing to recover from:
             // NaN fails every bound, so a scenario that asks for it without either fails.
             Metric::RecoveryS => match (self.incident_end_s, self.offered_per_s) {
@@ -590,6 +655,38 @@ mod tests {
                 "{reason}"
             );
         }
+    }
+
+    #[test]
+    fn a_cpu_limit_other_than_the_worlds_is_refused() {
+        let mut s = Scenario::original();
+        assert_eq!(cpu_limit_moved(None, &s), None, "no limit in the world");
+        s.config.cpu_quota = Some(Duration::from_millis(100));
+        let group = |quota_us: Option<u64>, period_us: u64| simulator_api::CpuCgroup {
+            path: "/sys/fs/cgroup/cpu/isim-serve-1".into(),
+            quota_us,
+            period_us,
+            ..Default::default()
+        };
+        assert_eq!(
+            cpu_limit_moved(Some(&group(Some(100_000), 100_000)), &s),
+            None
+        );
+        for (moved, said) in [
+            (
+                group(Some(200_000), 100_000),
+                "allows 200000 us per 100000 us",
+            ),
+            (group(Some(10_000), 10_000), "allows 10000 us per 10000 us"),
+            (group(None, 100_000), "allows no limit"),
+        ] {
+            let reason = cpu_limit_moved(Some(&moved), &s).unwrap();
+            assert!(
+                reason.contains(said) && reason.contains("world change"),
+                "{reason}"
+            );
+        }
+        assert!(cpu_limit_moved(None, &s).unwrap().contains("no cgroup"));
     }
     use simulator_clients::payload_rng;
     use simulator_clients::{Pacing, PayloadSize};

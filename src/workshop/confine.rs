@@ -4,17 +4,17 @@
 //! speed of this one. Only the server is confined; the load that measures it is
 //! not, so a slow driver cannot pass for a slow server.
 //!
-//! The quota is a cgroup of our own (v2 `cpu.max` where the unified hierarchy
-//! has the cpu controller, else v1's `cpu.cfs_quota_us`), made for one server,
-//! entered by the server's shell wrapper before it execs (so the runtime sizes
-//! itself inside it), and removed when the server ends. It needs root; without
-//! it the error says so. Written by hand: no crate in the project's set manages
-//! cgroups, and this is a handful of file writes.
+//! The quota is a cgroup of our own (`crate::cgroup`: v2 `cpu.max` where the
+//! unified hierarchy has the cpu controller, else v1's `cpu.cfs_quota_us`), made
+//! for one server, entered by the server's shell wrapper before it execs (so the
+//! runtime sizes itself inside it), and removed when the server ends. It needs
+//! root; without it the error says so.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
+
+use crate::cgroup::{CpuGroup, CpuMax};
 
 /// Where to confine a server; nothing by default.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
@@ -38,22 +38,25 @@ fn parse_cores(text: &str) -> Result<f64, String> {
 }
 
 /// A cgroup made for one server, removed on drop.
-#[derive(Debug)]
-pub struct Cgroup {
-    dir: PathBuf,
-}
-
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        // The server has ended by now (its owner kills and waits for it first);
-        // an empty cgroup is removed with rmdir.
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
+pub type Cgroup = crate::cgroup::Made;
 
 impl Confinement {
     pub fn is_none(&self) -> bool {
         self == &Self::default()
+    }
+
+    /// `machine` as a server confined so would see it: the CPUs of
+    /// `--server-cpus`, and a quota no looser than `--server-cpu-quota`.
+    pub fn applied_to(&self, machine: &simulator_api::Machine) -> simulator_api::Machine {
+        let mut confined = machine.clone();
+        if let Some(list) = &self.server_cpus {
+            confined.affinity_cpus = crate::observe::machine::count_cpu_list(list).max(1);
+        }
+        if let Some(quota) = self.server_cpu_quota {
+            confined.cpu_quota_cores =
+                Some(machine.cpu_quota_cores.map_or(quota, |q| q.min(quota)));
+        }
+        confined
     }
 
     /// How the pages and reports name it: `2 cores`, `CPU 0 only`, `0.5 cores`.
@@ -96,7 +99,7 @@ impl Confinement {
                 let mut c = Command::new("sh");
                 c.arg("-c")
                     .arg("echo $$ > \"$0\" && exec \"$@\"")
-                    .arg(group.dir.join("cgroup.procs"))
+                    .arg(group.procs_file())
                     .args(&words);
                 c
             }
@@ -105,48 +108,20 @@ impl Confinement {
     }
 }
 
-/// A new cgroup with a CPU quota of `cores`, v2 if the cpu controller is there,
-/// else v1.
+/// A new cgroup with a CPU quota of `cores` per 10 ms period, at the top of the
+/// hierarchy that has the cpu controller (v2 where the root hands it down, else v1).
 fn make_cgroup(cores: f64) -> anyhow::Result<Cgroup> {
     const PERIOD_US: u64 = 10_000;
     let quota_us = (cores * PERIOD_US as f64).round().max(1_000.0) as u64;
     let name = format!("isim-confine-{}-{}", std::process::id(), next_id());
-    let v2 = PathBuf::from("/sys/fs/cgroup");
-    let v2_has_cpu = std::fs::read_to_string(v2.join("cgroup.subtree_control"))
-        .is_ok_and(|c| c.split_whitespace().any(|w| w == "cpu"));
-    let (dir, files) = if v2_has_cpu {
-        (
-            v2.join(&name),
-            vec![("cpu.max", format!("{quota_us} {PERIOD_US}"))],
-        )
-    } else {
-        let v1 = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.join("cpu.cfs_quota_us").exists());
-        let Some(v1) = v1 else {
-            bail!("no cgroup cpu controller here (neither v2's cpu.max nor v1's cpu.cfs_quota_us): cannot cap the server's CPU");
-        };
-        (
-            v1.join(&name),
-            vec![
-                ("cpu.cfs_period_us", PERIOD_US.to_string()),
-                ("cpu.cfs_quota_us", quota_us.to_string()),
-            ],
-        )
+    let Some(root) = CpuGroup::root() else {
+        bail!("no cgroup cpu controller here (neither v2's cpu.max nor v1's cpu.cfs_quota_us): cannot cap the server's CPU");
     };
-    std::fs::create_dir(&dir).with_context(|| {
-        format!(
-            "cannot make the cgroup {} (a CPU quota needs root)",
-            dir.display()
-        )
-    })?;
-    let group = Cgroup { dir };
-    for (file, value) in files {
-        std::fs::write(group.dir.join(file), &value)
-            .with_context(|| format!("cannot set {file} = {value} in {}", group.dir.display()))?;
-    }
-    Ok(group)
+    let max = CpuMax {
+        quota_us: Some(quota_us),
+        period_us: PERIOD_US,
+    };
+    Cgroup::under(&root, &name, max).map_err(|e| anyhow::anyhow!("{e} (a CPU quota needs root)"))
 }
 
 fn next_id() -> u64 {

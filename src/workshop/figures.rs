@@ -30,6 +30,8 @@ use crate::scenario::Scenario;
 
 pub const BEGIN: &str = "<!-- figures:begin";
 pub const END: &str = "<!-- figures:end -->";
+/// How a block begins its one line where the machine cannot show the exercise.
+pub const NOT_MEASURED: &str = "Not measured here";
 
 /// A server of this binary in a child process, killed on drop.
 struct ChildServer {
@@ -101,10 +103,19 @@ pub async fn measure(
         window.as_secs()
     );
     out.push_str(&format!("\n{}\n", world_line(scenario)));
+    // A confinement that cannot show the exercise is known before any server
+    // starts (under a tighter quota cgroup v1 refuses the server's own group).
+    let here = crate::observe::machine::snapshot(Duration::ZERO, Default::default());
+    if let Some(why) = super::fit::cannot_judge(scenario, &confinement.applied_to(&here)) {
+        return Ok(not_measured(out, confinement, &why));
+    }
     let machine = {
         let server = ChildServer::start(&scenario.name, confinement)?;
         endpoints::stats(&server.url).await?.machine
     };
+    if let Some(why) = super::fit::cannot_judge(scenario, &machine) {
+        return Ok(not_measured(out, confinement, &why));
+    }
     let runs = std::iter::once(None).chain(scenario.fixes.iter().map(Some));
     let verdicts = match scenario.incident.is_empty() {
         true => {
@@ -138,11 +149,22 @@ pub async fn measure(
         ));
         out.push_str(&table(before, after));
     }
+    // Under a quota of its own the server's `cores` is the quota's, rounded up;
+    // the CPUs it bursts on are its affinity's.
+    let cores = match machine.cpu_quota_cores {
+        Some(quota) if !scenario.settings().cpu_quota.is_zero() => format!(
+            "{} CPUs under its {quota:.2}-core quota",
+            machine.affinity_cpus
+        ),
+        _ => format!(
+            "{} core{}",
+            machine.cores,
+            if machine.cores == 1 { "" } else { "s" }
+        ),
+    };
     out.push_str(&format!(
-        "\nMeasured on {}: {} core{} ({}), timer tick {} ms{}.\n",
+        "\nMeasured on {}: {cores} ({}), timer tick {} ms{}.\n",
         cpu_model(),
-        machine.cores,
-        if machine.cores == 1 { "" } else { "s" },
         confinement.describe(),
         machine.timer_tick_us as f64 / 1e3,
         machine
@@ -155,6 +177,15 @@ pub async fn measure(
     out.push_str(END);
     out.push('\n');
     Ok(out)
+}
+
+/// The block so far, closed with the reason it has no figures.
+fn not_measured(mut out: String, confinement: &Confinement, why: &str) -> String {
+    out.push_str(&format!(
+        "\n{NOT_MEASURED} ({}): {why}.\n{END}\n",
+        confinement.describe()
+    ));
+    out
 }
 
 /// The win condition on a fresh server in the scenario, with `fix` applied

@@ -11,6 +11,15 @@
 //! the usual 100 ms period the runtime stalls for tens of milliseconds whatever
 //! the fix (blocking-runtime at 0.5 cores: the canary's p99 stayed 47 ms after
 //! spawn-blocking-limited; with a 10 ms period, 2-3 ms).
+//!
+//! The cpu-quota exercise gives the server a quota of its own (the world's
+//! `cpu_quota`), and two machines cannot show it at all: one whose CPUs the
+//! server may use are no more than the quota (a server on one core cannot spend
+//! more than a one-core quota, so nothing is ever throttled, fix or not), and one
+//! that already holds the server under a tighter quota above its own group (the
+//! throttling then happens up there, where the server's `cpu.stat` does not
+//! count it). There the check refuses to judge and the figures are not measured
+//! ([`cannot_judge`]).
 
 use simulator_api::settings::WorkKind;
 use simulator_api::Machine;
@@ -20,7 +29,15 @@ use crate::scenario::Scenario;
 /// What this machine cannot show of `scenario`, in words; empty when it can.
 pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
     let mut said = Vec::new();
-    if scenario.settings().work != WorkKind::None && machine.cpu_quota_cores.is_some() {
+    if let Some(why) = cannot_judge(scenario, machine) {
+        said.push(why);
+        return said;
+    }
+    let settings = scenario.settings();
+    if settings.work != WorkKind::None
+        && settings.cpu_quota.is_zero()
+        && machine.cpu_quota_cores.is_some()
+    {
         said.push(
             "a cgroup CPU quota throttles every thread of the server together once the work has spent it; \
              with the kernel's usual 100 ms quota period the timer canary then stalls for tens of milliseconds whatever the fix \
@@ -31,6 +48,29 @@ pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
     said
 }
 
+/// Why `machine` cannot show `scenario`'s own CPU quota at all, where it cannot.
+pub fn cannot_judge(scenario: &Scenario, machine: &Machine) -> Option<String> {
+    let settings = scenario.settings();
+    if settings.cpu_quota.is_zero() {
+        return None;
+    }
+    let quota = settings.cpu_quota.as_secs_f64() / settings.cpu_period.as_secs_f64();
+    let cpus = machine.affinity_cpus.max(1);
+    if cpus as f64 <= quota {
+        return Some(format!(
+            "the server may run on {cpus} CPU{} and its quota is {quota:.2} cores: it can never spend more than the quota, so nothing is throttled, with or without a fix; \
+             the exercise needs more CPUs than the quota (pinning a container to as many CPUs as its quota, a cpuset instead of a quota, is the platform's own cure for this)",
+            if cpus == 1 { "" } else { "s" }
+        ));
+    }
+    match machine.cpu_quota_cores {
+        Some(outer) if outer < quota - 1e-6 => Some(format!(
+            "a tighter CPU quota ({outer:.2} cores) than the exercise's ({quota:.2}) holds the server in a cgroup above its own: the kernel throttles it there, where the server's cpu.stat does not count it; run it outside that limit"
+        )),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,15 +79,20 @@ mod tests {
     fn machine(cores: usize, quota: Option<f64>) -> Machine {
         Machine {
             cores,
+            affinity_cpus: cores,
             cpu_quota_cores: quota,
             ..Machine::default()
         }
     }
 
     #[test]
-    fn one_core_and_more_show_every_exercise() {
+    fn one_core_and_more_show_every_exercise_but_a_quota_of_its_own() {
         for s in scenario::bundled().unwrap() {
+            let own_quota = !s.settings().cpu_quota.is_zero();
             for cores in [1, 2, 64] {
+                if own_quota && cores == 1 {
+                    continue;
+                }
                 assert_eq!(
                     warnings(&s, &machine(cores, None)),
                     Vec::<String>::new(),
@@ -67,5 +112,23 @@ mod tests {
         // Without CPU work, a quota changes nothing worth saying.
         let original = scenario::Scenario::original();
         assert!(warnings(&original, &machine(1, Some(0.5))).is_empty());
+    }
+
+    #[test]
+    fn a_quota_exercise_needs_more_cpus_than_its_quota_and_no_tighter_one_above() {
+        let s = scenario::Scenario::load("cpu-quota").unwrap();
+        assert_eq!(cannot_judge(&s, &machine(2, None)), None);
+        // Its own group's quota is the tightest: that is the exercise.
+        assert_eq!(cannot_judge(&s, &machine(2, Some(1.0))), None);
+        let one_core = cannot_judge(&s, &machine(1, None)).unwrap();
+        assert!(
+            one_core.contains("1 CPU and its quota is 1.00 cores"),
+            "{one_core}"
+        );
+        assert_eq!(warnings(&s, &machine(1, None)), vec![one_core]);
+        let outer = cannot_judge(&s, &machine(2, Some(0.5))).unwrap();
+        assert!(outer.contains("tighter CPU quota (0.50 cores)"), "{outer}");
+        let other = scenario::Scenario::load("blocking-runtime").unwrap();
+        assert_eq!(cannot_judge(&other, &machine(1, Some(0.5))), None);
     }
 }

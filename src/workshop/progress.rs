@@ -90,6 +90,7 @@ impl Run {
             let so_far = SoFar {
                 counts: now.counts.since(&self.start.counts),
                 now: &now,
+                start_cgroup: self.start.cpu_cgroup.as_ref().map(|c| c.throttled_us),
                 elapsed,
                 ok_share: (sent > 0).then(|| sent.saturating_sub(errors) as f64 / sent as f64),
             };
@@ -118,6 +119,8 @@ impl Run {
 struct SoFar<'a> {
     counts: Counts,
     now: &'a Stats,
+    /// The cgroup's throttled time (us) as the window began.
+    start_cgroup: Option<u64>,
     elapsed: f64,
     ok_share: Option<f64>,
 }
@@ -134,6 +137,10 @@ impl SoFar<'_> {
             Metric::CanaryP99Ms => Some(self.now.runtime.late_p99_us as f64 / 1e3),
             Metric::BusyShare => Some(self.now.runtime.busy_share),
             Metric::OkShare => self.ok_share,
+            Metric::ThrottledMsPerS => {
+                let (now, start) = (self.now.cpu_cgroup.as_ref()?, self.start_cgroup?);
+                Some(per_s(now.throttled_us.saturating_sub(start) as f64 / 1e3))
+            }
             Metric::P99Ms | Metric::RecoveryS => None,
         }
     }

@@ -18,27 +18,37 @@
 //!   share the cores with the async workers and the stall comes back as CPU
 //!   contention). The request waits asynchronously, which costs the runtime nothing.
 //! - `rayon`: a rayon pool of `work_limit` threads (seed 001's fix); the request
-//!   waits on a oneshot for the result.
+//!   waits on a oneshot for the result. With `work_split`, the work is cut into
+//!   that many pieces compressed in parallel on the pool (a `par_iter` over the
+//!   element): the same CPU, spent on more threads at once.
+//!
+//! `work_limit` is a number, or sized from the machine: `host-cpus` (every CPU
+//! online, as a service that counts `/proc/cpuinfo` does, blind to its quota:
+//! a quota's classic bug) or `quota` (the server's cgroup quota in whole cores,
+//! rounded down, at least 1). With `work_budget`, a work first waits its turn under the quota
+//! (`budget.rs`); that wait counts in work-done's `waited`.
 //!
 //! The limit is a tokio `Semaphore` rather than a tower layer: the work is one step
 //! inside a request, not a service of its own, and the permit must cover exactly
 //! the compression. A live change of `work`, `work_on` or `work_limit` builds a new
 //! `Work` for new requests ([`Work::matches`]); requests under way keep theirs.
 
+mod budget;
 pub mod calibration;
 mod corpus;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use simulator_api::settings::{WorkKind, WorkOn};
+use simulator_api::settings::{PoolSize, WorkKind, WorkOn};
 use simulator_api::Settings;
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::network::CutShort;
-use crate::observe::machine::WorkFigures;
+use crate::observe::machine::{self, WorkFigures};
 use crate::observe::Events;
+use budget::Budget;
 
 /// zstd's default level, the one seed 001 archives with.
 const ZSTD_LEVEL: i32 = 3;
@@ -52,7 +62,11 @@ const MAX_PIECE: usize = 16 << 20;
 pub struct Work {
     kind: WorkKind,
     place: Place,
-    limit: usize,
+    /// The setting, as asked (`threads` is what it came to here).
+    limit: PoolSize,
+    split: PoolSize,
+    budget_share: f64,
+    budget: Option<Arc<Budget>>,
 }
 
 /// Where the work runs; one variant per `work_on`.
@@ -61,7 +75,8 @@ enum Place {
     AsyncWorker,
     /// `None`: no limit.
     BlockingPool(Option<Arc<Semaphore>>),
-    Rayon(Arc<rayon::ThreadPool>),
+    /// The pool, and the pieces a work is cut into on it.
+    Rayon(Arc<rayon::ThreadPool>, usize),
 }
 
 /// How one work went, for work-done.
@@ -73,28 +88,35 @@ struct Ran {
 impl Work {
     /// The work `settings` ask for, its pool built and its text made.
     pub fn new(settings: &Settings) -> Result<Self, String> {
-        let limit = settings.work_limit;
+        let limit = machine::pool_size(settings.work_limit);
         let place = match settings.work_on {
             WorkOn::AsyncWorker => Place::AsyncWorker,
             WorkOn::BlockingPool => {
                 Place::BlockingPool((limit > 0).then(|| Arc::new(Semaphore::new(limit))))
             }
-            WorkOn::Rayon => Place::Rayon(Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(limit)
-                    .thread_name(|i| format!("isim-rayon-{i}"))
-                    .build()
-                    .map_err(|e| format!("could not start the rayon pool: {e}"))?,
-            )),
+            WorkOn::Rayon => Place::Rayon(
+                Arc::new(
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(limit)
+                        .thread_name(|i| format!("isim-rayon-{i}"))
+                        .build()
+                        .map_err(|e| format!("could not start the rayon pool: {e}"))?,
+                ),
+                machine::pool_size(settings.work_split).max(1),
+            ),
         };
         if settings.work == WorkKind::Zstd {
             // Measured here, when the setting is applied, never inside a request.
             corpus::corpus(bytes_per_work(settings).min(MAX_PIECE as u64) as usize);
         }
+        let own_limit = crate::cgroup::CpuGroup::of_this_process().and_then(|g| g.cpu_max());
         Ok(Self {
             kind: settings.work,
             place,
-            limit,
+            limit: settings.work_limit,
+            split: settings.work_split,
+            budget_share: settings.work_budget,
+            budget: Budget::new(settings.work_budget, own_limit).map(Arc::new),
         })
     }
 
@@ -104,6 +126,8 @@ impl Work {
         self.kind == settings.work
             && self.on() == settings.work_on
             && self.limit == settings.work_limit
+            && self.split == settings.work_split
+            && self.budget_share == settings.work_budget
             // A `work_cpu` set live needs the machine measured before a request does.
             && (settings.work_cpu.is_zero() || calibration::measured().is_some())
     }
@@ -112,7 +136,7 @@ impl Work {
         match self.place {
             Place::AsyncWorker => WorkOn::AsyncWorker,
             Place::BlockingPool(_) => WorkOn::BlockingPool,
-            Place::Rayon(_) => WorkOn::Rayon,
+            Place::Rayon(..) => WorkOn::Rayon,
         }
     }
 
@@ -122,7 +146,7 @@ impl Work {
         match self.place {
             Place::AsyncWorker => 0,
             Place::BlockingPool(_) => 1,
-            Place::Rayon(_) => 2,
+            Place::Rayon(..) => 2,
         }
     }
 
@@ -142,6 +166,15 @@ impl Work {
         let bytes = bytes_per_work(settings) as usize;
         events.work_start(id, bytes as u64, self.code());
         let asked = Instant::now();
+        if let Some(budget) = &self.budget {
+            if budget
+                .wait_turn(cpu_cost(settings, bytes), abandon)
+                .await
+                .is_err()
+            {
+                return finish(events, id, asked, self.code());
+            }
+        }
         let outcome = match &self.place {
             Place::AsyncWorker => Ok(Ran {
                 waited: Duration::ZERO,
@@ -164,11 +197,12 @@ impl Work {
                 .await
                 .map_err(|_| CutShort)
             }
-            Place::Rayon(pool) => {
+            Place::Rayon(pool, pieces) => {
                 let (done, result) = oneshot::channel();
+                let pieces = *pieces;
                 pool.spawn(move || {
                     let waited = asked.elapsed();
-                    let ran = timed(|| compress(bytes));
+                    let ran = timed(|| compress_in_pieces(bytes, pieces));
                     let _ = done.send(Ran { waited, ran });
                 });
                 result.await.map_err(|_| CutShort)
@@ -208,6 +242,19 @@ pub fn bytes_per_work(settings: &Settings) -> u64 {
     }
 }
 
+/// The CPU one work of `bytes` costs: `work_cpu`, or the bytes at the rate
+/// measured here (zstd's rate is measured before any `work_bytes` work runs
+/// under a budget only if `work_cpu` asked for it; unmeasured, 1 ms a MiB).
+fn cpu_cost(settings: &Settings, bytes: usize) -> Duration {
+    if !settings.work_cpu.is_zero() {
+        return settings.work_cpu;
+    }
+    match calibration::measured() {
+        Some(c) => Duration::from_secs_f64(bytes as f64 / c.bytes_per_cpu_s),
+        None => Duration::from_millis((bytes >> 20).max(1) as u64),
+    }
+}
+
 /// A work that never ran: its work-done, with run 0, and the request cut short.
 fn finish(events: &Events, id: u64, asked: Instant, code: u64) -> Result<(), CutShort> {
     events.work_done(id, Duration::ZERO, asked.elapsed(), code);
@@ -218,6 +265,24 @@ fn timed(f: impl FnOnce() -> usize) -> Duration {
     let start = Instant::now();
     std::hint::black_box(f());
     start.elapsed()
+}
+
+/// Compresses `bytes` cut into `pieces`, in parallel on the rayon pool this runs
+/// on (a scope's tasks go to the current pool); returns the compressed size.
+fn compress_in_pieces(bytes: usize, pieces: usize) -> usize {
+    if pieces <= 1 {
+        return compress(bytes);
+    }
+    let each = bytes.div_ceil(pieces);
+    let out = std::sync::atomic::AtomicUsize::new(0);
+    rayon::scope(|s| {
+        for _ in 0..pieces {
+            s.spawn(|_| {
+                out.fetch_add(compress(each), std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+    });
+    out.into_inner()
 }
 
 /// Compresses `bytes` of the shared text, in pieces of at most [`MAX_PIECE`];

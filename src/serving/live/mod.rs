@@ -193,6 +193,7 @@ mod tests {
                 p50_ms: None,
                 p99_ms: None,
                 p999_ms: None,
+                cpu_quota: None,
             }),
             totals: Counts::default(),
             scenario: LiveScenario {

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use simulator_api::live::{LiveScenario, LiveSecond, LiveTick, PartsNow};
+use simulator_api::live::{LiveScenario, LiveSecond, LiveTick, PartsNow, QuotaSecond};
 use simulator_api::{Stats, SETTINGS};
 use tokio_util::sync::CancellationToken;
 
@@ -132,8 +132,29 @@ impl Sample {
             p99_ms: q(0.99),
             p999_ms: q(0.999),
             lifetime,
+            cpu_quota: quota_second(s, &earlier.stats),
         }
     }
+}
+
+/// The second's throttling: the cgroup's counters now minus a second ago (the
+/// same group both times; a server that moved groups starts over).
+fn quota_second(now: &Stats, earlier: &Stats) -> Option<QuotaSecond> {
+    let (now, was) = (now.cpu_cgroup.as_ref()?, earlier.cpu_cgroup.as_ref());
+    let was = was.filter(|w| w.path == now.path);
+    let (periods, throttled_periods, throttled_us) = was.map_or((0, 0, 0), |w| {
+        (
+            now.periods.saturating_sub(w.periods),
+            now.throttled_periods.saturating_sub(w.throttled_periods),
+            now.throttled_us.saturating_sub(w.throttled_us),
+        )
+    });
+    Some(QuotaSecond {
+        periods,
+        throttled_periods,
+        throttled_ms: throttled_us as f64 / 1e3,
+        quota_cores: now.quota_cores,
+    })
 }
 
 fn parts_now(s: &Stats) -> PartsNow {
