@@ -413,17 +413,20 @@ fn enable_cpu_for_children(group: &CpuGroup) -> Result<(), String> {
     })
 }
 
-/// Removes the empty groups earlier servers and confinements left under
-/// `parent` (one killed before it could remove its own).
+/// Removes the groups earlier servers left under `parent` when they were killed
+/// before they could remove their own: `isim-serve-PID` whose process is gone
+/// (rmdir refuses one that still holds a process anyway). Confinement groups are
+/// left alone: one is empty for a moment between being made and entered.
 fn sweep_stale(parent: &CpuGroup) {
     let Ok(entries) = std::fs::read_dir(&parent.dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with("isim-serve-") || name.starts_with("isim-confine-") {
-            // rmdir refuses a group that still holds a process: a live one stays.
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("isim-serve-")) else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
             let _ = std::fs::remove_dir(entry.path());
         }
     }
