@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{burst, client, get, have, is_root, skip_or_fail, stats, Server, BIN};
+use common::{burst, client, get, have, is_root, skip_or_fail, stats, Server, BIN, THROTTLED};
 
 /// The server's threads whose name starts with `prefix`.
 fn threads_named(pid: u32, prefix: &str) -> usize {
@@ -46,20 +46,7 @@ async fn a_server_under_a_cpu_quota_is_in_a_cgroup_of_its_own_that_counts_its_th
         skip_or_fail("making a cgroup with a CPU quota needs root");
         return;
     }
-    let server = Server::start(&[
-        "--cpu-quota",
-        "10ms",
-        "--cpu-period",
-        "100ms",
-        "--work",
-        "zstd",
-        "--work-cpu",
-        "30ms",
-        "--work-on",
-        "rayon",
-        "--work-limit",
-        "host-cpus",
-    ]);
+    let server = Server::start(&THROTTLED);
     let http = client();
     let before = stats(&http, &server.url).await;
     let group = &before["cpu_cgroup"];

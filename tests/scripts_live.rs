@@ -206,18 +206,7 @@ async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
     if !tool.available() {
         return;
     }
-    let server = Server::start(&[
-        "--cpu-quota",
-        "10ms",
-        "--work",
-        "zstd",
-        "--work-cpu",
-        "30ms",
-        "--work-on",
-        "rayon",
-        "--work-limit",
-        "host-cpus",
-    ]);
+    let server = Server::start(&THROTTLED);
     let http = client();
     let cgroup = stats(&http, &server.url).await["cpu_cgroup"]["path"]
         .as_str()

@@ -31,6 +31,22 @@ pub const FAST_SERVER: [&str; 6] = [
     "1ms",
 ];
 
+/// A server the kernel throttles whenever it works: a tenth of a core (10 ms a
+/// 100 ms period, in a cgroup the server makes: root) and 30 ms of CPU per element
+/// on a pool of a thread per CPU online (tests/cpu_limit.rs, scripts_live.rs).
+pub const THROTTLED: [&str; 10] = [
+    "--cpu-quota",
+    "10ms",
+    "--work",
+    "zstd",
+    "--work-cpu",
+    "30ms",
+    "--work-on",
+    "rayon",
+    "--work-limit",
+    "host-cpus",
+];
+
 /// A running server; killed on drop if the test did not stop it.
 pub struct Server {
     child: Child,
