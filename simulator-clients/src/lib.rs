@@ -33,7 +33,7 @@ pub use load::schedule::Schedule;
 pub use load::worker::payload_rng;
 pub use load::{run, run_with, Outputs, RunError};
 pub use plan::shard::{Shard, ShardSource};
-pub use plan::{Arrivals, LoadPlan, Pacing, PayloadSize, PlanError, Stop};
+pub use plan::{Arrivals, Connections, LoadPlan, Pacing, PayloadSize, PlanError, Stop};
 pub use reporting::live::LATENCY_BUCKETS_S;
 pub use reporting::series::Line as SeriesLine;
 pub use reporting::Report;

@@ -13,7 +13,8 @@
 //!
 //! A load's flags: `--n`, `--think-time`, `--ramp-up`, `--rate`, `--arrivals`,
 //! `--payload-size`, `--duration`, `--requests`, `--seed`, and how its clients
-//! give up and retry: `--timeout`, `--retries`, `--backoff`, `--retry-budget`
+//! hold connections and give up and retry: `--connections`, `--timeout`,
+//! `--retries`, `--backoff`, `--retry-budget`
 //! (also as `--flag=value`). Where to send, how to report and how to split a run
 //! are the driver's own business and not part of a load.
 
@@ -34,8 +35,8 @@ use crate::value::{parse_duration, text_of};
 /// [`Load::parse`] reads a scenario's words with them.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct LoadArgs {
-    /// Number of clients, each with its own keep-alive connection (with --rate: the
-    /// connection pool that carries the sends).
+    /// Number of clients, each with its own connection (with --rate: the pool of
+    /// connections that carries the sends).
     #[arg(long = "n", short = 'n', default_value_t = 1, value_parser = at_least_one_client)]
     pub clients: usize,
 
@@ -67,6 +68,14 @@ pub struct LoadArgs {
     /// Element size: `1024`, `64k`, `uniform(LOW, HIGH)` or `lognormal(MEAN, SD)` (heavy-tailed; MEAN and SD in bytes, draws kept within 1 byte to 1 GiB).
     #[arg(long, default_value = "1024")]
     pub payload_size: PayloadSize,
+
+    /// How clients hold connections: `keep-alive` opens each client's before the
+    /// run and reuses it (reopened after an error), as a browser or a pooled
+    /// client; `per-request` opens a new one for every attempt and sends
+    /// `Connection: close`, as curl in a loop, a CGI script or a client without a
+    /// pool, so each attempt's TCP handshake is measured (`connect` in the report).
+    #[arg(long, value_enum, default_value_t = Connections::KeepAlive)]
+    pub connections: Connections,
 
     /// Seed for Poisson arrivals and payload sizes (the report prints the one used).
     #[arg(long)]
@@ -145,6 +154,38 @@ pub struct Load {
     pub timeout: Duration,
     /// `--retries`, `--backoff`, `--retry-budget`.
     pub retry: RetryPolicy,
+    /// `--connections`: reused, or one per attempt.
+    pub connections: Connections,
+}
+
+/// How a client holds its connections (`--connections`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Connections {
+    /// One connection per client, opened before the run and reused.
+    #[default]
+    KeepAlive,
+    /// A new connection for every attempt, closed after its reply.
+    PerRequest,
+}
+
+impl Connections {
+    pub fn name(self) -> &'static str {
+        match self {
+            Connections::KeepAlive => "keep-alive",
+            Connections::PerRequest => "per-request",
+        }
+    }
 }
 
 /// How sends are paced.
@@ -187,6 +228,10 @@ pub enum Arrivals {
     Uniform,
     /// Exponentially distributed gaps with mean 1/rate, as independent users arrive.
     Poisson,
+    /// A herd a second: each second's sends all due at its start (rate sends at
+    /// 0 s, the next rate at 1 s, ...), as clients that a deploy, a cron job or a
+    /// timeout sends back together.
+    Bursts,
 }
 
 /// The highest open-loop rate, well above what one process can send; it keeps the
@@ -222,8 +267,8 @@ impl LoadError {
         if e.kind() == clap::error::ErrorKind::UnknownArgument {
             said.push_str(
                 "; a load takes --n, --think-time, --ramp-up, --rate, --arrivals, \
-                 --payload-size, --duration, --requests, --seed, --timeout, --retries, \
-                 --backoff and --retry-budget, each with its value",
+                 --payload-size, --connections, --duration, --requests, --seed, --timeout, \
+                 --retries, --backoff and --retry-budget, each with its value",
             );
         }
         LoadError(said)
@@ -282,6 +327,7 @@ impl Load {
             seed: args.seed,
             timeout: args.timeout,
             retry,
+            connections: args.connections,
         })
     }
 
@@ -302,8 +348,8 @@ impl Load {
 
     /// This load with some of its clients' ways changed: each flag of `change`
     /// replaces the same flag here, or is added. Only the flags of
-    /// [`CLIENT_POLICY_FLAGS`] may change (how clients give up and retry, a
-    /// client-side fix): the rest are the ticket's load, which a fix does not
+    /// [`CLIENT_POLICY_FLAGS`] may change (how clients connect, give up and
+    /// retry: a client-side fix): the rest are the ticket's load, which a fix does not
     /// choose.
     pub fn with_changes(&self, change: &[String]) -> Result<Load, LoadError> {
         let changed = flag_values(change);
@@ -312,7 +358,7 @@ impl Load {
             .find(|(flag, _)| !CLIENT_POLICY_FLAGS.contains(&flag.as_str()))
         {
             return Err(LoadError(format!(
-                "`{flag}` is the ticket's load, not the clients' way of retrying; a client-side change takes {}",
+                "`{flag}` is the ticket's load, not the clients' way of connecting or retrying; a client-side change takes {}",
                 CLIENT_POLICY_FLAGS.join(", ")
             )));
         }
@@ -355,7 +401,10 @@ impl Load {
 }
 
 /// The flags a client-side change may set ([`Load::with_changes`]).
-pub const CLIENT_POLICY_FLAGS: [&str; 3] = ["--retries", "--backoff", "--retry-budget"];
+/// How clients hold their connections is theirs to change too: keep-alive is
+/// the clients' fix for a server that is slow to take new ones.
+pub const CLIENT_POLICY_FLAGS: [&str; 4] =
+    ["--retries", "--backoff", "--retry-budget", "--connections"];
 
 /// Words as (flag, value) pairs, `--flag=value` split; a flag without its value
 /// (which [`Load::parse`] refuses) keeps an empty one.
@@ -470,7 +519,7 @@ mod tests {
             ("--arrivals poisson", "not provided: --rate"),
             (
                 "--arrivals bursty --rate 1",
-                "[possible values: uniform, poisson]",
+                "[possible values: uniform, poisson, bursts]",
             ),
             ("--payload-size huge", "huge"),
             ("--target http://x", "a load takes --n"),

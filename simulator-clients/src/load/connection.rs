@@ -1,6 +1,10 @@
-//! One client's keep-alive HTTP/1.1 connection, as a distinct client machine would
-//! hold it: opened before the run, reused for every request, reopened after an
-//! error or when the server closed it while idle.
+//! One client's HTTP/1.1 connection, as a distinct client machine would hold it:
+//! with keep-alive, opened before the run, reused for every request, reopened
+//! after an error or when the server closed it while idle; with
+//! `--connections per-request`, a new one for every attempt, which asks the
+//! server to close it (`Connection: close`). Each connection opened during the
+//! run reports how long its handshake took, and a timeout that passes while the
+//! connection is still being made is a connect timeout, not a request's.
 //!
 //! The exchange is one fixed request (`POST /requests` with a JSON body and a
 //! `Content-Length`) and one reply parsed with `httparse`, on a buffer the
@@ -42,23 +46,57 @@ pub struct Connection {
     request: Vec<u8>,
     request_size: Option<u64>,
     reply: Vec<u8>,
+    /// A new connection for every attempt (`--connections per-request`).
+    per_request: bool,
+    /// Set while a connect is under way, so a timeout then is told apart.
+    connecting: bool,
+    /// The last attempt's new connection's handshake, until taken.
+    connected_in: Option<Duration>,
+}
+
+/// The request's head up to its body's length: `Connection: close` when the
+/// connection is the request's alone.
+fn request_head(host: &HeaderValue, close: bool) -> Vec<u8> {
+    let mut head = b"POST /requests HTTP/1.1\r\nhost: ".to_vec();
+    head.extend_from_slice(host.as_bytes());
+    if close {
+        head.extend_from_slice(b"\r\nconnection: close");
+    }
+    head.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
+    head
 }
 
 impl Connection {
     /// `host` is the `Host` header, as [`crate::plan::resolve`] checked it.
     pub fn new(addr: SocketAddr, host: HeaderValue) -> Self {
-        let mut head = b"POST /requests HTTP/1.1\r\nhost: ".to_vec();
-        head.extend_from_slice(host.as_bytes());
-        head.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
         Self {
             addr,
             bind: None,
             stream: None,
-            head,
+            head: request_head(&host, false),
             request: Vec::new(),
             request_size: None,
             reply: Vec::with_capacity(READ_BUFFER_BYTES),
+            per_request: false,
+            connecting: false,
+            connected_in: None,
         }
+    }
+
+    /// With `yes`, a new connection for every attempt, closed after its reply.
+    pub fn per_request(self, yes: bool, host: &HeaderValue) -> Self {
+        Self {
+            per_request: yes,
+            head: request_head(host, yes),
+            request_size: None,
+            ..self
+        }
+    }
+
+    /// How long the last attempt's new connection took to open, once; `None`
+    /// when it went on a connection already open.
+    pub fn take_connect_time(&mut self) -> Option<Duration> {
+        self.connected_in.take()
     }
 
     /// Connects from `ip` (port chosen by the kernel) instead of the default address.
@@ -70,18 +108,27 @@ impl Connection {
     /// connected, as distinct client machines would already be. A failure here is
     /// not counted: the first send tries again and counts its own.
     pub async fn open(&mut self, timeout: Duration) {
+        if self.per_request {
+            return;
+        }
         let _ = tokio::time::timeout(timeout, self.connected()).await;
+        self.connecting = false;
+        // Made before the run: not one of its handshakes.
+        self.connected_in = None;
     }
 
     /// Sends one element of `size` bytes and waits for the reply, at most `timeout`.
     /// Any failure drops the connection: after a timeout its reply may still
     /// arrive and must not be mistaken for the next request's.
     pub async fn send_element(&mut self, size: u64, timeout: Duration) -> Result<Reply, Failure> {
+        self.connected_in = None;
         let outcome = match tokio::time::timeout(timeout, self.exchange(size)).await {
             Ok(outcome) => outcome,
+            Err(_) if self.connecting => Err(Failure::ConnectTimeout),
             Err(_) => Err(Failure::Timeout),
         };
-        if outcome.is_err() {
+        self.connecting = false;
+        if outcome.is_err() || self.per_request {
             self.stream = None;
         }
         outcome
@@ -122,12 +169,19 @@ impl Connection {
         if self.stream.as_ref().is_some_and(closed_by_peer) {
             self.stream = None;
         }
+        if self.per_request {
+            self.stream = None;
+        }
         if self.stream.is_none() {
+            self.connecting = true;
+            let began = tokio::time::Instant::now();
             let stream = match self.bind {
                 None => TcpStream::connect(self.addr).await,
                 Some(ip) => connect_from(ip, self.addr).await,
-            }
-            .map_err(|_| Failure::Connect)?;
+            };
+            self.connecting = false;
+            let stream = stream.map_err(|_| Failure::Connect)?;
+            self.connected_in = Some(began.elapsed());
             let _ = stream.set_nodelay(true);
             self.stream = Some(stream);
         }
@@ -389,6 +443,71 @@ mod tests {
                 String::from_utf8_lossy(reply)
             );
         }
+    }
+
+    #[tokio::test]
+    async fn per_request_connections_are_new_each_attempt_and_ask_to_be_closed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let mut heads = Vec::new();
+            for _ in 0..2 {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut request = Vec::new();
+                while request.last() != Some(&b'}') {
+                    socket.read_buf(&mut request).await.unwrap();
+                }
+                socket.write_all(OK).await.unwrap();
+                heads.push(String::from_utf8(request).unwrap());
+            }
+            heads
+        });
+        let host = HeaderValue::from_static("test");
+        let mut c = client(addr).per_request(true, &host);
+        c.open(SECOND).await;
+        assert!(c.stream.is_none(), "nothing opened before the run");
+        for _ in 0..2 {
+            assert!(c.send_element(1, SECOND).await.is_ok());
+            let took = c.take_connect_time().expect("each attempt connects");
+            assert!(took < SECOND, "{took:?}");
+            assert_eq!(c.take_connect_time(), None, "taken once");
+        }
+        for head in server.await.unwrap() {
+            assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_keep_alive_connection_opened_before_the_run_reports_no_handshake() {
+        let (addr, _) = fake_server(vec![Answer::Pieces(vec![OK])]).await;
+        let mut c = client(addr);
+        c.open(SECOND).await;
+        assert!(c.send_element(1, SECOND).await.is_ok());
+        assert_eq!(c.take_connect_time(), None);
+    }
+
+    /// A listener that never accepts, with a backlog of one: Linux queues two
+    /// connections, then drops the next SYNs, as a full accept queue does.
+    #[tokio::test]
+    async fn a_timeout_while_the_syn_goes_unanswered_is_a_connect_timeout() {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(1).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut queued = Vec::new();
+        let mut c = client(addr);
+        let failure = loop {
+            let got = c.send_element(1, Duration::from_millis(200)).await;
+            match got.unwrap_err() {
+                // Connected, queued, never answered: the request's own timeout.
+                Failure::Timeout => queued.push(()),
+                other => break other,
+            }
+            assert!(queued.len() <= 4, "the kernel queued more than the backlog");
+        };
+        assert_eq!(failure, Failure::ConnectTimeout);
+        assert_eq!(c.take_connect_time(), None);
+        drop(listener);
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::endpoints;
-use crate::plan::{LoadPlan, PlanError};
+use crate::plan::{Connections, LoadPlan, PlanError};
 use crate::reporting::record::Running;
 use crate::reporting::{live, progress, record, series, units, Report};
 use crate::scale_out::start;
@@ -49,8 +49,9 @@ pub struct Outputs {
 }
 
 /// One connection per client, opened before the run's clock starts so that the
-/// start-up burst is one of requests, not of TCP handshakes. Connections leave
-/// from the plan's bind addresses in turn.
+/// start-up burst is one of requests, not of TCP handshakes (with
+/// `--connections per-request` none is opened here: each attempt makes its own).
+/// Connections leave from the plan's bind addresses in turn.
 async fn connect_all(
     plan: &LoadPlan,
     addr: std::net::SocketAddr,
@@ -88,7 +89,9 @@ fn new_connection(
     host: &hyper::header::HeaderValue,
 ) -> connection::Connection {
     let bind = (!plan.bind.is_empty()).then(|| plan.bind[i % plan.bind.len()]);
-    connection::Connection::new(addr, host.clone()).bound_to(bind)
+    connection::Connection::new(addr, host.clone())
+        .bound_to(bind)
+        .per_request(plan.connections == Connections::PerRequest, host)
 }
 
 /// Runs `plan` until its stop condition or `cancel`, showing progress when asked.

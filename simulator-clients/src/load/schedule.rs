@@ -71,16 +71,20 @@ impl Schedule {
         }
     }
 
+    /// The number in the whole timetable of this shard's next send, where every
+    /// shard's sends follow a fixed pattern (uniform and bursts).
+    fn global(&self, state: &State) -> u64 {
+        u64::from(self.shard.index) + state.issued * u64::from(self.shard.count)
+    }
+
     /// The time the next send is due, or `None` once the timetable is over.
     pub fn claim(&self) -> Option<Instant> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let offset_s = match self.arrivals {
             // k / rate rather than a running sum, so rounding never accumulates.
-            Arrivals::Uniform => {
-                let global =
-                    u64::from(self.shard.index) + state.issued * u64::from(self.shard.count);
-                global as f64 / self.rate
-            }
+            Arrivals::Uniform => self.global(&state) as f64 / self.rate,
+            // Send k belongs to second floor(k / rate): whole herds of `rate`.
+            Arrivals::Bursts => (self.global(&state) as f64 / self.rate).floor(),
             Arrivals::Poisson => loop {
                 let (global, now) = (state.next_global, state.next_poisson_s);
                 let gap = Exp::new(self.rate).map_or(0.0, |e| e.sample(&mut state.rng));
@@ -181,10 +185,40 @@ mod tests {
     }
 
     #[test]
+    fn bursts_send_each_seconds_rate_at_its_start() {
+        let start = Instant::now();
+        let s = Schedule::new(
+            start,
+            start + Duration::from_millis(3_500),
+            200.0,
+            Arrivals::Bursts,
+            1,
+            Shard::WHOLE,
+        );
+        let due = all(&s);
+        // Four herds of 200, at 0, 1, 2 and 3 s; the window ends before the fifth.
+        assert_eq!(due.len(), 800);
+        for (k, t) in due.iter().enumerate() {
+            assert_eq!(*t, Duration::from_secs(k as u64 / 200), "send {k}");
+        }
+        // A fractional rate: herds of 2 and 3 sends alternate around 2.5 a second.
+        let half = Schedule::new(
+            start,
+            start + Duration::from_secs(4),
+            2.5,
+            Arrivals::Bursts,
+            1,
+            Shard::WHOLE,
+        );
+        let secs: Vec<u64> = all(&half).iter().map(Duration::as_secs).collect();
+        assert_eq!(secs, [0, 0, 0, 1, 1, 2, 2, 2, 3, 3]);
+    }
+
+    #[test]
     fn shards_together_send_the_unsplit_timetable_each_send_once() {
         let start = Instant::now();
         let end = start + Duration::from_secs(3);
-        for arrivals in [Arrivals::Uniform, Arrivals::Poisson] {
+        for arrivals in [Arrivals::Uniform, Arrivals::Poisson, Arrivals::Bursts] {
             let whole = all(&Schedule::new(
                 start,
                 end,

@@ -36,6 +36,12 @@ pub trait Exchange: Send + 'static {
         size: u64,
         timeout: Duration,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send;
+
+    /// How long the last exchange's new connection took to open; `None` when it
+    /// used one already open.
+    fn take_connect_time(&mut self) -> Option<Duration> {
+        None
+    }
 }
 
 impl Exchange for Connection {
@@ -45,6 +51,10 @@ impl Exchange for Connection {
         timeout: Duration,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send {
         Connection::send_element(self, size, timeout)
+    }
+
+    fn take_connect_time(&mut self) -> Option<Duration> {
+        Connection::take_connect_time(self)
     }
 }
 
@@ -232,7 +242,9 @@ impl RunState {
         let curable = match outcome {
             Ok(_) => false,
             Err(Failure::Status(status)) => *status >= 500,
-            Err(Failure::Connect | Failure::Timeout | Failure::Io) => true,
+            Err(Failure::Connect | Failure::ConnectTimeout | Failure::Timeout | Failure::Io) => {
+                true
+            }
         };
         curable
             && retries < self.plan.retry.retries
@@ -268,6 +280,7 @@ impl RunState {
                 after_window: self.after_window(replied),
                 from_due: timing.from_due + (replied - left),
                 from_send: timing.from_send.map(|_| replied - left),
+                connect: exchange.take_connect_time(),
                 ..timing
             };
             self.recorder.record(&outcome, attempt);
@@ -292,6 +305,7 @@ impl RunState {
                 from_send: timing.from_send.map(|_| Duration::ZERO),
                 lag: None,
                 after_window: false,
+                connect: None,
             };
         }
     }
@@ -420,6 +434,7 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
             from_send: Some(Duration::ZERO),
             lag: Some(lag_parts),
             after_window: false,
+            connect: None,
         };
         let answered = shared
             .request(&mut exchange, size, &mut jitter, first, sent)

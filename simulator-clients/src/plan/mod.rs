@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime};
 
 use hyper::header::HeaderValue;
-pub use simulator_api::load::{Arrivals, Pacing, PayloadSize, RetryPolicy};
+pub use simulator_api::load::{Arrivals, Connections, Pacing, PayloadSize, RetryPolicy};
 use simulator_api::Load;
 
 pub mod shard;
@@ -33,6 +33,8 @@ pub struct LoadPlan {
     pub timeout: Duration,
     /// What a client does after a failed attempt.
     pub retry: RetryPolicy,
+    /// Whether clients reuse their connection or open one per attempt.
+    pub connections: Connections,
     /// A send that leaves more than this after its scheduled time counts as late.
     pub late_after: Duration,
     /// Seeds the Poisson arrivals and payload sizes; `None` draws a fresh seed.
@@ -106,6 +108,7 @@ impl LoadPlan {
             seed: load.seed,
             timeout: load.timeout,
             retry: load.retry,
+            connections: load.connections,
             late_after: DEFAULT_LATE_AFTER,
             max_drain: DEFAULT_MAX_DRAIN,
             shard: None,

@@ -32,6 +32,8 @@ pub enum Shown {
     Always,
     /// Only when some attempt was retried: without retries it repeats `latency`.
     WithRetries,
+    /// Only when it measured something (connections opened during the run).
+    WhenMeasured,
 }
 
 /// A figure's live histogram on the driver's `/metrics`.
@@ -222,6 +224,13 @@ histogram_figures! {
         shown Always,
         live "sim_clients_schedule_lag_timer_seconds"
             "of each send's lag, how late the timer woke after that";
+    /// Each connection opened during the run, from connect() to established:
+    /// every attempt's with `--connections per-request`, a keep-alive client's
+    /// reconnects (not the connections opened before the run). A full accept
+    /// queue drops SYNs, and the clients' retransmits put modes at 1 s and 3 s.
+    connect: kept Always, row "connect (TCP handshake)",
+        shown WhenMeasured,
+        live "sim_clients_connect_seconds" "time to open each new connection, connect() to established";
 }
 
 #[cfg(test)]

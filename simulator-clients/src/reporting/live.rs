@@ -45,14 +45,15 @@ pub struct LiveMetrics {
     missed: Counter,
     retries: Counter,
     given_up: Counter,
-    /// By kind, in [`Failure`]'s order: connect, timeout, http_status, io.
-    errors: [Counter; 4],
+    /// By kind, in [`Failure`]'s order: connect, connect_timeout, timeout,
+    /// http_status, io.
+    errors: [Counter; 5],
     /// A handle per declared figure (`figures.rs`); a no-op for a figure that is
     /// not recorded live.
     histograms: PerFigure<Histogram>,
 }
 
-const ERROR_KINDS: [&str; 4] = ["connect", "timeout", "http_status", "io"];
+const ERROR_KINDS: [&str; 5] = ["connect", "connect_timeout", "timeout", "http_status", "io"];
 
 impl LiveMetrics {
     /// Handles that record nothing, for a run without `--metrics-listen`.
@@ -145,11 +146,14 @@ impl LiveMetrics {
         }
     }
 
+    /// One attempt: its outcome, latency from its due time, lag, new
+    /// connection's handshake, and whether it left late.
     pub fn record(
         &self,
         outcome: &Result<Reply, Failure>,
         from_due: Duration,
         lag: Option<Lag>,
+        connect: Option<Duration>,
         late: bool,
     ) {
         self.sent.increment(1);
@@ -157,6 +161,9 @@ impl LiveMetrics {
             self.late.increment(1);
         }
         let h = &self.histograms;
+        if let Some(connect) = connect {
+            h.connect.record(connect.as_secs_f64());
+        }
         if let Some(lag) = lag {
             h.schedule_lag.record(lag.total().as_secs_f64());
             h.schedule_lag_connection
@@ -174,9 +181,10 @@ impl LiveMetrics {
             Err(failure) => {
                 let kind = match failure {
                     Failure::Connect => 0,
-                    Failure::Timeout => 1,
-                    Failure::Status(_) => 2,
-                    Failure::Io => 3,
+                    Failure::ConnectTimeout => 1,
+                    Failure::Timeout => 2,
+                    Failure::Status(_) => 3,
+                    Failure::Io => 4,
                 };
                 self.errors[kind].increment(1);
             }
@@ -262,9 +270,16 @@ mod tests {
             &ok,
             Duration::from_millis(4),
             Some(Lag::timer(Duration::ZERO)),
+            None,
             false,
         );
-        live.record(&Err(Failure::Status(503)), Duration::ZERO, None, true);
+        live.record(
+            &Err(Failure::Status(503)),
+            Duration::ZERO,
+            None,
+            Some(Duration::from_millis(1_020)),
+            true,
+        );
         live.unanswered();
         let text = live.render();
         for line in [
@@ -276,6 +291,9 @@ mod tests {
             r#"sim_clients_latency_seconds_bucket{shard="2",shards="4",run="r1",le="0.003"} 0"#,
             r#"sim_clients_latency_seconds_bucket{shard="2",shards="4",run="r1",le="0.005"} 1"#,
             r#"sim_clients_latency_seconds_count{shard="2",shards="4",run="r1"} 1"#,
+            // A failed attempt's handshake still counts: 1.02 s, a retransmitted SYN.
+            r#"sim_clients_connect_seconds_bucket{shard="2",shards="4",run="r1",le="1"} 0"#,
+            r#"sim_clients_connect_seconds_count{shard="2",shards="4",run="r1"} 1"#,
         ] {
             assert!(text.contains(line), "{line} not in\n{text}");
         }

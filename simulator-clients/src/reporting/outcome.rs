@@ -8,8 +8,14 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
 #[serde(rename_all = "snake_case")]
 pub enum Failure {
+    /// The connection was refused, reset or could not be made.
     #[error("connect")]
     Connect,
+    /// The attempt's timeout passed while its connection was still being made
+    /// (its SYN unanswered: a full accept queue drops them, and the client
+    /// retransmits after 1 s, 3 s, 7 s, ...).
+    #[error("connect timeout")]
+    ConnectTimeout,
     #[error("timeout")]
     Timeout,
     #[error("HTTP {0}")]

@@ -19,6 +19,10 @@ use simulator_api::Reply;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Errors {
     pub connect: u64,
+    /// Attempts whose timeout passed before their connection was made. Reports
+    /// of earlier versions have none: read as 0.
+    #[serde(default)]
+    pub connect_timeout: u64,
     pub timeout: u64,
     pub http_status: u64,
     pub io: u64,
@@ -26,7 +30,16 @@ pub struct Errors {
 
 impl Errors {
     pub fn total(&self) -> u64 {
-        self.connect + self.timeout + self.http_status + self.io
+        self.connect + self.connect_timeout + self.timeout + self.http_status + self.io
+    }
+
+    /// Adds `other`'s counts to these (`merge`).
+    pub fn add(&mut self, other: &Errors) {
+        self.connect += other.connect;
+        self.connect_timeout += other.connect_timeout;
+        self.timeout += other.timeout;
+        self.http_status += other.http_status;
+        self.io += other.io;
     }
 }
 
@@ -47,6 +60,9 @@ pub struct Timing {
     pub lag: Option<Lag>,
     /// The reply came after the planned duration, while the run drained.
     pub after_window: bool,
+    /// How long the attempt's new connection took to open; `None` when it
+    /// went on a connection already open.
+    pub connect: Option<Duration>,
 }
 
 impl Timing {
@@ -57,6 +73,7 @@ impl Timing {
             from_send: None,
             lag,
             after_window: false,
+            connect: None,
         }
     }
 }
@@ -126,6 +143,10 @@ impl Tally {
             record_ns(&mut h.schedule_lag_connection, lag.connection);
             record_ns(&mut h.schedule_lag_timer, lag.timer);
         }
+        // Whatever became of the request: the handshake was made.
+        if let Some(connect) = timing.connect {
+            record_ns(&mut h.connect, connect);
+        }
         match outcome {
             Ok(reply) => {
                 self.completed += 1;
@@ -138,6 +159,7 @@ impl Tally {
                 }
             }
             Err(Failure::Connect) => self.errors.connect += 1,
+            Err(Failure::ConnectTimeout) => self.errors.connect_timeout += 1,
             Err(Failure::Timeout) => self.errors.timeout += 1,
             Err(Failure::Status(_)) => self.errors.http_status += 1,
             Err(Failure::Io) => self.errors.io += 1,
@@ -240,7 +262,8 @@ impl Recorder {
 
     pub fn record(&self, outcome: &Result<Reply, Failure>, timing: Timing) {
         let late = timing.lag.is_some_and(|lag| lag.total() > self.late_after);
-        self.live.record(outcome, timing.from_due, timing.lag, late);
+        self.live
+            .record(outcome, timing.from_due, timing.lag, timing.connect, late);
         let mut inner = self.lock();
         inner.total.record(outcome, timing, late);
         if let Some(interval) = inner.interval.as_mut() {
@@ -371,6 +394,7 @@ mod tests {
             from_send: Some(ms(10)),
             lag: Some(Lag::timer(ms(2_000))),
             after_window: false,
+            connect: None,
         };
         r.record(&ok, late);
         r.record(&ok, Timing::on_time(ms(10), Some(Lag::timer(ms(5)))));

@@ -23,6 +23,7 @@ fn header(r: &Report) -> String {
             match arrivals {
                 crate::plan::Arrivals::Uniform => "uniform",
                 crate::plan::Arrivals::Poisson => "Poisson",
+                crate::plan::Arrivals::Bursts => "burst-a-second",
             },
             r.clients
         ),
@@ -168,11 +169,12 @@ impl Report {
         let e = &self.errors_by_kind;
         let _ = writeln!(
             out,
-            "\n  throughput {:.1}/s, {:.0}/min; blocked share {:.1} %; errors: connect {}, timeout {}, http status {}, io {}",
+            "\n  throughput {:.1}/s, {:.0}/min; blocked share {:.1} %; errors: connect {}, connect timeout {}, timeout {}, http status {}, io {}",
             self.throughput_per_s,
             self.throughput_per_min,
             self.blocked_share * 100.0,
             e.connect,
+            e.connect_timeout,
             e.timeout,
             e.http_status,
             e.io
@@ -185,7 +187,12 @@ impl Report {
         let open_loop = self.mode == "open";
         for (figure, summary) in self.summary.iter() {
             let Some(summary) = summary else { continue };
-            if figure.shown == Shown::WithRetries && self.retries == 0 {
+            let hidden = match figure.shown {
+                Shown::Always => false,
+                Shown::WithRetries => self.retries == 0,
+                Shown::WhenMeasured => summary.max_ns == 0,
+            };
+            if hidden {
                 continue;
             }
             latency_row(out, figure.label(open_loop), &summary);

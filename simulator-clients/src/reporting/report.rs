@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::shard::ShardInfo;
-use crate::plan::RetryPolicy;
 use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
+use crate::plan::{Connections, RetryPolicy};
 use crate::reporting::figures::{PerFigure, Summaries};
 use crate::reporting::hdr;
 use crate::reporting::record::{Errors, Tally};
@@ -77,6 +77,11 @@ pub struct Report {
     /// What a client did after a failed attempt (`--retries`, `--backoff`,
     /// `--retry-budget`).
     pub retry: RetryPolicy,
+    /// How clients held connections (`--connections`): `keep-alive`, or
+    /// `per-request`, whose every attempt's handshake is in `connect`. Reports of
+    /// earlier versions have none: read as keep-alive.
+    #[serde(default)]
+    pub connections: Connections,
     /// Requests' first attempts (`requests_sent` less `retries`).
     pub first_attempts: u64,
     /// Of `requests_sent`, the attempts that retried a failed one.
@@ -184,6 +189,7 @@ impl Report {
             throughput_per_min: in_window as f64 * 60.0 / secs,
             timeout_ns: ns(plan.timeout),
             retry: plan.retry,
+            connections: plan.connections,
             first_attempts: tally.sent - tally.retries,
             retries: tally.retries,
             requests_given_up: tally.given_up,
@@ -276,6 +282,7 @@ pub(crate) mod tests {
                     timer: ms(7),
                 }),
                 after_window: true,
+                connect: Some(ms(1_001)),
             },
         );
         r.record(&Err(Failure::Status(503)), Timing::on_time(ms(1), None));
@@ -331,6 +338,33 @@ pub(crate) mod tests {
                 Vec::<String>::new()
             );
         }
+    }
+
+    #[test]
+    fn the_handshakes_row_shows_only_when_connections_were_opened() {
+        let with = Report::new(
+            &LoadPlan::default(),
+            9,
+            &tally(),
+            Duration::from_secs(1),
+            None,
+        );
+        // One handshake of 1.001 s, at HDR's three significant digits.
+        let connect = with.summary.connect;
+        assert!(
+            (1_000_000_000..1_002_000_000).contains(&connect.p50_ns),
+            "{connect:?}"
+        );
+        let text = with.render();
+        assert!(text.contains("connect (TCP handshake)"), "{text}");
+        let without = Report::new(
+            &LoadPlan::default(),
+            9,
+            &Tally::default(),
+            Duration::from_secs(1),
+            None,
+        );
+        assert!(!without.render().contains("connect (TCP handshake)"));
     }
 
     #[test]

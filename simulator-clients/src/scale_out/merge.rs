@@ -252,10 +252,7 @@ fn add_report(tally: &mut Tally, path: &Path, r: &Report) -> Result<(), MergeErr
     tally.completed_after_window += r.completed_after_window;
     tally.unanswered += r.unanswered;
     tally.blocked += r.requests_blocked;
-    tally.errors.connect += r.errors_by_kind.connect;
-    tally.errors.timeout += r.errors_by_kind.timeout;
-    tally.errors.http_status += r.errors_by_kind.http_status;
-    tally.errors.io += r.errors_by_kind.io;
+    tally.errors.add(&r.errors_by_kind);
     tally.late += r.sends_late;
     tally.missed += r.sends_missed;
     tally.retries += r.retries;
@@ -305,6 +302,7 @@ fn plan_of(r: &Report) -> LoadPlan {
         payload: r.payload,
         timeout: Duration::from_nanos(r.timeout_ns),
         retry: r.retry,
+        connections: r.connections,
         late_after: Duration::from_nanos(r.late_after_ns),
         seed: Some(r.seed),
         max_drain: Duration::from_nanos(r.max_drain_ns),
@@ -424,6 +422,7 @@ mod tests {
                         timer: ms(1),
                     }),
                     after_window: false,
+                    connect: Some(ms(k + 1)),
                 },
             );
             recorder.request_done(ms(k + 10));
