@@ -147,7 +147,7 @@ struct DemoServer {
 
 impl DemoServer {
     fn start(plan: &Plan, listen: SocketAddr) -> anyhow::Result<Self> {
-        let listener = serving::bind(listen)?;
+        let listener = serving::bind(listen, plan.settings.listen_backlog)?;
         let url = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let ended = tokio::spawn(serving::run(

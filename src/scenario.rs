@@ -46,6 +46,14 @@ pub const BUNDLED: &[(&str, &str)] = &[
     ),
     ("retry-storm", include_str!("../scenarios/retry-storm.toml")),
     ("cpu-quota", include_str!("../scenarios/cpu-quota.toml")),
+    (
+        "accept-queue",
+        include_str!("../scenarios/accept-queue.toml"),
+    ),
+    (
+        "nagle-delayed-ack",
+        include_str!("../scenarios/nagle-delayed-ack.toml"),
+    ),
 ];
 
 /// A scenario, as its file says.
@@ -119,6 +127,15 @@ pub enum Metric {
     /// next period (its cgroup's `cpu.stat` throttled time over the window, summed
     /// over CPUs); fails without a cgroup to read (server).
     ThrottledMsPerS,
+    /// Median request latency in ms (client).
+    P50Ms,
+    /// 99th percentile time to open a connection in ms, over the connections
+    /// the clients opened in the window; 0 when they opened none (client).
+    ConnectP99Ms,
+    /// SYNs and completed handshakes the data port's listener dropped in the
+    /// window (its own socket's count, so a load beside it on the machine does
+    /// not move it); fails where the kernel does not give it (server, Linux).
+    ListenDrops,
 }
 
 impl Metric {
@@ -133,6 +150,9 @@ impl Metric {
             Metric::BusyShare => "runtime workers busy share",
             Metric::RecoveryS => "s after the incident to 95 % goodput",
             Metric::ThrottledMsPerS => "CPU quota: throttled ms a second",
+            Metric::P50Ms => "request latency p50 (ms)",
+            Metric::ConnectP99Ms => "connect p99 (ms)",
+            Metric::ListenDrops => "SYNs the listener dropped",
         }
     }
 }

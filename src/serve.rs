@@ -72,7 +72,7 @@ pub async fn serve_with(
     // Before the work is calibrated or served, so all of it counts against the limit.
     let cpu_limit = enter_cpu_limit(&config)?;
     probes::register();
-    let listener = serving::bind(config.listen)
+    let listener = serving::bind(config.listen, config.listen_backlog)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     // From the configured address, not the bound one: a data port of 0 gives the
@@ -185,7 +185,7 @@ fn bind_operator(
     let Some(at) = config.admin_listen.address(config.listen) else {
         return Ok((None, None));
     };
-    match serving::bind(at) {
+    match serving::bind(at, simulator_api::settings::DEFAULT_LISTEN_BACKLOG) {
         Ok(listener) => Ok((Some(listener), None)),
         Err(e) if config.admin_listen == AdminListen::Auto => Ok((
             None,

@@ -337,3 +337,104 @@ fn clients_that_time_out_and_retry_are_counted_on_both_sides() {
         "each attempt given up on is a request the server saw abandoned: {abandoned} of {timeouts} timeouts"
     );
 }
+
+/// Clients that open a connection per request, in a herd bigger than the
+/// listener's accept queue in front of an accept loop that spends a millisecond
+/// on each: the kernel drops SYNs, the server's own listener counts them, and
+/// the clients' connect figure has the retransmits' second in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_request_connections_are_measured_and_a_full_accept_queue_counted() {
+    let server = Server::start(&[
+        "--persist-latency",
+        "1ms",
+        "--permits",
+        "1000",
+        "--listen-backlog",
+        "8",
+        "--handshake-cpu",
+        "1ms",
+        "--handshake-on",
+        "accept-loop",
+    ]);
+    let before = stats(&client(), &server.url).await;
+    let p = LoadPlan {
+        clients: 60,
+        pacing: Pacing::Open {
+            rate: 60.0,
+            arrivals: simulator_clients::Arrivals::Bursts,
+        },
+        connections: simulator_clients::Connections::PerRequest,
+        ..plan(
+            &server.url,
+            60,
+            0,
+            for_duration(Duration::from_millis(1500)),
+        )
+    };
+    let report = simulator_clients::run(&p, CancellationToken::new(), false)
+        .await
+        .unwrap();
+    let after = settled_stats(&client(), &server.url).await;
+    let count = |s: &serde_json::Value, key: &str| s["connections"][key].as_u64().unwrap();
+    // Every attempt its own connection: the server accepted one per request
+    // (and one for each /stats read).
+    let accepted = count(&after, "accepted") - count(&before, "accepted");
+    assert!(
+        accepted >= report.requests_sent,
+        "{accepted} accepted for {} requests",
+        report.requests_sent
+    );
+    assert_eq!(report.errors, 0, "{report:?}");
+    let drops = count(&after, "listen_drops") - count(&before, "listen_drops");
+    assert!(drops > 0, "a herd of 60 into a queue of 8 drops SYNs");
+    assert_eq!(after["connections"]["listen_backlog"], 8);
+    let connect = report.summary.connect;
+    assert!(
+        connect.min_ns > 0 && connect.min_ns < 100_000_000,
+        "{connect:?}"
+    );
+    assert!(
+        connect.max_ns >= 1_000_000_000,
+        "a dropped SYN is sent again after 1 s: {connect:?}"
+    );
+}
+
+/// Replies in two writes on sockets with Nagle on wait for the clients'
+/// delayed ACK (40 ms on Linux); either fix, live, for new connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_reply_under_nagle_waits_for_the_delayed_ack() {
+    let server = Server::start(&[
+        "--persist-latency",
+        "1ms",
+        "--network-delay",
+        "0s",
+        "--permits",
+        "1000",
+        "--tcp-nodelay",
+        "false",
+        "--reply-writes",
+        "split",
+    ]);
+    let run = || async {
+        let p = plan(&server.url, 2, 5, for_duration(Duration::from_secs(1)));
+        simulator_clients::run(&p, CancellationToken::new(), false)
+            .await
+            .unwrap()
+    };
+    let p50_ms = |r: &simulator_clients::Report| r.summary.latency.p50_ns as f64 / 1e6;
+    let before = run().await;
+    assert!(
+        (35.0..60.0).contains(&p50_ms(&before)),
+        "p50 {} ms",
+        p50_ms(&before)
+    );
+    for fix in [
+        r#"{"tcp_nodelay": true}"#,
+        r#"{"tcp_nodelay": false, "reply_writes": "one"}"#,
+    ] {
+        let put = put_json(&client(), &format!("{}/admin/config", server.url), fix).await;
+        assert_eq!(put.status, 200, "{fix}");
+        let after = run().await;
+        assert!(p50_ms(&after) < 10.0, "{fix}: p50 {} ms", p50_ms(&after));
+    }
+}

@@ -72,12 +72,23 @@ pub const SEED_COUNTS: [SeedCount; 6] = [
     },
 ];
 
-/// TCP connections: open now, served since start, refused at `max_connections`.
+/// TCP connections: open now, served since start, refused at `max_connections`;
+/// and what the kernel holds for the data port's listening socket (Linux; `null`
+/// elsewhere): its accept queue now (`ss -lnt`'s Recv-Q), that queue's limit
+/// (Send-Q: `listen_backlog` capped by `net.core.somaxconn`), and the SYNs and
+/// completed handshakes it dropped since it opened (this socket's share of
+/// `nstat`'s `TcpExtListenDrops`: a full accept queue's overflows, above all).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectionCounts {
     pub open: u64,
     pub accepted: u64,
     pub refused: u64,
+    #[serde(default)]
+    pub listen_queue: Option<u32>,
+    #[serde(default)]
+    pub listen_backlog: Option<u32>,
+    #[serde(default)]
+    pub listen_drops: Option<u64>,
 }
 
 /// `GET /stats`.

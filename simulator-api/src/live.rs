@@ -44,6 +44,22 @@ pub struct LiveSecond {
     /// `cpu.stat` now minus a second ago; null without a cgroup to read.
     #[serde(default)]
     pub cpu_quota: Option<QuotaSecond>,
+    /// The data port's listening socket this second (Linux; null elsewhere).
+    #[serde(default)]
+    pub listener: Option<ListenerSecond>,
+}
+
+/// One second of the data port's listening socket, as the kernel holds it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListenerSecond {
+    /// SYNs and completed handshakes it dropped this second.
+    pub drops: u64,
+    /// ... and since it opened.
+    pub drops_total: u64,
+    /// Connections waiting to be accepted at the end of the second.
+    pub queue: u32,
+    /// The accept queue's limit.
+    pub backlog: u32,
 }
 
 /// One second of the server's cgroup's `cpu.stat`.

@@ -29,6 +29,13 @@ pub const MAX_SPAN: Duration = Duration::from_secs(3600);
 
 /// The most CPU one work may be asked to cost.
 pub const MAX_WORK_CPU: Duration = Duration::from_secs(10);
+/// The most CPU a connection's handshake may be asked to cost.
+pub const MAX_HANDSHAKE_CPU: Duration = Duration::from_secs(1);
+/// The data port's listen backlog unless told otherwise: the kernel's own cap
+/// since Linux 5.4 (`net.core.somaxconn`). The seed's story starts with every
+/// client connecting at once: tokio's default of 1024 overflows at a thousand
+/// clients, and each dropped SYN costs its client a one-second retransmit.
+pub const DEFAULT_LISTEN_BACKLOG: usize = 4096;
 /// The coarsest simulated timer tick (Windows' default is 15.6 ms).
 pub const MAX_TIMER_TICK: Duration = Duration::from_secs(1);
 /// The kernel's CFS bandwidth period bounds (`cpu.cfs_period_us`: 1 ms to 1 s).
@@ -117,6 +124,33 @@ crate::choice! {
         /// `persist_workers` workers drain a queue of `persist_queue` elements;
         /// one worker is a sequential drain.
         Pool = "pool",
+    }
+}
+
+crate::choice! {
+    /// How a reply leaves the server.
+    ReplyWrites {
+        /// One write: the head and the body together (hyper's own way).
+        One = "one",
+        /// Two writes: the head, flushed, then the body, as a server that sends
+        /// its headers before it has the body. Without `tcp_nodelay` Nagle holds
+        /// the small second write until the client acknowledges the first, which
+        /// a client delays by up to 40 ms (Linux's least delayed-ACK timeout).
+        Split = "split",
+    }
+}
+
+crate::choice! {
+    /// Where a new connection's handshake (`handshake_cpu`) runs.
+    HandshakeOn {
+        /// The connection's own task, after the accept loop handed it over: many
+        /// handshakes run at once, on every worker.
+        Connection = "connection",
+        /// Inline in the accept loop, before it accepts the next connection: the
+        /// loop takes connections one handshake at a time, and what it has not
+        /// taken waits in the kernel's accept queue (`listen_backlog`), whose
+        /// overflow drops SYNs.
+        AcceptLoop = "accept-loop",
     }
 }
 
@@ -326,6 +360,21 @@ macro_rules! with_settings {
             /// Require `Authorization: Bearer TOKEN` on admin routes, from any address (also ISIM_ADMIN_TOKEN); without it admin routes answer loopback clients only.
             admin_token: $crate::value::Secret = $crate::value::Secret::default();
                 $crate::value::Bounds::Any; restart; service; "serving";
+            /// The data port's listen backlog (`listen(2)`): connections the kernel has completed and holds for the server to accept; when it is full, new SYNs are dropped (`nstat` `TcpExtListenOverflows`) and their clients retransmit after 1 s, then 3 s. The kernel caps it at `net.core.somaxconn` (4096 since Linux 5.4, 128 before); 128 is also mio's hard-coded backlog in some versions. A live change is a second `listen(2)` on the listening socket, which Linux takes as the new limit within a second.
+            listen_backlog: usize = $crate::settings::DEFAULT_LISTEN_BACKLOG;
+                $crate::value::Bounds::Count { min: 1, max: 65_535 }; live; service; "connections";
+            /// CPU time a new connection costs the server before its first request, as a TLS handshake's (about 1 ms with an RSA-2048 key, 5 ms with RSA-4096): spent on the thread that runs it, measured in thread CPU time, so it costs the same CPU on any machine (0 = none).
+            handshake_cpu: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_HANDSHAKE_CPU }; live; world; "connections";
+            /// Where the handshake runs: `connection` (the connection's own task, on an async worker) or `accept-loop` (inline, before the next accept).
+            handshake_on: $crate::settings::HandshakeOn = $crate::settings::HandshakeOn::Connection;
+                $crate::value::Bounds::Any; live; service; "connections";
+            /// Set TCP_NODELAY on each accepted connection, so a small write leaves at once; `false` lets Nagle's algorithm hold a small write while an earlier one is unacknowledged (connections accepted after a change).
+            tcp_nodelay: bool = true;
+                $crate::value::Bounds::Any; live; service; "connections";
+            /// How a reply leaves: `one` write, or `split` (the head, then the body in a write of its own).
+            reply_writes: $crate::settings::ReplyWrites = $crate::settings::ReplyWrites::One;
+                $crate::value::Bounds::Any; live; service; "connections";
             /// The container's CPU limit: the server puts itself in a cgroup of its own at start with this much CPU time per `cpu_period` (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), e.g. `50ms` for half a core; needs root or a delegated cgroup (0 = no limit of its own).
             cpu_quota: std::time::Duration = std::time::Duration::ZERO;
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_CPU_QUOTA }; restart; world; "machine";

@@ -167,7 +167,37 @@ pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
     if let Some(group) = &now.cpu_cgroup {
         write_cpu_cgroup(&mut text, group);
     }
+    write_listener(&mut text, &now.connections);
     text
+}
+
+/// The data port's listening socket as the kernel holds it (Linux only).
+fn write_listener(text: &mut String, c: &simulator_api::ConnectionCounts) {
+    let families: [(&str, &str, &str, Option<f64>); 3] = [
+        (
+            "isim_listen_drops_total",
+            "counter",
+            "SYNs and completed handshakes the data port's listener dropped, a full accept queue above all (its share of nstat's TcpExtListenDrops).",
+            c.listen_drops.map(|n| n as f64),
+        ),
+        (
+            "isim_listen_queue",
+            "gauge",
+            "Connections completed and waiting for the server to accept them (ss -lnt Recv-Q).",
+            c.listen_queue.map(f64::from),
+        ),
+        (
+            "isim_listen_backlog",
+            "gauge",
+            "The accept queue's limit as the kernel applies it (ss -lnt Send-Q).",
+            c.listen_backlog.map(f64::from),
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        if let Some(value) = value {
+            super::process::write_family(text, name, kind, help, value);
+        }
+    }
 }
 
 /// The server's cgroup's `cpu.stat`, as cAdvisor's `container_cpu_cfs_*` names

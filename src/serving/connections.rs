@@ -13,6 +13,13 @@
 //!   idle keep-alive connection holds its slot);
 //! - at shutdown each connection finishes the request it is on and closes.
 //!
+//! How it treats each connection is read at its accept ([`Ways`], from the live
+//! settings), so a change applies to the next one: `TCP_NODELAY` or Nagle,
+//! replies in one write or two (`head_first.rs`), and where a handshake's CPU
+//! is spent (`handshake.rs`): inline in this loop, which then takes connections
+//! no faster than one handshake at a time while the rest wait in the kernel's
+//! accept queue (`listen_backlog`), or on the connection's own task.
+//!
 //! Request bodies are timed by the router (`body.rs`), where the JSON 408 is made.
 //! HTTP/2 is not offered: the clients and the seed speak HTTP/1.1.
 
@@ -31,9 +38,48 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use simulator_api::{ConnectionCounts, ErrorBody};
+use simulator_api::settings::{HandshakeOn, ReplyWrites};
+use simulator_api::{ConnectionCounts, ErrorBody, Settings};
 
 use crate::observe::metrics as m;
+use crate::serving::handshake;
+use crate::serving::head_first::HeadFirst;
+use crate::serving::listener;
+
+/// How the listener treats a connection it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ways {
+    /// The accept queue to keep asked of the kernel; `None`: as bound.
+    pub backlog: Option<usize>,
+    pub nodelay: bool,
+    pub reply_writes: ReplyWrites,
+    pub handshake_cpu: Duration,
+    pub handshake_on: HandshakeOn,
+}
+
+impl Ways {
+    /// The operator's listener: dashboards and curl, served plainly.
+    pub const PLAIN: Ways = Ways {
+        backlog: None,
+        nodelay: true,
+        reply_writes: ReplyWrites::One,
+        handshake_cpu: Duration::ZERO,
+        handshake_on: HandshakeOn::Connection,
+    };
+
+    pub fn of(settings: &Settings) -> Self {
+        Ways {
+            backlog: Some(settings.listen_backlog),
+            nodelay: settings.tcp_nodelay,
+            reply_writes: settings.reply_writes,
+            handshake_cpu: settings.handshake_cpu,
+            handshake_on: settings.handshake_on,
+        }
+    }
+}
+
+/// Where the accept loop reads the ways in force at each accept.
+pub type WaysNow = Arc<dyn Fn() -> Ways + Send + Sync>;
 
 /// The connection limits `serve` enforces (see docs/limits.md).
 #[derive(Debug, Clone, Copy)]
@@ -50,20 +96,59 @@ pub struct Limits {
 /// and curl sessions, never a load.
 pub const OPERATOR_MAX_CONNECTIONS: usize = 64;
 
-/// Live connection counts for `/stats`.
+/// Live connection counts for `/stats`, and the listening socket to read the
+/// kernel's figures of.
 #[derive(Debug, Default)]
 pub struct ConnectionStats {
     open: AtomicU64,
     accepted: AtomicU64,
     refused: AtomicU64,
+    /// A duplicate of the listener's descriptor: the same socket, read while
+    /// the accept loop owns the listener.
+    listener: std::sync::OnceLock<std::os::fd::OwnedFd>,
+    /// The backlog last asked of the kernel for it.
+    backlog: AtomicU64,
 }
 
 impl ConnectionStats {
     pub fn snapshot(&self) -> ConnectionCounts {
+        let kernel = self.listener.get().and_then(listener::figures);
         ConnectionCounts {
             open: self.open.load(Ordering::Relaxed),
             accepted: self.accepted.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
+            listen_queue: kernel.map(|k| k.queued),
+            listen_backlog: kernel.map(|k| k.backlog),
+            listen_drops: kernel.map(|k| k.drops),
+        }
+    }
+
+    /// Asks the kernel for an accept queue of `backlog` on the listener, when
+    /// that is not what it was last asked: Linux takes a second `listen(2)` on a
+    /// listening socket as a new limit (`listen_backlog` is live), for SYNs that
+    /// arrive after it.
+    pub fn keep_backlog(&self, backlog: usize) {
+        let Some(fd) = self.listener.get() else {
+            return;
+        };
+        let asked = backlog as u64;
+        if self.backlog.swap(asked, Ordering::Relaxed) == asked {
+            return;
+        }
+        let limit = i32::try_from(backlog).unwrap_or(i32::MAX);
+        if let Err(err) = socket2::SockRef::from(fd).listen(limit) {
+            tracing::warn!(%err, backlog, "cannot change the listen backlog");
+        }
+    }
+
+    /// Reads the kernel's figures of `listener` from now on.
+    fn watch(&self, listener: &TcpListener) {
+        use std::os::fd::AsFd;
+        match listener.as_fd().try_clone_to_owned() {
+            Ok(fd) => {
+                let _ = self.listener.set(fd);
+            }
+            Err(err) => tracing::warn!(%err, "cannot read the listener's queue and drops"),
         }
     }
 }
@@ -83,9 +168,11 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    ways_now: WaysNow,
     stats: Arc<ConnectionStats>,
     stop: CancellationToken,
 ) {
+    stats.watch(&listener);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -116,19 +203,39 @@ pub async fn serve(
         if limits.metered {
             metrics::counter!(m::CONNECTIONS_ACCEPTED).increment(1);
         }
-        // Replies are small and the clients wait for each: do not let Nagle hold them.
-        let _ = stream.set_nodelay(true);
+        let ways = ways_now();
+        if let Some(backlog) = ways.backlog {
+            stats.keep_backlog(backlog);
+        }
+        // Replies are small and the clients wait for each: unless told otherwise,
+        // do not let Nagle hold them.
+        let _ = stream.set_nodelay(ways.nodelay);
+        if ways.handshake_on == HandshakeOn::AcceptLoop {
+            handshake::spend(ways.handshake_cpu);
+        }
 
         let router = router.clone();
+        let split = ways.reply_writes == ReplyWrites::Split;
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             // What axum's `into_make_service_with_connect_info` would insert: the
             // admin guard reads the peer from it.
             request.extensions_mut().insert(ConnectInfo(peer));
-            router.clone().oneshot(request)
+            let reply = router.clone().oneshot(request);
+            async move {
+                let reply = reply.await?;
+                Ok::<_, std::convert::Infallible>(if split {
+                    reply.map(|body| axum::body::Body::new(HeadFirst::new(body)))
+                } else {
+                    reply
+                })
+            }
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         let stats = Arc::clone(&stats);
         tokio::spawn(async move {
+            if ways.handshake_on == HandshakeOn::Connection {
+                handshake::spend(ways.handshake_cpu);
+            }
             if let Err(err) = connection.await {
                 // Timeouts, malformed requests and resets: the client's doing, and
                 // hyper has already answered what could be answered.

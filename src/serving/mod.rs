@@ -2,8 +2,10 @@
 //!
 //! `http.rs` holds the routes and `admin.rs` the admin ones, `live/` the live
 //! view (`GET /live`), `body.rs` reads request
-//! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop
-//! and its limits, `shutdown.rs` the signals and the final report, `error.rs` the
+//! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop,
+//! its limits and how it treats each connection (`head_first.rs`: a reply in two
+//! writes; `handshake.rs`: a new connection's CPU and where it is spent), `listener.rs` the kernel's figures of the listening socket,
+//! `shutdown.rs` the signals and the final report, `error.rs` the
 //! one place an error becomes a status. This file runs them: bind, serve, and
 //! shut down without losing count.
 //!
@@ -26,7 +28,7 @@ use crate::observe::metrics;
 use crate::request_path::{DataProcessor, DrainReport, StartError};
 use crate::scenario::Scenario;
 use answers::Answers;
-use connections::{Limits, OPERATOR_MAX_CONNECTIONS};
+use connections::{Limits, Ways, OPERATOR_MAX_CONNECTIONS};
 use http::{app, operator_app};
 use incidents::IncidentMode;
 use state::AppState;
@@ -36,8 +38,11 @@ pub mod answers;
 pub mod body;
 pub mod connections;
 pub mod error;
+pub mod handshake;
+pub mod head_first;
 pub mod http;
 pub mod incidents;
+pub mod listener;
 pub mod live;
 pub mod shutdown;
 pub mod state;
@@ -53,15 +58,10 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// The accept queue asked of the kernel (Linux caps it at `net.core.somaxconn`,
-/// 4096 on current kernels). The seed's story starts with every client connecting
-/// at once: tokio's default of 1024 overflows at a thousand clients, and each
-/// dropped SYN costs its client a one-second retransmit that would show up as
-/// server latency.
-pub const LISTEN_BACKLOG: u32 = 4096;
-
-/// Binds `addr` for [`run`] with [`LISTEN_BACKLOG`].
-pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+/// Binds `addr` for [`run`] with an accept queue of `backlog` (the data port's
+/// `listen_backlog`; the operator's listener takes the default). Linux caps it
+/// at `net.core.somaxconn`.
+pub fn bind(addr: SocketAddr, backlog: usize) -> std::io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()?
     } else {
@@ -70,7 +70,8 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     // A restarted server must not wait out the old one's TIME_WAIT sockets.
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
-    socket.listen(LISTEN_BACKLOG)
+    // The setting keeps it within 65,535.
+    socket.listen(u32::try_from(backlog).unwrap_or(u32::MAX))
 }
 
 /// After the drain deadline, how long connections get to write the replies of
@@ -135,15 +136,19 @@ pub async fn run(
             operator,
             operator_app(state.clone()),
             limits,
+            Arc::new(|| Ways::PLAIN),
             Arc::default(),
             stop_accepting.clone(),
         ));
     }
     let router = app(state);
+    let settings_now = processor.clone();
+    let ways_now: connections::WaysNow = Arc::new(move || Ways::of(&settings_now.settings()));
     let connections = tokio::spawn(connections::serve(
         listener,
         router,
         limits,
+        ways_now,
         stats,
         stop_accepting.clone(),
     ));

@@ -245,6 +245,8 @@ struct Ran {
     report: Report,
     /// The server's cgroup's throttled time (us) as the window began.
     throttled_us_before: Option<u64>,
+    /// The data port's listener's drops as the window began.
+    listen_drops_before: Option<u64>,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
 }
@@ -377,6 +379,7 @@ async fn run_window(
     });
     let before = endpoints::stats(target).await?;
     let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
+    let listen_drops_before = before.connections.listen_drops;
     let (reporter, lines) = progress::Reporter::start(scenario, target, window, before);
     let outputs = simulator_clients::Outputs {
         seconds: trigger.is_some(),
@@ -408,6 +411,7 @@ async fn run_window(
     Ok(Ok(Ran {
         report,
         throttled_us_before,
+        listen_drops_before,
         incident_end_s,
     }))
 }
@@ -425,6 +429,10 @@ async fn judge(
     let runtime = after.runtime;
     let throttled_ms = match (ran.throttled_us_before, &after.cpu_cgroup) {
         (Some(before), Some(now)) => Some(now.throttled_us.saturating_sub(before) as f64 / 1e3),
+        _ => None,
+    };
+    let listen_drops = match (ran.listen_drops_before, after.connections.listen_drops) {
+        (Some(before), Some(now)) => Some(now.saturating_sub(before) as f64),
         _ => None,
     };
     let report = &ran.report;
@@ -446,6 +454,7 @@ async fn judge(
         seconds: report.window_ns as f64 / 1e9,
         runtime: &runtime,
         throttled_ms,
+        listen_drops,
         incident_end_s: ran.incident_end_s,
         offered_per_s: match load.pacing {
             simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
@@ -535,6 +544,8 @@ struct Window<'a> {
     runtime: &'a simulator_api::RuntimeStats,
     /// The server's cgroup's throttled time over the window, ms.
     throttled_ms: Option<f64>,
+    /// The data port's listener's drops over the window.
+    listen_drops: Option<f64>,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
     /// The open loop's rate.
@@ -559,6 +570,10 @@ impl Window<'_> {
                 (report.requests_sent.saturating_sub(report.errors)) as f64 / sent
             }
             Metric::P99Ms => report.summary.latency.p99_ns as f64 / 1e6,
+            Metric::P50Ms => report.summary.latency.p50_ns as f64 / 1e6,
+            Metric::ConnectP99Ms => report.summary.connect.p99_ns as f64 / 1e6,
+            // Without the kernel's figure, NaN fails every bound.
+            Metric::ListenDrops => self.listen_drops.unwrap_or(f64::NAN),
             Metric::PersistsPerS => per_s(server.persists_done),
             // Started minus done within the window: how much the backlog grew.
             Metric::InFlightGrowthPerS => {
@@ -646,12 +661,12 @@ mod tests {
                 );
             }
             let faster_store = simulator_api::SettingsUpdate {
-                persist_latency: Some(simulator_api::Delay::fixed(Duration::from_millis(1))),
+                persist_latency: Some(simulator_api::Delay::fixed(Duration::from_micros(250))),
                 ..Default::default()
             };
             let reason = world_moved(&settings.clone().with(&faster_store), &s).unwrap();
             assert!(
-                reason.contains("persist_latency moved from `") && reason.contains("` to `1ms`"),
+                reason.contains("persist_latency moved from `") && reason.contains("` to `250us`"),
                 "{reason}"
             );
         }

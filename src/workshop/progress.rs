@@ -91,6 +91,7 @@ impl Run {
                 counts: now.counts.since(&self.start.counts),
                 now: &now,
                 start_cgroup: self.start.cpu_cgroup.as_ref().map(|c| c.throttled_us),
+                start_drops: self.start.connections.listen_drops,
                 elapsed,
                 ok_share: (sent > 0).then(|| sent.saturating_sub(errors) as f64 / sent as f64),
             };
@@ -121,6 +122,8 @@ struct SoFar<'a> {
     now: &'a Stats,
     /// The cgroup's throttled time (us) as the window began.
     start_cgroup: Option<u64>,
+    /// The listener's drops as the window began.
+    start_drops: Option<u64>,
     elapsed: f64,
     ok_share: Option<f64>,
 }
@@ -141,7 +144,11 @@ impl SoFar<'_> {
                 let (now, start) = (self.now.cpu_cgroup.as_ref()?, self.start_cgroup?);
                 Some(per_s(now.throttled_us.saturating_sub(start) as f64 / 1e3))
             }
-            Metric::P99Ms | Metric::RecoveryS => None,
+            Metric::ListenDrops => {
+                let (now, start) = (self.now.connections.listen_drops?, self.start_drops?);
+                Some(now.saturating_sub(start) as f64)
+            }
+            Metric::P99Ms | Metric::P50Ms | Metric::ConnectP99Ms | Metric::RecoveryS => None,
         }
     }
 }

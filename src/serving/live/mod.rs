@@ -194,6 +194,7 @@ mod tests {
                 p99_ms: None,
                 p999_ms: None,
                 cpu_quota: None,
+                listener: None,
             }),
             totals: Counts::default(),
             scenario: LiveScenario {

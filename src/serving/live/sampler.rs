@@ -10,7 +10,9 @@
 
 use std::time::Duration;
 
-use simulator_api::live::{LiveScenario, LiveSecond, LiveTick, PartsNow, QuotaSecond};
+use simulator_api::live::{
+    ListenerSecond, LiveScenario, LiveSecond, LiveTick, PartsNow, QuotaSecond,
+};
 use simulator_api::{Stats, SETTINGS};
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +35,11 @@ pub async fn run(state: AppState, stop: CancellationToken) {
             () = stop.cancelled() => return,
             _ = every.tick() => {}
         }
+        // A live change of the backlog reaches the kernel within a second, even
+        // while nothing connects (the accept loop applies it at each accept too).
+        state
+            .connections
+            .keep_backlog(state.processor.settings().listen_backlog);
         let next = Sample::take(&state);
         let t = state.live.elapsed_s().round() as u64;
         let second = next.second_since(&last, t);
@@ -133,8 +140,21 @@ impl Sample {
             p999_ms: q(0.999),
             lifetime,
             cpu_quota: quota_second(s, &earlier.stats),
+            listener: listener_second(s, &earlier.stats),
         }
     }
+}
+
+/// The second's drops at the listener, and its queue now.
+fn listener_second(now: &Stats, earlier: &Stats) -> Option<ListenerSecond> {
+    let c = &now.connections;
+    let drops_total = c.listen_drops?;
+    Some(ListenerSecond {
+        drops: drops_total.saturating_sub(earlier.connections.listen_drops.unwrap_or(drops_total)),
+        drops_total,
+        queue: c.listen_queue.unwrap_or(0),
+        backlog: c.listen_backlog.unwrap_or(0),
+    })
 }
 
 /// The second's throttling: the cgroup's counters now minus a second ago (the

@@ -1,0 +1,127 @@
+//! What the kernel holds for the data port's listening socket: its accept
+//! queue now and its limit, and the SYNs and completed connections it dropped.
+//!
+//! Linux answers for one socket, so the figures are the server's own, whatever
+//! else the machine (or a test beside it) does: `TCP_INFO` on a listener gives
+//! the accept queue's length (`tcpi_unacked`, what `ss -lnt` shows as Recv-Q)
+//! and its limit (`tcpi_sacked`, Send-Q: `listen_backlog` capped by
+//! `net.core.somaxconn`); `SO_MEMINFO`'s drops count every SYN and completed
+//! handshake the listener dropped (`tcp_listendrop`: a full accept queue, which
+//! `nstat` counts machine-wide as `TcpExtListenOverflows` and
+//! `TcpExtListenDrops`). Neither rustix nor socket2 wraps either option, hence
+//! this module's two getsockopt calls through libc; elsewhere than Linux the
+//! figures are `None`.
+
+use std::os::fd::AsFd;
+
+/// The listener's figures at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListenerFigures {
+    /// Connections completed and waiting to be accepted.
+    pub queued: u32,
+    /// The accept queue's limit, as the kernel applies it.
+    pub backlog: u32,
+    /// SYNs and completed connections the listener dropped since it opened.
+    pub drops: u64,
+}
+
+/// The listener's figures, or `None` where the kernel does not give them.
+pub fn figures(listener: impl AsFd) -> Option<ListenerFigures> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::figures(listener)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = listener;
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+mod linux {
+    use std::os::fd::{AsFd, AsRawFd};
+
+    use super::ListenerFigures;
+
+    /// `SO_MEMINFO` (asm-generic/socket.h: the same on x86-64 and arm64), which
+    /// the libc crate does not name; it fills `SK_MEMINFO_VARS` u32s.
+    const SO_MEMINFO: libc::c_int = 55;
+    const SK_MEMINFO_VARS: usize = libc::SK_MEMINFO_DROPS as usize + 1;
+
+    pub fn figures(listener: impl AsFd) -> Option<ListenerFigures> {
+        let fd = listener.as_fd().as_raw_fd();
+        // SAFETY: tcp_info is plain integers, for which all zeroes is valid.
+        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        // SAFETY: a socket we own, a buffer of `len` bytes that outlives the call;
+        // the kernel writes at most `len` bytes and says how many.
+        let got = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                std::ptr::from_mut(&mut info).cast(),
+                &mut len,
+            )
+        };
+        if got != 0 {
+            return None;
+        }
+        let mut meminfo = [0u32; SK_MEMINFO_VARS];
+        let mut len = std::mem::size_of_val(&meminfo) as libc::socklen_t;
+        // SAFETY: as above, a buffer of `len` bytes.
+        let got = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                SO_MEMINFO,
+                meminfo.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        let drops = (got == 0).then(|| u64::from(meminfo[libc::SK_MEMINFO_DROPS as usize]));
+        Some(ListenerFigures {
+            queued: info.tcpi_unacked,
+            backlog: info.tcpi_sacked,
+            drops: drops.unwrap_or(0),
+        })
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A backlog of 1 queues two connections (Linux allows one over); the third
+    /// SYN is dropped, and the drop is counted on this socket.
+    #[tokio::test]
+    async fn the_queue_its_limit_and_its_drops_are_this_listeners() {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(1).unwrap();
+        let addr = listener.local_addr().unwrap();
+        assert_eq!(
+            figures(&listener),
+            Some(ListenerFigures {
+                queued: 0,
+                backlog: 1,
+                drops: 0
+            })
+        );
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        let third = tokio::time::timeout(
+            std::time::Duration::from_millis(300),
+            tokio::net::TcpStream::connect(addr),
+        )
+        .await;
+        assert!(third.is_err(), "the third connect waits for a retransmit");
+        let now = figures(&listener).unwrap();
+        assert_eq!((now.queued, now.backlog), (2, 1));
+        assert!(now.drops >= 1, "{now:?}");
+    }
+}
