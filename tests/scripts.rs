@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::probe_names;
 
-const BUNDLED: [&str; 11] = [
+const BUNDLED: [&str; 13] = [
     "cpu-quota",
+    "accept-queue",
+    "delayed-ack",
     "count",
     "request-lifetime",
     "persist-time",

@@ -12,7 +12,9 @@
 //! The tests skip with a printed reason where DTrace, bpftrace or root is missing
 //! and fail instead when CI is set.
 //!
-//! Tier C (the full suite only): 33 tests, each 5-20 s and the seed's own script
+//! `sockets.rs` holds the socket scripts to the kernel's own counters.
+//!
+//! Tier C (the full suite only): 37 tests, each 5-20 s and the seed's own script
 //! 60 s, side by side with the other shared tests, except the two judged by a
 //! tracer's sampling (CPU sampled at 1000 Hz against /proc), which run alone
 //! (.config/nextest.toml; about 3 minutes one binary at a time). Run with:
@@ -184,6 +186,9 @@ macro_rules! both_tools {
         }
     };
 }
+
+#[path = "scripts_live/sockets.rs"]
+mod sockets;
 
 /// The server's cgroup's `cpu.stat` throttled periods, read from its file.
 fn throttled_periods(cgroup: &str) -> u64 {
