@@ -132,9 +132,10 @@ pub enum Metric {
     /// 99th percentile time to open a connection in ms, over the connections
     /// the clients opened in the window; 0 when they opened none (client).
     ConnectP99Ms,
-    /// SYNs and completed handshakes the data port's listener dropped in the
-    /// window (its own socket's count, so a load beside it on the machine does
-    /// not move it); fails where the kernel does not give it (server, Linux).
+    /// Packets the data port's listener dropped in the window (its own socket's
+    /// `SO_MEMINFO` count, so a load beside it on the machine does not move it):
+    /// SYNs at a full accept queue and the handshakes it could not take; fails
+    /// where the kernel does not give it (server, Linux).
     ListenDrops,
 }
 
@@ -152,7 +153,7 @@ impl Metric {
             Metric::ThrottledMsPerS => "CPU quota: throttled ms a second",
             Metric::P50Ms => "request latency p50 (ms)",
             Metric::ConnectP99Ms => "connect p99 (ms)",
-            Metric::ListenDrops => "SYNs the listener dropped",
+            Metric::ListenDrops => "packets the listener dropped",
         }
     }
 }

@@ -253,3 +253,59 @@ async fn the_work_badge_shows_the_cpu_quota_and_its_throttling() {
     let _ = load.kill();
     wait_child(&mut load, Duration::from_secs(10));
 }
+
+/// Exercise 9 in the browser: once the data port's listener has dropped
+/// connections, the entry's badge shows its accept queue against its limit and
+/// what it dropped each second, which the server reads from its own socket
+/// (`/stats.connections`). The picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live
+/// cargo test --release --test live_view -- --include-ignored the_entry_badge`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: 10 s of load read in a real browser (Chromium)"]
+async fn the_entry_badge_shows_the_listen_queue_and_its_drops() {
+    if let Some(why) = browser::missing() {
+        return skip_or_fail(&why);
+    }
+    let server = Server::start(&["--scenario", "accept-queue"]);
+    let base = server.url.clone();
+    let http = client();
+    let mut load = Command::new(BIN)
+        .args(["clients", "--target", &base])
+        .args([
+            "--rate",
+            "100",
+            "--arrivals",
+            "bursts",
+            "--connections",
+            "per-request",
+        ])
+        .args(["--n", "300", "--duration"])
+        .arg(if screenshots().is_some() {
+            "40s"
+        } else {
+            "12s"
+        })
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sim-clients starts");
+    let page = Browser::start(1600, 2000).await;
+    page.goto(&format!("{base}/live?span=60")).await;
+    page.wait_for(
+        "a second in which the listener dropped connections",
+        "const b = document.getElementById('badge-clients'); \
+         return b !== null && / dropped [1-9][0-9,]*\\/s$/.test(b.textContent);",
+        Duration::from_secs(12),
+    )
+    .await;
+    let badge = page.text("badge-clients").await;
+    assert!(
+        badge.contains("listen queue ") && badge.contains("/64"),
+        "{badge}"
+    );
+    let drops = stats(&http, &base).await["connections"]["listen_drops"]
+        .as_u64()
+        .unwrap();
+    assert!(drops > 0, "the badge showed drops: {badge}");
+    screenshot(&page, "accept-queue.png", 25).await;
+    let _ = load.kill();
+    wait_child(&mut load, Duration::from_secs(10));
+}

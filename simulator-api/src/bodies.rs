@@ -75,9 +75,11 @@ pub const SEED_COUNTS: [SeedCount; 6] = [
 /// TCP connections: open now, served since start, refused at `max_connections`;
 /// and what the kernel holds for the data port's listening socket (Linux; `null`
 /// elsewhere): its accept queue now (`ss -lnt`'s Recv-Q), that queue's limit
-/// (Send-Q: `listen_backlog` capped by `net.core.somaxconn`), and the SYNs and
-/// completed handshakes it dropped since it opened (this socket's share of
-/// `nstat`'s `TcpExtListenDrops`: a full accept queue's overflows, above all).
+/// (Send-Q: `listen_backlog` capped by `net.core.somaxconn`), and the packets it
+/// dropped since it opened (`SO_MEMINFO`: SYNs at a full accept queue, and the
+/// handshakes' last ACKs and the requests behind them it could not take; the
+/// kernel counts a dropped ACK twice there, so this runs above `nstat`'s
+/// `TcpExtListenOverflows`, which counts the machine's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectionCounts {
     pub open: u64,

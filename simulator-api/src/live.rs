@@ -52,7 +52,7 @@ pub struct LiveSecond {
 /// One second of the data port's listening socket, as the kernel holds it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListenerSecond {
-    /// SYNs and completed handshakes it dropped this second.
+    /// Packets it dropped this second (`SO_MEMINFO`, as `/stats.connections.listen_drops`).
     pub drops: u64,
     /// ... and since it opened.
     pub drops_total: u64,

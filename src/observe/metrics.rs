@@ -177,7 +177,7 @@ fn write_listener(text: &mut String, c: &simulator_api::ConnectionCounts) {
         (
             "isim_listen_drops_total",
             "counter",
-            "SYNs and completed handshakes the data port's listener dropped, a full accept queue above all (its share of nstat's TcpExtListenDrops).",
+            "Packets the data port's listening socket dropped (SO_MEMINFO): SYNs at a full accept queue, and the handshakes' last ACKs and the requests behind them it could not take; a dropped ACK counts twice here, so it runs above nstat's TcpExtListenOverflows.",
             c.listen_drops.map(|n| n as f64),
         ),
         (

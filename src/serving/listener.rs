@@ -5,10 +5,11 @@
 //! else the machine (or a test beside it) does: `TCP_INFO` on a listener gives
 //! the accept queue's length (`tcpi_unacked`, what `ss -lnt` shows as Recv-Q)
 //! and its limit (`tcpi_sacked`, Send-Q: `listen_backlog` capped by
-//! `net.core.somaxconn`); `SO_MEMINFO`'s drops count every SYN and completed
-//! handshake the listener dropped (`tcp_listendrop`: a full accept queue, which
-//! `nstat` counts machine-wide as `TcpExtListenOverflows` and
-//! `TcpExtListenDrops`). Neither rustix nor socket2 wraps either option, hence
+//! `net.core.somaxconn`); `SO_MEMINFO`'s drops count the packets the listener
+//! dropped: SYNs at a full accept queue and the handshakes' last ACKs (and the
+//! requests behind them) it could not take, which `nstat` counts machine-wide as
+//! `TcpExtListenOverflows` (an ACK dropped so counts twice on the socket, once in
+//! `tcp_listendrop` and once as it is freed). Neither rustix nor socket2 wraps either option, hence
 //! this module's two getsockopt calls through libc; elsewhere than Linux the
 //! figures are `None`.
 

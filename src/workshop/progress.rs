@@ -73,6 +73,9 @@ impl Run {
         let began = tokio::time::Instant::now();
         let mut every = tokio::time::interval(Duration::from_secs(1));
         let (mut sent, mut errors) = (0u64, 0u64);
+        // The live view's figures of the clients: the last second's median, the
+        // worst second's handshakes.
+        let (mut last_p50_ns, mut worst_connect_ns) = (None, 0u64);
         let mut warned = false;
         loop {
             tokio::select! {
@@ -82,6 +85,10 @@ impl Run {
             while let Ok(line) = seconds.try_recv() {
                 sent += line.sent;
                 errors += line.errors;
+                if line.completed > 0 {
+                    last_p50_ns = Some(line.p50_ns);
+                }
+                worst_connect_ns = worst_connect_ns.max(line.connect_p99_ns);
             }
             let Ok(now) = endpoints::stats(&self.target).await else {
                 continue;
@@ -94,6 +101,8 @@ impl Run {
                 start_drops: self.start.connections.listen_drops,
                 elapsed,
                 ok_share: (sent > 0).then(|| sent.saturating_sub(errors) as f64 / sent as f64),
+                p50_ms: last_p50_ns.map(|ns| ns as f64 / 1e6),
+                connect_p99_ms: (sent > 0).then(|| worst_connect_ns as f64 / 1e6),
             };
             let progress = CheckProgress {
                 scenario: self.scenario.clone(),
@@ -126,6 +135,11 @@ struct SoFar<'a> {
     start_drops: Option<u64>,
     elapsed: f64,
     ok_share: Option<f64>,
+    /// The last second's median request latency.
+    p50_ms: Option<f64>,
+    /// The worst second's 99th percentile handshake so far: the window's own
+    /// p99 comes with the verdict.
+    connect_p99_ms: Option<f64>,
 }
 
 impl SoFar<'_> {
@@ -148,7 +162,9 @@ impl SoFar<'_> {
                 let (now, start) = (self.now.connections.listen_drops?, self.start_drops?);
                 Some(now.saturating_sub(start) as f64)
             }
-            Metric::P99Ms | Metric::P50Ms | Metric::ConnectP99Ms | Metric::RecoveryS => None,
+            Metric::P50Ms => self.p50_ms,
+            Metric::ConnectP99Ms => self.connect_p99_ms,
+            Metric::P99Ms | Metric::RecoveryS => None,
         }
     }
 }

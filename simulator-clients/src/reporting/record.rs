@@ -179,6 +179,8 @@ pub struct Interval {
     pub late: u64,
     /// From the time each send was due, as the run's main latency.
     pub latency: Histogram<u64>,
+    /// The handshakes of connections opened this interval.
+    pub connect: Histogram<u64>,
 }
 
 impl Default for Interval {
@@ -192,6 +194,7 @@ impl Default for Interval {
             errors: 0,
             late: 0,
             latency: new_histogram(),
+            connect: new_histogram(),
         }
     }
 }
@@ -200,6 +203,9 @@ impl Interval {
     fn record(&mut self, outcome: &Result<Reply, Failure>, timing: Timing, late: bool) {
         self.sent += 1;
         self.late += u64::from(late);
+        if let Some(connect) = timing.connect {
+            record_ns(&mut self.connect, connect);
+        }
         match outcome {
             Ok(reply) => {
                 self.completed += 1;

@@ -36,15 +36,19 @@ pub struct Line {
     /// Latency from the scheduled send time; 0 when nothing completed.
     pub p50_ns: u64,
     pub p99_ns: u64,
+    /// The 99th percentile of this second's new connections' handshakes; 0
+    /// when none was opened. Series of earlier versions have none: read as 0.
+    #[serde(default)]
+    pub connect_p99_ns: u64,
 }
 
 impl Line {
     pub fn new(t_s: f64, i: &Interval) -> Self {
-        let q = |p| {
-            if i.latency.is_empty() {
+        let q = |h: &hdrhistogram::Histogram<u64>, p| {
+            if h.is_empty() {
                 0
             } else {
-                i.latency.value_at_quantile(p)
+                h.value_at_quantile(p)
             }
         };
         Self {
@@ -56,8 +60,9 @@ impl Line {
             late: i.late,
             retries: i.retries,
             given_up: i.given_up,
-            p50_ns: q(0.5),
-            p99_ns: q(0.99),
+            p50_ns: q(&i.latency, 0.5),
+            p99_ns: q(&i.latency, 0.99),
+            connect_p99_ns: q(&i.connect, 0.99),
         }
     }
 }
@@ -69,6 +74,10 @@ pub struct Second {
     pub line: Line,
     /// The second's latency histogram, HDR V2 + DEFLATE in base64 (`hdr.rs`).
     pub latency_hdr: String,
+    /// The second's handshakes, the same way; empty when none was opened (and
+    /// in reports of earlier versions).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub connect_hdr: String,
 }
 
 /// The collector running beside a load run.
@@ -178,6 +187,11 @@ async fn collect_into(
             kept.push(Second {
                 line,
                 latency_hdr: crate::reporting::hdr::encode(&interval.latency),
+                connect_hdr: if interval.connect.is_empty() {
+                    String::new()
+                } else {
+                    crate::reporting::hdr::encode(&interval.connect)
+                },
             });
         }
     }
@@ -204,5 +218,24 @@ mod tests {
         let mut extra = value;
         extra["p90_ns"] = 1.into();
         assert!(!schema_errors("series.schema.json", &extra).is_empty());
+    }
+
+    #[test]
+    fn a_seconds_handshakes_are_in_its_line() {
+        let mut interval = Interval::default();
+        interval
+            .connect
+            .record(1_020_000_000)
+            .expect("in the histogram's range");
+        let line = Line::new(1.0, &interval);
+        assert!(
+            (1_019_000_000..=1_021_000_000).contains(&line.connect_p99_ns),
+            "{line:?}"
+        );
+        let value = serde_json::to_value(&line).unwrap();
+        assert_eq!(
+            schema_errors("series.schema.json", &value),
+            Vec::<String>::new()
+        );
     }
 }

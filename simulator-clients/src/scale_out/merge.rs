@@ -342,10 +342,23 @@ fn merge_seconds(reports: &[(PathBuf, Report)]) -> Result<Vec<Second>, MergeErro
                 "a second's latency",
                 &second.latency_hdr,
             )?;
+            if !second.connect_hdr.is_empty() {
+                add_histogram(
+                    &mut interval.connect,
+                    path,
+                    "a second's handshakes",
+                    &second.connect_hdr,
+                )?;
+            }
         }
         merged.push(Second {
             line: Line::new(t_s, &interval),
             latency_hdr: hdr::encode(&interval.latency),
+            connect_hdr: if interval.connect.is_empty() {
+                String::new()
+            } else {
+                hdr::encode(&interval.connect)
+            },
         });
     }
     Ok(merged)
