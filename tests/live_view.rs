@@ -189,6 +189,44 @@ async fn the_page_shows_the_exercise_live_in_a_real_browser() {
     .await;
 }
 
+/// A badge test's run: the scenario's load against `server`, long enough for a
+/// picture when one is asked for, and the live view open on it once `badge`'s
+/// text passes `shows` (a JavaScript regular expression over it). Returns the
+/// page, the badge's text and the load, to stop after the picture.
+async fn badge_under_load(
+    server: &Server,
+    load: &[&str],
+    badge: &str,
+    what: &str,
+    shows: &str,
+) -> (Browser, String, std::process::Child) {
+    let load = Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(load)
+        .arg("--duration")
+        .arg(if screenshots().is_some() {
+            "40s"
+        } else {
+            "12s"
+        })
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sim-clients starts");
+    let page = Browser::start(1600, 2000).await;
+    page.goto(&format!("{}/live?span=60", server.url)).await;
+    page.wait_for(
+        what,
+        &format!(
+            "const b = document.getElementById('badge-{badge}'); \
+             return b !== null && /{shows}/.test(b.textContent);"
+        ),
+        Duration::from_secs(12),
+    )
+    .await;
+    let text = page.text(&format!("badge-{badge}")).await;
+    (page, text, load)
+}
+
 /// Exercise 8 in the browser: the work's badge names the server's CPU quota and
 /// the time the kernel throttled it each second, which the server's cgroup
 /// counts (`/stats.cpu_cgroup`). Root: the server makes its cgroup. The picture
@@ -207,45 +245,22 @@ async fn the_work_badge_shows_the_cpu_quota_and_its_throttling() {
     // CPUs free; beside the suite's other tests they may not for seconds. A fifth
     // of a core is throttled every period of this load wherever it runs; the
     // picture for the page (LIVE_VIEW_SCREENSHOTS, run alone) is the exercise's.
-    let quota = if screenshots().is_some() {
-        "100ms"
+    let (quota, cores) = if screenshots().is_some() {
+        ("100ms", "1.00")
     } else {
-        "20ms"
+        ("20ms", "0.20")
     };
     let server = Server::start(&["--scenario", "cpu-quota", "--cpu-quota", quota]);
-    let base = server.url.clone();
-    let http = client();
-    let mut load = Command::new(BIN)
-        .args(["clients", "--target", &base])
-        .args(["--n", "32", "--rate", "8", "--arrivals", "poisson"])
-        .args([
-            "--duration",
-            if screenshots().is_some() {
-                "40s"
-            } else {
-                "12s"
-            },
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sim-clients starts");
-    let page = Browser::start(1600, 2000).await;
-    page.goto(&format!("{base}/live?span=60")).await;
-    page.wait_for(
+    let (page, badge, mut load) = badge_under_load(
+        &server,
+        &["--n", "32", "--rate", "8", "--arrivals", "poisson"],
+        "work",
         "a second in which the kernel throttled the server",
-        "const b = document.getElementById('badge-work'); \
-         return b !== null && / throttled [1-9][0-9,]* ms\\/s$/.test(b.textContent);",
-        Duration::from_secs(12),
+        " throttled [1-9][0-9,]* ms\\/s$",
     )
     .await;
-    let badge = page.text("badge-work").await;
-    let cores = if screenshots().is_some() {
-        "1.00"
-    } else {
-        "0.20"
-    };
     assert!(badge.contains(&format!("quota {cores} CPU")), "{badge}");
-    let throttled_us = stats(&http, &base).await["cpu_cgroup"]["throttled_us"]
+    let throttled_us = stats(&client(), &server.url).await["cpu_cgroup"]["throttled_us"]
         .as_u64()
         .unwrap();
     assert!(throttled_us > 0, "the badge showed throttling: {badge}");
@@ -266,42 +281,29 @@ async fn the_entry_badge_shows_the_listen_queue_and_its_drops() {
         return skip_or_fail(&why);
     }
     let server = Server::start(&["--scenario", "accept-queue"]);
-    let base = server.url.clone();
-    let http = client();
-    let mut load = Command::new(BIN)
-        .args(["clients", "--target", &base])
-        .args([
-            "--rate",
-            "100",
-            "--arrivals",
-            "bursts",
-            "--connections",
-            "per-request",
-        ])
-        .args(["--n", "300", "--duration"])
-        .arg(if screenshots().is_some() {
-            "40s"
-        } else {
-            "12s"
-        })
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sim-clients starts");
-    let page = Browser::start(1600, 2000).await;
-    page.goto(&format!("{base}/live?span=60")).await;
-    page.wait_for(
+    let load = [
+        "--rate",
+        "100",
+        "--arrivals",
+        "bursts",
+        "--connections",
+        "per-request",
+        "--n",
+        "300",
+    ];
+    let (page, badge, mut load) = badge_under_load(
+        &server,
+        &load,
+        "clients",
         "a second in which the listener dropped connections",
-        "const b = document.getElementById('badge-clients'); \
-         return b !== null && / dropped [1-9][0-9,]*\\/s$/.test(b.textContent);",
-        Duration::from_secs(12),
+        " dropped [1-9][0-9,]*\\/s$",
     )
     .await;
-    let badge = page.text("badge-clients").await;
     assert!(
         badge.contains("listen queue ") && badge.contains("/64"),
         "{badge}"
     );
-    let drops = stats(&http, &base).await["connections"]["listen_drops"]
+    let drops = stats(&client(), &server.url).await["connections"]["listen_drops"]
         .as_u64()
         .unwrap();
     assert!(drops > 0, "the badge showed drops: {badge}");
