@@ -117,6 +117,8 @@ async fn accept_queue_agrees_with_nstat(tool: Tool) {
         syns > 0 && dropped > 0,
         "{tool:?}: both kinds of drop\n{output}"
     );
+    // By hand both tools matched nstat exactly (157 = 56 + 101; 158 = 61 + 97)
+    // over 140-200 overflows; the room is for a retransmit at the window's edge.
     let room = 3.max(kernel / 10);
     assert!(
         (dropped + syns).abs_diff(kernel) <= room,
@@ -144,6 +146,8 @@ async fn delayed_ack_agrees_with_nstat(tool: Tool) {
         kernel >= 100,
         "{tool:?}: 3 s of split replies: {kernel} delayed ACKs\n{output}"
     );
+    // By hand: 464 = 464 and 307 = 307 (bpftrace), 450 against 451 (DTrace, one
+    // ACK after its window closed).
     let room = 3.max(kernel / 20);
     assert!(
         script.abs_diff(kernel) <= room,
