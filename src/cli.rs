@@ -36,6 +36,12 @@ pub enum Command {
     Probes,
     /// The workshop's exercises: list them, start one, check a fix.
     Workshop(crate::workshop::WorkshopArgs),
+    /// A bundled script's report without root or a tracer: the server's probe
+    /// tap (GET /admin/tap) runs through the script's logic here.
+    Trace(crate::trace::TraceArgs),
+    /// Which way this machine, as this user, can trace: bpftrace, DTrace, perf,
+    /// the probe tap; and what each exercise's scripts will run as here.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
@@ -44,6 +50,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Serve(args) => crate::serve::serve(*args).await,
         Command::Demo(args) => crate::demo::run(*args).await,
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
+        Command::Trace(args) => crate::trace::run(args).await,
+        Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Settings { markdown } => {
             print_settings(markdown);
             Ok(())

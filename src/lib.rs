@@ -15,6 +15,9 @@
 //! - `cgroup.rs`: the CPU cgroup a scenario's world puts the server in, and
 //!   the ones that confine a measured server.
 //! - `observe/`: probes, events, counters, Prometheus metrics, process CPU.
+//! - `trace/`: the bundled scripts over the probe tap (`trace NAME`), for
+//!   attendees whose tracer cannot attach; `doctor.rs` tells each machine which
+//!   way it traces.
 //! - `cli.rs` (the subcommands), `serve.rs` (`serve`: its flags and banner),
 //!   `demo.rs`, and `workshop/`: the exercises (`workshop list`, `start`,
 //!   `check`: the win condition).
@@ -29,10 +32,12 @@ pub mod cgroup;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod doctor;
 pub mod model;
 pub mod observe;
 pub mod request_path;
 pub mod scenario;
 pub mod serve;
 pub mod serving;
+pub mod trace;
 pub mod workshop;

@@ -66,6 +66,10 @@ pub struct Scenario {
     pub symptom: String,
     /// The load that shows the symptom, written as sim-clients arguments.
     pub load: Load,
+    /// The bundled scripts its exercise page traces with, in the page's order
+    /// (`doctor` tells each attendee how each will run on their machine).
+    #[serde(default)]
+    pub scripts: Vec<String>,
     /// The workshop ticket in one line, for `workshop list`.
     #[serde(default)]
     pub headline: String,

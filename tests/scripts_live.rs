@@ -12,7 +12,9 @@
 //! The tests skip with a printed reason where DTrace, bpftrace or root is missing
 //! and fail instead when CI is set.
 //!
-//! `sockets.rs` holds the socket scripts to the kernel's own counters.
+//! `sockets.rs` holds the socket scripts to the kernel's own counters; `tap.rs`
+//! holds each script's tap twin (`system-simulator trace NAME`, no root) to the
+//! script under bpftrace.
 //!
 //! Tier C (the full suite only): 37 tests, each 5-20 s and the seed's own script
 //! 60 s, side by side with the other shared tests, except the two judged by a
@@ -189,6 +191,9 @@ macro_rules! both_tools {
 
 #[path = "scripts_live/sockets.rs"]
 mod sockets;
+
+#[path = "scripts_live/tap.rs"]
+mod tap;
 
 /// The server's cgroup's `cpu.stat` throttled periods, read from its file.
 fn throttled_periods(cgroup: &str) -> u64 {

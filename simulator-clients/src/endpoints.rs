@@ -1,6 +1,7 @@
 //! The server's own endpoints, as the client driver uses them: `/stats` before and
 //! after a run (to put the server's counts beside the client's), and the admin
-//! routes the demo and sweeps use to reset counters and apply a fix. Bodies are the
+//! routes the demo and sweeps use to reset counters and apply a fix, and the
+//! probe tap that `system-simulator trace` reads. Bodies are the
 //! typed ones of `simulator-api`: a field the server does not send is an error,
 //! never a silent 0.
 
@@ -63,12 +64,91 @@ pub async fn begin_incident(target: &str) -> Result<simulator_api::IncidentStatu
     call(target, Method::PUT, "/admin/incident", Bytes::new()).await
 }
 
+/// `GET /admin/tap?events=...`: subscribes to the server's probe tap and returns
+/// the stream's body once the server has answered, which is when the
+/// subscription is in force (docs/api.md has its lines). `token`: the server's
+/// admin token, when it has one.
+pub async fn tap(
+    target: &str,
+    events: &[&str],
+    token: Option<&str>,
+) -> Result<hyper::body::Incoming, EndpointError> {
+    use http_body_util::{BodyExt, Empty};
+    let (addr, host) = resolve(target).await?;
+    let path = format!("/admin/tap?events={}", events.join(","));
+    let what = format!("GET {target}{path}");
+    let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
+    let subscribe = async {
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| fail(&e))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| fail(&e))?;
+        tokio::spawn(conn);
+        let mut request = hyper::Request::builder()
+            .method(Method::GET)
+            .uri(&path)
+            .header(hyper::header::HOST, host);
+        if let Some(token) = token {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request.body(Empty::<Bytes>::new()).map_err(|e| fail(&e))?;
+        let response = sender.send_request(request).await.map_err(|e| fail(&e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response.into_body());
+        }
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| fail(&e))?
+            .to_bytes();
+        Err(fail(&format!(
+            "{status}: {}",
+            String::from_utf8_lossy(&bytes)
+        )))
+    };
+    tokio::time::timeout(Duration::from_secs(10), subscribe)
+        .await
+        .map_err(|_| fail(&"no answer within 10 s"))?
+}
+
+/// `DELETE /admin/tap/{id}`: ends tap subscription `id` after every event sent
+/// so far; its stream then ends.
+pub async fn end_tap(target: &str, id: u64, token: Option<&str>) -> Result<(), EndpointError> {
+    let path = format!("/admin/tap/{id}");
+    exchange(target, Method::DELETE, &path, Bytes::new(), token)
+        .await
+        .map(drop)
+}
+
 async fn call<T: DeserializeOwned>(
     target: &str,
     method: Method,
     path: &str,
     body: Bytes,
 ) -> Result<T, EndpointError> {
+    let text = exchange(target, method.clone(), path, body, None).await?;
+    serde_json::from_str(&text).map_err(|e| {
+        EndpointError::Http(
+            format!("{method} {target}{path}"),
+            format!("{e}; is the target a system-simulator of the same version?"),
+        )
+    })
+}
+
+/// One request and its whole answer as text; a status other than 2xx is an
+/// error that carries the server's words.
+async fn exchange(
+    target: &str,
+    method: Method,
+    path: &str,
+    body: Bytes,
+    token: Option<&str>,
+) -> Result<String, EndpointError> {
     use http_body_util::{BodyExt, Full};
     let (addr, host) = resolve(target).await?;
     let what = format!("{method} {target}{path}");
@@ -82,13 +162,15 @@ async fn call<T: DeserializeOwned>(
                 .await
                 .map_err(|e| fail(&e))?;
         tokio::spawn(conn);
-        let request = hyper::Request::builder()
+        let mut request = hyper::Request::builder()
             .method(method.clone())
             .uri(path)
             .header(hyper::header::HOST, host)
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(body))
-            .map_err(|e| fail(&e))?;
+            .header(hyper::header::CONTENT_TYPE, "application/json");
+        if let Some(token) = token {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request.body(Full::new(body)).map_err(|e| fail(&e))?;
         let response = sender.send_request(request).await.map_err(|e| fail(&e))?;
         let status = response.status();
         let bytes = response
@@ -97,15 +179,11 @@ async fn call<T: DeserializeOwned>(
             .await
             .map_err(|e| fail(&e))?
             .to_bytes();
-        let text = String::from_utf8_lossy(&bytes);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
             return Err(fail(&format!("{status}: {text}")));
         }
-        serde_json::from_str(&text).map_err(|e| {
-            fail(&format!(
-                "{e}; is the target a system-simulator of the same version?"
-            ))
-        })
+        Ok(text)
     };
     tokio::time::timeout(Duration::from_secs(10), exchange)
         .await

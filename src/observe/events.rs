@@ -16,16 +16,23 @@ use super::live_counts::LiveCounts;
 use super::metrics as m;
 use super::nanos;
 #[cfg(feature = "probes")]
-use super::probes::isim;
+use super::probes::{isim, ProbeId};
+#[cfg(feature = "probes")]
+use super::tap;
 
 /// Fires probe `$probe` of the `isim` provider with the arguments the closure
-/// makes, evaluated only while a tracer has the probe enabled. Built without the
-/// `probes` feature, the closure is dropped uncalled: no probe site at all.
+/// makes, evaluated only while a tracer has the probe enabled, and hands the same
+/// event to the probe tap (`tap.rs`), which makes the arguments only while a tap
+/// subscriber asked for it. Built without the `probes` feature, the closure is
+/// dropped uncalled: no probe site and no tap at all.
 macro_rules! fire {
     // Raw tokens, not an `expr`: usdt's macro looks for a closure literal.
     ($probe:ident, $($args:tt)*) => {
         #[cfg(feature = "probes")]
-        isim::$probe!($($args)*);
+        {
+            isim::$probe!($($args)*);
+            tap::emit(ProbeId::$probe, $($args)*);
+        }
         #[cfg(not(feature = "probes"))]
         let _ = $($args)*;
     };

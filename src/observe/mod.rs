@@ -3,7 +3,8 @@
 //! records its Prometheus metric (`metrics.rs`) in one call, so the three views
 //! never disagree; `process.rs` reads the process's own CPU time, `runtime.rs` watches the
 //! async runtime (its metrics and a timer-lateness canary), `machine.rs` the cores,
-//! quota, timer and calibration an exercise's figures depend on.
+//! quota, timer and calibration an exercise's figures depend on; `tap.rs` streams
+//! the same events as the probes in process, for tracing without root.
 
 pub mod events;
 pub mod live_counts;
@@ -12,6 +13,8 @@ pub mod metrics;
 pub mod probes;
 pub mod process;
 pub mod runtime;
+#[cfg(feature = "probes")]
+pub mod tap;
 
 pub use events::Events;
 

@@ -36,6 +36,13 @@ macro_rules! isim_provider {
             $( fn $probe( $( $arg: u64 ),* ) {} )*
         }
 
+        /// Each event's place in `simulator_api::events::EVENTS` (the order of
+        /// `with_events!`): its number on the probe tap (`tap.rs`).
+        #[allow(non_camel_case_types)]
+        #[cfg_attr(not(feature = "probes"), allow(dead_code))]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ProbeId { $( $probe ),* }
+
         /// Each probe's Rust name beside its declared name: usdt names the probe
         /// after the function (`__` becomes `-`), so the two must agree.
         #[cfg(test)]
@@ -91,5 +98,19 @@ mod tests {
             assert_eq!(rust.replace("__", "-"), *declared);
         }
         assert_eq!(super::RUST_NAMES.len(), super::probe_names().len());
+    }
+
+    #[test]
+    fn each_probe_id_is_its_place_among_the_events() {
+        use super::ProbeId;
+        let events = simulator_api::events::EVENTS;
+        assert_eq!(
+            events[ProbeId::request__start as usize].probe,
+            "request-start"
+        );
+        assert_eq!(events[ProbeId::canary__tick as usize].probe, "canary-tick");
+        for (i, (rust, _)) in super::RUST_NAMES.iter().enumerate() {
+            assert_eq!(events[i].probe, rust.replace("__", "-"));
+        }
     }
 }

@@ -16,7 +16,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{post, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 
 use simulator_api::live::CheckProgress;
@@ -34,6 +34,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/admin/reset", post(reset))
         .route("/admin/incident", put(begin_incident))
         .route("/admin/check", put(report_check))
+        .route("/admin/tap", get(tap_stream))
+        .route("/admin/tap/{id}", delete(tap_end))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
 
@@ -210,3 +212,19 @@ async fn report_check(
 
 /// More than any scenario declares; bounds what a caller can make the page hold.
 const MAX_CHECK_CONDITIONS: usize = 32;
+
+#[cfg(feature = "probes")]
+use super::tap::{end as tap_end, stream as tap_stream};
+
+/// Built without the probes feature there are no events to stream.
+#[cfg(not(feature = "probes"))]
+async fn tap_stream() -> ApiError {
+    ApiError::Unavailable(
+        "built without the probes feature: no probe tap; rebuild with the default features".into(),
+    )
+}
+
+#[cfg(not(feature = "probes"))]
+async fn tap_end() -> ApiError {
+    tap_stream().await
+}

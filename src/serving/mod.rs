@@ -1,7 +1,7 @@
 //! Serving: HTTP over our own accept loop, the admin routes, and shutdown.
 //!
 //! `http.rs` holds the routes and `admin.rs` the admin ones, `live/` the live
-//! view (`GET /live`), `body.rs` reads request
+//! view (`GET /live`), `tap.rs` the probe tap's stream (`GET /admin/tap`), `body.rs` reads request
 //! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop,
 //! its limits and how it treats each connection (`head_first.rs`: a reply in two
 //! writes; `handshake.rs`: a new connection's CPU and where it is spent), `listener.rs` the kernel's figures of the listening socket,
@@ -46,6 +46,8 @@ pub mod listener;
 pub mod live;
 pub mod shutdown;
 pub mod state;
+#[cfg(feature = "probes")]
+pub mod tap;
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]

@@ -62,15 +62,22 @@ pub struct Traced {
 
 impl Traced {
     pub fn start(tool: Tool, script: &str, pid: u32, options: &[&str]) -> Traced {
-        let mut child = Command::new(TRACE)
+        let mut command = Command::new(TRACE);
+        command
             .args(tool.options())
             .args(options)
-            .args([script, &pid.to_string()])
+            .args([script, &pid.to_string()]);
+        Self::spawn(command)
+    }
+
+    /// Any command that prints a script's output (the tap twins, `trace NAME`).
+    pub fn spawn(mut command: Command) -> Traced {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start scripts/trace");
+            .expect("start the tracer");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -91,7 +98,12 @@ impl Traced {
     /// tools run BEGIN only after every probe is attached and enabled. bpftrace's
     /// own "Attaching N probes..." comes before that and does not count.
     pub fn start_until_begin(tool: Tool, script: &str, pid: u32, options: &[&str]) -> Traced {
-        let mut traced = Self::start(tool, script, pid, options);
+        Self::start(tool, script, pid, options).until_begin()
+    }
+
+    /// Returns once the first line of the script's own (its BEGIN's) has printed.
+    pub fn until_begin(self) -> Traced {
+        let mut traced = self;
         // DTrace takes a few seconds of CPU to compile and attach.
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
@@ -151,7 +163,7 @@ impl Traced {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let stderr = read_all(self.child.stderr.take().unwrap());
-        panic!("scripts/trace {why}:\n{stderr}");
+        panic!("the tracer {why}:\n{stderr}");
     }
 }
 

@@ -1,0 +1,163 @@
+//! `GET /admin/tap?events=NAME,NAME`: the probe tap (`observe/tap.rs`) as a text
+//! stream, one line an event, for `system-simulator trace` and for `curl -N`.
+//! An admin route, so it obeys `--admin-token` and answers loopback callers only
+//! without one.
+//!
+//! The body starts with a `#` line naming the events asked for (all of them when
+//! `events` is left out); then each event is `NS PROBE ARG0 ARG1 ...`: ns since
+//! the tap began, the probe's name, and its arguments as declared (`GET /probes`'s
+//! table, `system-simulator probes`). A line `lost N` says that N events were
+//! dropped there because this reader fell a ring behind ([`TAP_BACKLOG`]). The
+//! subscription is in force once the response's head has arrived; it ends when
+//! the reader hangs up, the server stops, or `DELETE /admin/tap/{id}` (the id is
+//! in the `#` line) asks: then after every event that fired before it, so a
+//! reader that stops loses nothing still in transit.
+//!
+//! Events are written in batches of up to [`BATCH_BYTES`], so a busy stream costs
+//! a write per batch, not per event.
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::Response;
+use bytes::Bytes;
+use futures::stream::{self, Stream, StreamExt};
+use serde::Deserialize;
+use simulator_api::events::EVENTS;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+
+use super::error::ApiError;
+use super::state::AppState;
+use tokio_util::sync::CancellationToken;
+
+use crate::observe::tap::{self, Subscription, TapEvent, END_MARK, TAP_BACKLOG};
+
+/// The most one write of the stream carries.
+const BATCH_BYTES: usize = 32 * 1024;
+
+#[derive(Debug, Deserialize)]
+pub struct TapAsk {
+    /// Comma-separated event names; every event when absent.
+    events: Option<String>,
+}
+
+pub async fn stream(
+    State(state): State<AppState>,
+    ask: Result<Query<TapAsk>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(ask) = ask.map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let names: Vec<&str> = match &ask.events {
+        Some(list) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .collect(),
+        None => EVENTS.iter().map(|e| e.probe).collect(),
+    };
+    if names.is_empty() {
+        return Err(ApiError::BadRequest(
+            "events= names no event; leave it out for all of them".into(),
+        ));
+    }
+    let wanted = tap::wanted_of(names.iter().copied()).map_err(|unknown| {
+        let all: Vec<&str> = EVENTS.iter().map(|e| e.probe).collect();
+        ApiError::BadRequest(format!(
+            "no event {}; the events are {}",
+            unknown.join(", "),
+            all.join(", ")
+        ))
+    })?;
+    let subscription = tap::subscribe(wanted).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    let head = Bytes::from(format!(
+        "# isim tap {}: {}; each line: ns since the tap began, the probe, its arguments; \
+         'lost N': N events dropped while this reader was more than {TAP_BACKLOG} behind; \
+         DELETE /admin/tap/{} ends it after the events so far\n",
+        subscription.id,
+        names.join(" "),
+        subscription.id
+    ));
+    let body = stream::once(async { Ok::<_, Infallible>(head) })
+        .chain(batches(subscription, wanted, state.live.closed()))
+        .filter(|chunk| std::future::ready(!matches!(chunk, Ok(b) if b.is_empty())));
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Body::from_stream(body))
+        .map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// The subscription's events as text, a batch of what is waiting at a time. The
+/// stream owns the subscription: the reader gone or the server stopping drops
+/// it, which takes its events off the tap.
+fn batches(
+    subscription: Subscription,
+    wanted: u64,
+    closed: CancellationToken,
+) -> impl Stream<Item = Result<Bytes, Infallible>> {
+    stream::unfold(Some(subscription), move |subscription| {
+        let closed = closed.clone();
+        async move {
+            // Ended by its mark: the last batch went out, now the end of the body.
+            let mut subscription = subscription?;
+            let first = tokio::select! {
+                () = closed.cancelled() => return None,
+                first = subscription.receiver.recv() => first,
+            };
+            let mut next = first.map_err(|e| match e {
+                RecvError::Lagged(lost) => TryRecvError::Lagged(lost),
+                RecvError::Closed => TryRecvError::Closed,
+            });
+            let mut text = String::with_capacity(BATCH_BYTES + 256);
+            let mut ending = false;
+            loop {
+                match next {
+                    Ok(event) if event.probe == END_MARK => {
+                        if event.args[0] == subscription.id {
+                            ending = true;
+                            break;
+                        }
+                    }
+                    Ok(event) if wanted & (1 << event.probe) != 0 => write_event(&mut text, &event),
+                    Ok(_) => {}
+                    Err(TryRecvError::Lagged(lost)) => {
+                        let _ = writeln!(text, "lost {lost}");
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Closed) => return None,
+                }
+                if text.len() >= BATCH_BYTES {
+                    break;
+                }
+                next = subscription.receiver.try_recv();
+            }
+            let next_state = (!ending).then_some(subscription);
+            Some((Ok(Bytes::from(text)), next_state))
+        }
+    })
+}
+
+/// `NS PROBE ARGS...`, the probe's declared arguments only.
+fn write_event(text: &mut String, event: &TapEvent) {
+    let declared = &EVENTS[usize::from(event.probe)];
+    let _ = write!(text, "{} {}", event.at_ns, declared.probe);
+    for arg in &event.args[..declared.args.len()] {
+        let _ = write!(text, " {arg}");
+    }
+    text.push('\n');
+}
+
+/// `DELETE /admin/tap/{id}`: ends subscription `id`'s stream after every event
+/// sent so far (404 when there is no such subscription).
+pub async fn end(Path(id): Path<u64>) -> Result<&'static str, ApiError> {
+    if tap::end(id) {
+        Ok("ending after the events so far\n")
+    } else {
+        Err(ApiError::NotFound(format!(
+            "/admin/tap/{id}: no such tap subscription"
+        )))
+    }
+}

@@ -1,0 +1,303 @@
+//! `system-simulator trace NAME`: a bundled script's answer without root and
+//! without a tracer. It subscribes to the server's probe tap (`GET /admin/tap`,
+//! only the probes the script attaches to), runs the script's aggregation on the
+//! events as they arrive (`scripts/`, one module a script), prints a line a second
+//! where the script does, and after `--seconds` or at Ctrl-C the script's summary,
+//! in bpftrace's layout (`report.rs`).
+//!
+//! The kernel-side scripts (cpu-usage, cpu-quota, accept-queue, delayed-ack)
+//! watch the kernel, not the server's probes, so the tap cannot run them; their
+//! pages name the counters that show the same without root.
+
+mod report;
+pub mod scripts;
+
+use std::io::Write as _;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
+use simulator_api::events::EVENTS;
+use simulator_api::max_duration;
+
+use scripts::{Event, Options, Script};
+
+pub use report::hist_rows;
+
+/// The bundled scripts that watch the kernel (its scheduler, its sockets), which
+/// the probe tap cannot run, each with the counters that show the same without
+/// root (their pages' hints name them too).
+pub const KERNEL_SIDE: &[(&str, &str)] = &[
+    (
+        "cpu-usage",
+        "the server's CPU time: `ps -o pid,pcpu,cputime -p PID`, or /stats' process_cpu_ns twice",
+    ),
+    (
+        "cpu-quota",
+        "/stats' cpu_cgroup (periods, throttled_periods, throttled_us: the cgroup's cpu.stat) \
+         twice, and /proc/pressure/cpu",
+    ),
+    (
+        "accept-queue",
+        "`nstat -az TcpExtListenOverflows TcpExtListenDrops`, `ss -lnt` (the queue and its \
+         limit), /stats' connections.listen_drops",
+    ),
+    (
+        "delayed-ack",
+        "`nstat -az TcpExtDelayedACKs`, twice, a few seconds apart",
+    ),
+];
+
+/// The no-root counters of a kernel-side script; none for any other name.
+pub fn kernel_side(name: &str) -> Option<&'static str> {
+    KERNEL_SIDE
+        .iter()
+        .find(|(script, _)| *script == name)
+        .map(|(_, counters)| *counters)
+}
+
+/// What `trace` takes.
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The script: count, request-lifetime, persist-time, permit-wait, in-flight,
+    /// queue, runtime, size or retry (the ones built on the isim probes).
+    pub name: String,
+    /// The server: its data port or its operator port (both serve the tap).
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    pub target: String,
+    /// How long the script runs, in seconds, as the twins' SECONDS (0: 60).
+    /// SIMULATOR_MAX_DURATION cuts it.
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// retry: the clients' --timeout in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub client_timeout: u64,
+    /// The server's admin token, when it was started with one.
+    #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+}
+
+pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
+    let wanted = Duration::from_secs(if args.seconds == 0 { 60 } else { args.seconds });
+    let cap = max_duration::from_env()?;
+    let seconds = max_duration::cut_and_say("trace", "--seconds", wanted, cap)
+        .as_secs()
+        .max(1);
+    let options = Options {
+        seconds,
+        client_timeout_ms: if args.client_timeout == 0 {
+            1000
+        } else {
+            args.client_timeout
+        },
+    };
+    let mut script =
+        scripts::by_name(&args.name, options).with_context(|| match kernel_side(&args.name) {
+            Some(counters) => format!(
+                "{} watches the kernel, which only a tracer can (sudo scripts/trace {}); \
+                 without root, the same from counters: {counters}",
+                args.name, args.name
+            ),
+            None => format!(
+                "no script {:?} runs over the probe tap; these do: {}",
+                args.name,
+                scripts::NAMES.join(", ")
+            ),
+        })?;
+    let mut body = simulator_clients::endpoints::tap(
+        &args.target,
+        script.probes(),
+        args.admin_token.as_deref(),
+    )
+    .await
+    .context("cannot subscribe to the server's probe tap")?;
+    eprintln!(
+        "trace: {} over the probe tap of {} (the server streams its own probes' events; no tracer, no root)",
+        args.name, args.target
+    );
+    let began = tokio::time::Instant::now();
+    let mut out = String::new();
+    script.begin(&mut out);
+    emit(&mut out);
+    let mut lines = Lines::default();
+    let ended_by_server = follow(&mut body, script.as_mut(), &mut lines, seconds).await;
+    if !ended_by_server {
+        finish(&args, &mut body, script.as_mut(), &mut lines).await;
+    }
+    script.end(began.elapsed().as_secs(), &mut out);
+    emit(&mut out);
+    if ended_by_server {
+        eprintln!(
+            "trace: the server ended the tap (it stopped); the summary covers what came before"
+        );
+    }
+    if lines.lost > 0 {
+        eprintln!(
+            "trace: the server dropped {} events while this reader was behind; the figures above miss them",
+            lines.lost
+        );
+    }
+    Ok(())
+}
+
+/// Feeds the script until `seconds` have passed or Ctrl-C; true when the server
+/// ended the stream first.
+async fn follow(
+    body: &mut Incoming,
+    script: &mut dyn Script,
+    lines: &mut Lines,
+    seconds: u64,
+) -> bool {
+    let mut out = String::new();
+    let second = Duration::from_secs(1);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + second, second);
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let mut elapsed = 0;
+    loop {
+        tokio::select! {
+            _ = &mut ctrl_c => return false,
+            _ = tick.tick() => {
+                script.second(&clock(), &mut out);
+                emit(&mut out);
+                elapsed += 1;
+                if elapsed >= seconds {
+                    return false;
+                }
+            }
+            frame = body.frame() => match frame {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        lines.feed(&data, script);
+                    }
+                }
+                Some(Err(_)) | None => return true,
+            },
+        }
+    }
+}
+
+/// Asks the server to end the stream after every event that fired until now and
+/// reads it to its end, so nothing still in transit is missed (bounded: 10 s).
+async fn finish(args: &TraceArgs, body: &mut Incoming, script: &mut dyn Script, lines: &mut Lines) {
+    let Some(id) = lines.subscription else { return };
+    let token = args.admin_token.as_deref();
+    if let Err(e) = simulator_clients::endpoints::end_tap(&args.target, id, token).await {
+        eprintln!(
+            "trace: could not end the tap in order ({e}); the last moment's events may be missing"
+        );
+        return;
+    }
+    let drain = async {
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Ok(data) = frame.into_data() {
+                lines.feed(&data, script);
+            }
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(10), drain)
+        .await
+        .is_err()
+    {
+        eprintln!("trace: the tap did not end within 10 s of asking; the last moment's events may be missing");
+    }
+}
+
+/// Prints and empties `out`, at once (a reader of a pipe sees each line as it comes).
+fn emit(out: &mut String) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    let _ = stdout.flush();
+    out.clear();
+}
+
+/// The wall time as HH:MM:SS, UTC, for the lines a second.
+fn clock() -> String {
+    let s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{:02}:{:02}:{:02}", s / 3600 % 24, s / 60 % 60, s % 60)
+}
+
+/// The tap's body cut into lines, each handed to the script as an [`Event`].
+#[derive(Debug, Default)]
+struct Lines {
+    partial: Vec<u8>,
+    lost: u64,
+    /// The subscription's id, from the stream's `# isim tap ID:` head.
+    subscription: Option<u64>,
+}
+
+impl Lines {
+    fn feed(&mut self, data: &[u8], script: &mut dyn Script) {
+        self.partial.extend_from_slice(data);
+        let Some(end) = self.partial.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        let complete: Vec<u8> = self.partial.drain(..=end).collect();
+        for line in String::from_utf8_lossy(&complete).lines() {
+            if let Some(lost) = line.strip_prefix("lost ") {
+                self.lost += lost.trim().parse::<u64>().unwrap_or(0);
+            } else if let Some(head) = line.strip_prefix("# isim tap ") {
+                self.subscription = head.split(':').next().and_then(|id| id.parse().ok());
+            } else if let Some(event) = parse(line) {
+                script.on(&event);
+            }
+        }
+    }
+}
+
+/// `NS PROBE ARGS...`; none for the `#` head or a line it cannot read.
+fn parse(line: &str) -> Option<Event<'static>> {
+    let mut words = line.split_ascii_whitespace();
+    let at_ns = words.next()?.parse().ok()?;
+    let name = words.next()?;
+    let probe = EVENTS.iter().find(|e| e.probe == name)?.probe;
+    let mut args = [0; 6];
+    for (slot, word) in args.iter_mut().zip(words) {
+        *slot = word.parse().ok()?;
+    }
+    Some(Event { at_ns, probe, args })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_an_event_and_the_head_is_not() {
+        let event = parse("123 persist-done 7 1 5000 2 0").unwrap();
+        assert_eq!(event.at_ns, 123);
+        assert_eq!(event.probe, "persist-done");
+        assert_eq!(event.args, [7, 1, 5000, 2, 0, 0]);
+        assert!(parse("# isim tap: persist-done").is_none());
+        assert!(parse("5 no-such-probe 1").is_none());
+    }
+
+    #[test]
+    fn lines_split_across_chunks_are_joined_and_losses_added() {
+        let mut script = scripts::by_name(
+            "count",
+            Options {
+                seconds: 1,
+                client_timeout_ms: 1000,
+            },
+        )
+        .unwrap();
+        let mut lines = Lines::default();
+        lines.feed(
+            b"# isim tap 12: request-start\n1 request-st",
+            script.as_mut(),
+        );
+        lines.feed(
+            b"art 1 1024\nlost 4\n2 request-start 2 1024\n",
+            script.as_mut(),
+        );
+        assert_eq!(lines.lost, 4);
+        assert_eq!(lines.subscription, Some(12));
+        let mut out = String::new();
+        script.end(1, &mut out);
+        assert!(out.contains("@counts[requests started]: 2"), "{out}");
+    }
+}

@@ -1,0 +1,78 @@
+//! count.bt over the tap: how many times each isim probe fired, in the seed's
+//! words.
+
+use super::{Event, Options, Script};
+use crate::trace::report::{Count as Counted, Map};
+
+#[derive(Debug)]
+pub struct Count {
+    seconds: u64,
+    counts: Map<Counted>,
+}
+
+impl Count {
+    pub fn new(options: Options) -> Self {
+        Count {
+            seconds: options.seconds,
+            counts: Map::new("counts"),
+        }
+    }
+}
+
+impl Script for Count {
+    fn probes(&self) -> &'static [&'static str] {
+        &[
+            "request-start",
+            "request-done",
+            "request-block",
+            "request-nonblock",
+            "request-shed",
+            "request-abandoned",
+            "persist-start",
+            "persist-done",
+            "persist-hedge",
+        ]
+    }
+
+    fn begin(&mut self, out: &mut String) {
+        out.push_str(&format!(
+            "Counting isim probes for {} s (Ctrl-C prints the counts so far).\n",
+            self.seconds
+        ));
+    }
+
+    fn on(&mut self, event: &Event<'_>) {
+        let a = event.args;
+        let mut count = |label| self.counts.add(label, 1);
+        match event.probe {
+            "request-start" => count("requests started"),
+            "request-done" => {
+                count("requests done");
+                if a[3] == 1 {
+                    count("cancelled requests (client gone)");
+                }
+            }
+            "request-block" => count("blocked requests"),
+            "request-nonblock" => count("non blocked requests"),
+            "request-shed" => count("shed requests (503)"),
+            "request-abandoned" => count("abandoned requests (client gone)"),
+            "persist-start" => count("persistent writes started"),
+            "persist-done" => {
+                count("persistent writes done");
+                if a[1] == 0 {
+                    count("persistent writes failed");
+                }
+                if a[4] == 1 {
+                    count("wasted persistent writes (client gone)");
+                }
+            }
+            "persist-hedge" => count("hedged persistent writes"),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, _ran_s: u64, out: &mut String) {
+        out.push('\n');
+        self.counts.print(out);
+    }
+}

@@ -1,0 +1,259 @@
+//! The tap twins (`system-simulator trace NAME`, the bundled scripts' logic over
+//! the server's probe tap) against their bpftrace scripts: each pair attached to
+//! the same server, through the same load, then stopped (the twin asks the server
+//! to end its stream after everything so far, so nothing in transit is missed).
+//! Every count agrees exactly and every histogram's p50 and p99 fall in the same
+//! power-of-two bucket. The figures a script times between two probes (a
+//! tracer's clock in its handler against the tap's stamp just before the probe)
+//! agree within 5 % or 200 us. The canary's wake-ups (runtime) come every 10 ms
+//! whatever the load, so two observers started a moment apart see a few more or
+//! fewer: they agree within 10 %.
+
+use std::process::Command;
+
+use system_simulator::trace::hist_rows;
+
+use super::*;
+
+/// Labels whose figure is a time a script measured between two probes.
+const TIMED: &[&str] = &[
+    "average request lifetime",
+    "max request lifetime",
+    "min request lifetime",
+    "average write",
+    "max write",
+    "min write",
+    "average permit wait",
+    "max permit wait",
+    "min permit wait",
+];
+
+/// Labels of the canary, which ticks whatever the load.
+const CANARY: &[&str] = &[
+    "canary wake-ups",
+    "average canary lateness",
+    "max canary lateness",
+];
+
+/// One script's two outputs.
+struct Pair {
+    script: &'static str,
+    bpftrace: String,
+    tap: String,
+}
+
+/// Starts a server, each script under bpftrace and as its tap twin, waits until
+/// all have begun, drives `load`, waits until nothing is in flight, and stops them.
+async fn twins_under_load(
+    server_args: &[&str],
+    load: &[&str],
+    scripts: &[(&'static str, &'static [&'static str])],
+) -> Option<Vec<Pair>> {
+    if !Tool::Bpftrace.available() {
+        return None;
+    }
+    let server = Server::start(server_args);
+    let (pid, url) = (server.pid, server.url.clone());
+    let scripts = scripts.to_vec();
+    let started = tokio::task::spawn_blocking(move || {
+        scripts
+            .iter()
+            .map(|&(script, options)| {
+                let traced = Traced::start_until_begin(Tool::Bpftrace, script, pid, options);
+                let mut twin = Command::new(BIN);
+                twin.args(["trace", script, "--target", &url, "--seconds", "600"])
+                    .args(options);
+                (script, traced, Traced::spawn(twin).until_begin())
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let load: Vec<String> = load.iter().map(|w| w.to_string()).collect();
+    let server = tokio::task::spawn_blocking(move || {
+        let load: Vec<&str> = load.iter().map(String::as_str).collect();
+        run_load(&server, &load);
+        server
+    })
+    .await
+    .unwrap();
+    settled_stats(&client(), &server.url).await;
+    let pairs = tokio::task::spawn_blocking(move || {
+        started
+            .into_iter()
+            .map(|(script, traced, twin)| Pair {
+                script,
+                bpftrace: traced.interrupt(),
+                tap: twin.interrupt(),
+            })
+            .collect()
+    })
+    .await
+    .unwrap();
+    drop(server);
+    Some(pairs)
+}
+
+/// The bucket of the histogram's `share` quantile (0.5, 0.99), by its label.
+fn quantile_bucket(rows: &[(String, u64)], share: f64) -> String {
+    let total: u64 = rows.iter().map(|(_, n)| n).sum();
+    let rank = ((total as f64) * share).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (label, n) in rows {
+        seen += n;
+        if seen >= rank {
+            return label.clone();
+        }
+    }
+    panic!("no bucket holds rank {rank} of {total}: {rows:?}")
+}
+
+/// Every histogram's `@map[label` as printed (the head's value is empty).
+fn histograms(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter_map(|l| l.strip_prefix('@')?.strip_suffix("]: ").map(str::to_owned))
+        .collect()
+}
+
+fn assert_twins_agree(pair: &Pair) {
+    let (bt, tap) = (figures(&pair.bpftrace), figures(&pair.tap));
+    let both = format!(
+        "{}:\n--- bpftrace\n{}\n--- tap\n{}",
+        pair.script, pair.bpftrace, pair.tap
+    );
+    assert_eq!(
+        bt.keys().collect::<Vec<_>>(),
+        tap.keys().collect::<Vec<_>>(),
+        "the same figures\n{both}"
+    );
+    for (label, &traced) in &bt {
+        let twin = tap[label];
+        if TIMED.contains(&label.as_str()) {
+            let apart = traced.abs_diff(twin);
+            assert!(
+                apart as f64 <= (0.05 * traced as f64).max(200_000.0),
+                "{label}: {traced} vs {twin}\n{both}"
+            );
+        } else if CANARY.contains(&label.as_str()) {
+            assert_within(twin as f64, traced as f64, 0.10, label);
+        } else {
+            assert_eq!(traced, twin, "{label}\n{both}");
+        }
+    }
+    let heads = histograms(&pair.bpftrace);
+    assert_eq!(heads, histograms(&pair.tap), "the same histograms\n{both}");
+    for head in heads {
+        let (traced, twin) = (
+            hist_rows(&pair.bpftrace, &head),
+            hist_rows(&pair.tap, &head),
+        );
+        assert!(!traced.is_empty(), "{head} has rows\n{both}");
+        let shares: &[f64] = if head.contains("canary") {
+            &[0.5]
+        } else {
+            &[0.5, 0.99]
+        };
+        for &share in shares {
+            assert_eq!(
+                quantile_bucket(&traced, share),
+                quantile_bucket(&twin, share),
+                "{head} p{}\n{both}",
+                share * 100.0
+            );
+        }
+    }
+}
+
+/// A gate of 2 permits at 100 ms a persist against 4 clients that give up after
+/// 150 ms: requests block, wait past the clients' timeout, are abandoned, and
+/// their writes end for nobody, so every figure of these six scripts moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: bpftrace attached as root beside the tap twins"]
+async fn the_gate_scripts_twins_report_what_bpftrace_reports() {
+    let server_args = ["--permits", "2", "--persist-latency", "100ms"];
+    let load = [
+        "--n",
+        "4",
+        "--think-time",
+        "0s",
+        "--timeout",
+        "150ms",
+        "--duration",
+        "3s",
+    ];
+    let scripts: &[(&str, &[&str])] = &[
+        ("count", &[]),
+        ("request-lifetime", &[]),
+        ("persist-time", &[]),
+        ("permit-wait", &[]),
+        ("in-flight", &[]),
+        ("retry", &["--client-timeout", "150"]),
+    ];
+    let Some(pairs) = twins_under_load(&server_args, &load, scripts).await else {
+        return;
+    };
+    for pair in &pairs {
+        assert_twins_agree(pair);
+    }
+    let count = figures(&pairs[0].tap);
+    assert!(
+        count["abandoned requests (client gone)"] > 0,
+        "{}",
+        pairs[0].tap
+    );
+    assert!(count["blocked requests"] > 0, "{}", pairs[0].tap);
+}
+
+/// A pool's queue that refuses when full and drops what waited over 50 ms; sizes
+/// of three classes; a millisecond of zstd per element on the async workers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: bpftrace attached as root beside the tap twins"]
+async fn the_queue_size_and_runtime_twins_report_what_bpftrace_reports() {
+    let queue_server = [
+        "--scenario",
+        "spawn-per-request",
+        "--persistence",
+        "pool",
+        "--persist-workers",
+        "16",
+        "--persist-queue",
+        "32",
+        "--when-full",
+        "shed",
+        "--queue-wait-limit",
+        "50ms",
+    ];
+    let Some(pairs) = twins_under_load(&queue_server, &LOAD, &[("queue", &[])]).await else {
+        return;
+    };
+    assert_twins_agree(&pairs[0]);
+    assert!(
+        figures(&pairs[0].tap)["elements queued"] > 0,
+        "{}",
+        pairs[0].tap
+    );
+
+    let size_load = [
+        "--n",
+        "15",
+        "--think-time",
+        "100ms",
+        "--payload-size",
+        "lognormal(256k, 1M)",
+        "--duration",
+        "3s",
+    ];
+    let size_server = ["--scenario", "size-variance"];
+    let Some(pairs) = twins_under_load(&size_server, &size_load, &[("size", &[])]).await else {
+        return;
+    };
+    assert_twins_agree(&pairs[0]);
+
+    let runtime_server = ["--scenario", "blocking-runtime", "--work-cpu", "1ms"];
+    let Some(pairs) = twins_under_load(&runtime_server, &LOAD, &[("runtime", &[])]).await else {
+        return;
+    };
+    assert_twins_agree(&pairs[0]);
+    assert!(figures(&pairs[0].tap)["works done"] > 0, "{}", pairs[0].tap);
+}
