@@ -150,7 +150,7 @@ fn kind(command: &str) -> Kind {
             Kind::Other
         }
         ("system-simulator", ["clients", ..]) | ("sim-clients", _) => Kind::Load,
-        ("trace", _) => Kind::Trace,
+        ("trace", _) | ("system-simulator", ["trace", ..]) => Kind::Trace,
         ("curl", _) if command.contains("admin/config") && command.contains("PUT") => Kind::Fix,
         _ => Kind::Other,
     }
@@ -244,7 +244,8 @@ impl PageRun<'_> {
         }
     }
 
-    fn run(&mut self, line: usize, command: &str) {
+    /// Runs one command of the page; `as_user`: as an attendee without root.
+    fn run(&mut self, line: usize, command: &str, as_user: bool) {
         eprintln!(
             "{}:{line}: {}",
             self.page,
@@ -301,7 +302,11 @@ impl PageRun<'_> {
                     self.loads.push((line, job));
                     return;
                 }
-                let done = self.session.run(text, Some(cap), within);
+                let done = if as_user {
+                    self.session.run(&as_a_user(text), Some(cap), within)
+                } else {
+                    self.session.run(text, Some(cap), within)
+                };
                 // curl exits 0 on an HTTP error; the server's error bodies say so.
                 let refused = kind == Kind::Fix && done.stdout.contains("\"error\"");
                 let silent_trace = kind == Kind::Trace && done.stdout.trim().is_empty();
@@ -379,6 +384,26 @@ fn check_flags(command: &str) -> Option<String> {
     })
 }
 
+/// Whether the test runs a block of this mark.
+fn runs(mark: &Mark) -> bool {
+    matches!(mark, Mark::Run | Mark::AsUser)
+}
+
+/// The user the pages' no-root lines run as: nobody (65534), who may not attach
+/// a tracer, read another user's /proc, or write the test's files.
+const UNPRIVILEGED: &str = "65534";
+
+/// `command` as an attendee without root runs it: its words unchanged, through
+/// setpriv as [`UNPRIVILEGED`], with the page's PATH (its `cargo` runs the
+/// binaries this test built). Its kind is the command's own (a trace is a trace).
+fn as_a_user(command: &str) -> String {
+    let code = blocks::without_comment(command);
+    let quoted = shlex::try_quote(code).expect("a command without NUL");
+    format!(
+        "setpriv --reuid={UNPRIVILEGED} --regid={UNPRIVILEGED} --clear-groups -- bash -c {quoted}"
+    )
+}
+
 fn run_page(page: &Path, work: &Path) -> Vec<String> {
     let name = page.strip_prefix(repo()).unwrap().display().to_string();
     let text = std::fs::read_to_string(page).unwrap();
@@ -393,7 +418,7 @@ fn run_page(page: &Path, work: &Path) -> Vec<String> {
         .flat_map(|b| b.commands.iter().zip(&b.command_lines))
         .filter_map(|(c, line)| check_flags(c).map(|e| format!("{name}:{line}: `{c}`: {e}")))
         .collect();
-    if !blocks.iter().any(|b| b.mark == Mark::Run) {
+    if !blocks.iter().any(|b| runs(&b.mark)) {
         return failures;
     }
     let dir = work.join(name.replace('/', "_"));
@@ -407,9 +432,9 @@ fn run_page(page: &Path, work: &Path) -> Vec<String> {
         fixed: false,
         failures: Vec::new(),
     };
-    for block in blocks.iter().filter(|b| b.mark == Mark::Run) {
+    for block in blocks.iter().filter(|b| runs(&b.mark)) {
         for (command, line) in block.commands.iter().zip(&block.command_lines) {
-            run.run(*line, command);
+            run.run(*line, command, block.mark == Mark::AsUser);
         }
     }
     run.stop_loads();
@@ -428,7 +453,7 @@ fn checks_an_exercise(page: &Path) -> bool {
     blocks::blocks(&text).is_ok_and(|blocks| {
         blocks
             .iter()
-            .filter(|b| b.mark == Mark::Run)
+            .filter(|b| runs(&b.mark))
             .flat_map(|b| &b.commands)
             .any(|c| kind(c) == Kind::Check)
     })

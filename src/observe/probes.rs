@@ -70,14 +70,16 @@ pub fn register() {
 }
 
 /// Ready-to-paste commands that trace process `pid`, for the banners of `serve` and
-/// `demo`: the bundled scripts through `scripts/trace`, and each tool by hand in
-/// the form this platform needs (DTrace for Linux only matches `isim$target`).
+/// `demo`: the bundled scripts through `scripts/trace` (as root, and without root
+/// over the probe tap), and each tool by hand in the form this platform needs
+/// (DTrace for Linux only matches `isim$target`).
 pub fn trace_commands(pid: u32) -> Vec<String> {
     if cfg!(not(feature = "probes")) {
         return vec!["(built without the probes feature: nothing to trace; rebuild with the default features)".into()];
     }
     let mut commands = vec![
         format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, size, retry, cpu-usage)"),
+        format!("scripts/trace count {pid}             (no root: the same report from the server's probe tap; `system-simulator doctor` says which way you trace)"),
     ];
     if cfg!(target_os = "linux") {
         commands.push(format!("sudo bpftrace -p {pid} scripts/count.bt"));

@@ -8,7 +8,9 @@
 //! - `<!-- output -->`: what a command prints, not a command;
 //! - `<!-- not run: REASON -->`: commands that cannot run in the test (another OS,
 //!   Kubernetes, Slurm, a benchmark of minutes, a placeholder); their flags are
-//!   still checked against the tool's `--help`.
+//!   still checked against the tool's `--help`;
+//! - `<!-- as a user: no root -->`: commands an attendee without root runs; the
+//!   test runs them as an unprivileged user.
 //!
 //! Every other block is run as printed. Lines join into commands as a shell joins
 //! them: a trailing `\` continues the line, and an open `for ... do` runs to its
@@ -18,6 +20,8 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mark {
     Run,
+    /// Run as an unprivileged user.
+    AsUser,
     Output,
     NotRun(String),
 }
@@ -36,6 +40,7 @@ pub struct Block {
 
 const NOT_RUN: &str = "<!-- not run:";
 const OUTPUT: &str = "<!-- output -->";
+const AS_USER: &str = "<!-- as a user: no root -->";
 
 /// The blocks of `text`, or what is wrong with a marker.
 pub fn blocks(text: &str) -> Result<Vec<Block>, String> {
@@ -78,6 +83,8 @@ fn block(page: &[&str], first: usize, body: &[&str], indent: &str) -> Result<Blo
         .unwrap_or("");
     let mark = if before == OUTPUT {
         Mark::Output
+    } else if before == AS_USER {
+        Mark::AsUser
     } else if let Some(rest) = before.strip_prefix(NOT_RUN) {
         let reason = rest.trim_end_matches("-->").trim();
         if reason.is_empty() {
@@ -165,10 +172,11 @@ mod tests {
     fn indented_and_tagged_blocks_with_their_marks() {
         let page = "Text\n\n    cargo run -- demo\n    curl -s a \\\n      -d b\n\n\
                     <!-- not run: macOS -->\n\n    sudo dtrace -s x.d\n\n\
+                    <!-- as a user: no root -->\n\n    system-simulator trace count\n\n\
                     ```sh\nfor k in 0 1; do\n  echo $k &\ndone; wait\n```\n\n\
                     ```\ndiagram\n```\n\n<!-- output -->\n\n    p50 1 ms\n";
         let found = blocks(page).unwrap();
-        assert_eq!(found.len(), 4, "{found:?}");
+        assert_eq!(found.len(), 5, "{found:?}");
         assert_eq!(found[0].mark, Mark::Run);
         assert_eq!(found[0].line, 3);
         assert_eq!(
@@ -177,12 +185,14 @@ mod tests {
         );
         assert_eq!(found[0].command_lines, [3, 4]);
         assert_eq!(found[1].mark, Mark::NotRun("macOS".into()));
+        assert_eq!(found[2].mark, Mark::AsUser);
+        assert_eq!(found[2].commands, ["system-simulator trace count"]);
         assert_eq!(
-            found[2].commands,
+            found[3].commands,
             ["for k in 0 1; do\n  echo $k &\ndone; wait"]
         );
-        assert_eq!(found[2].mark, Mark::Run);
-        assert_eq!(found[3].mark, Mark::Output);
+        assert_eq!(found[3].mark, Mark::Run);
+        assert_eq!(found[4].mark, Mark::Output);
     }
 
     #[test]
