@@ -39,6 +39,7 @@ const CANARY: &[&str] = &[
 /// One script's two outputs.
 struct Pair {
     script: &'static str,
+    /// The tracer's (bpftrace's, or DTrace's where a test says so).
     bpftrace: String,
     tap: String,
 }
@@ -50,7 +51,18 @@ async fn twins_under_load(
     load: &[&str],
     scripts: &[(&'static str, &'static [&'static str])],
 ) -> Option<Vec<Pair>> {
-    if !Tool::Bpftrace.available() {
+    twins_under(Tool::Bpftrace, server_args, load, scripts).await
+}
+
+/// [`twins_under_load`] with the tool of its choice (DTrace for Linux holds its
+/// target under ptrace: one script a server).
+async fn twins_under(
+    tool: Tool,
+    server_args: &[&str],
+    load: &[&str],
+    scripts: &[(&'static str, &'static [&'static str])],
+) -> Option<Vec<Pair>> {
+    if !tool.available() {
         return None;
     }
     let server = Server::start(server_args);
@@ -60,7 +72,7 @@ async fn twins_under_load(
         scripts
             .iter()
             .map(|&(script, options)| {
-                let traced = Traced::start_until_begin(Tool::Bpftrace, script, pid, options);
+                let traced = Traced::start_until_begin(tool, script, pid, options);
                 let mut twin = Command::new(BIN);
                 twin.args(["trace", script, "--target", &url, "--seconds", "600"])
                     .args(options);
@@ -260,4 +272,45 @@ async fn the_queue_size_and_runtime_twins_report_what_bpftrace_reports() {
     };
     assert_twins_agree(&pairs[0]);
     assert!(figures(&pairs[0].tap)["works done"] > 0, "{}", pairs[0].tap);
+}
+
+/// The D twins print their counts with `printa` (`  label   value`), their
+/// histograms in DTrace's own layout: the counts are held equal here, one script
+/// a server, for the two scripts with the most counters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: DTrace attached as root beside the tap twins"]
+async fn the_count_and_retry_twins_count_what_dtrace_counts() {
+    let server_args = ["--permits", "2", "--persist-latency", "100ms"];
+    let load = [
+        "--n",
+        "4",
+        "--think-time",
+        "0s",
+        "--timeout",
+        "150ms",
+        "--duration",
+        "3s",
+    ];
+    for script in [
+        ("count", &[][..]),
+        ("retry", &["--client-timeout", "150"][..]),
+    ] {
+        let Some(pairs) = twins_under(Tool::DTrace, &server_args, &load, &[script]).await else {
+            return;
+        };
+        let pair = &pairs[0];
+        let (traced, twin) = (figures(&pair.bpftrace), figures(&pair.tap));
+        let both = format!(
+            "{}:\n--- dtrace\n{}\n--- tap\n{}",
+            pair.script, pair.bpftrace, pair.tap
+        );
+        let counts: Vec<_> = traced
+            .iter()
+            .filter(|(l, _)| !TIMED.contains(&l.as_str()))
+            .collect();
+        assert!(counts.len() >= 4, "the script's counts\n{both}");
+        for (label, value) in counts {
+            assert_eq!(twin.get(label), Some(value), "{label}\n{both}");
+        }
+    }
 }
