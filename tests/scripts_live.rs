@@ -76,6 +76,19 @@ fn run_load(server: &Server, load: &[&str]) {
     stdout_of_success(&out);
 }
 
+/// [`run_load`] on a blocking thread, so the test's runtime stays free; gives
+/// the server back.
+async fn run_load_aside(server: Server, load: &[&str]) -> Server {
+    let load: Vec<String> = load.iter().map(|w| w.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let load: Vec<&str> = load.iter().map(String::as_str).collect();
+        run_load(&server, &load);
+        server
+    })
+    .await
+    .unwrap()
+}
+
 async fn truth(server: &Server) -> Truth {
     let client = client();
     let stats = settled_stats(&client, &server.url).await;
@@ -122,14 +135,7 @@ async fn traced_run_full(
     })
     .await
     .unwrap();
-    let load: Vec<String> = load.iter().map(|w| w.to_string()).collect();
-    let server = tokio::task::spawn_blocking(move || {
-        let load: Vec<&str> = load.iter().map(String::as_str).collect();
-        run_load(&server, &load);
-        server
-    })
-    .await
-    .unwrap();
+    let server = run_load_aside(server, load).await;
     let truth = truth(&server).await;
     let output = tokio::task::spawn_blocking(move || traced.interrupt())
         .await

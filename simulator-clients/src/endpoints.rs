@@ -5,6 +5,7 @@
 //! typed ones of `simulator-api`: a field the server does not send is an error,
 //! never a silent 0.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -79,21 +80,8 @@ pub async fn tap(
     let what = format!("GET {target}{path}");
     let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
     let subscribe = async {
-        let stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| fail(&e))?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|e| fail(&e))?;
-        tokio::spawn(conn);
-        let mut request = hyper::Request::builder()
-            .method(Method::GET)
-            .uri(&path)
-            .header(hyper::header::HOST, host);
-        if let Some(token) = token {
-            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
-        }
+        let mut sender = connect(addr).await.map_err(|e| fail(&e))?;
+        let request = request_to(Method::GET, &path, host, token);
         let request = request.body(Empty::<Bytes>::new()).map_err(|e| fail(&e))?;
         let response = sender.send_request(request).await.map_err(|e| fail(&e))?;
         let status = response.status();
@@ -154,22 +142,9 @@ async fn exchange(
     let what = format!("{method} {target}{path}");
     let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
     let exchange = async {
-        let stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| fail(&e))?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|e| fail(&e))?;
-        tokio::spawn(conn);
-        let mut request = hyper::Request::builder()
-            .method(method.clone())
-            .uri(path)
-            .header(hyper::header::HOST, host)
+        let mut sender = connect(addr).await.map_err(|e| fail(&e))?;
+        let request = request_to(method.clone(), path, host, token)
             .header(hyper::header::CONTENT_TYPE, "application/json");
-        if let Some(token) = token {
-            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
-        }
         let request = request.body(Full::new(body)).map_err(|e| fail(&e))?;
         let response = sender.send_request(request).await.map_err(|e| fail(&e))?;
         let status = response.status();
@@ -188,4 +163,39 @@ async fn exchange(
     tokio::time::timeout(Duration::from_secs(10), exchange)
         .await
         .map_err(|_| fail(&"no answer within 10 s"))?
+}
+
+/// An HTTP/1 connection to `addr`, its driver on a task of its own.
+async fn connect<B>(addr: SocketAddr) -> Result<hyper::client::conn::http1::SendRequest<B>, String>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
+/// A request's head: method, path, `Host`, and the admin token when there is one.
+fn request_to(
+    method: Method,
+    path: &str,
+    host: hyper::header::HeaderValue,
+    token: Option<&str>,
+) -> hyper::http::request::Builder {
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(hyper::header::HOST, host);
+    match token {
+        Some(token) => request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}")),
+        None => request,
+    }
 }

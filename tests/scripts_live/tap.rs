@@ -82,14 +82,7 @@ async fn twins_under(
     })
     .await
     .unwrap();
-    let load: Vec<String> = load.iter().map(|w| w.to_string()).collect();
-    let server = tokio::task::spawn_blocking(move || {
-        let load: Vec<&str> = load.iter().map(String::as_str).collect();
-        run_load(&server, &load);
-        server
-    })
-    .await
-    .unwrap();
+    let server = run_load_aside(server, load).await;
     settled_stats(&client(), &server.url).await;
     let pairs = tokio::task::spawn_blocking(move || {
         started
@@ -182,22 +175,25 @@ fn assert_twins_agree(pair: &Pair) {
 }
 
 /// A gate of 2 permits at 100 ms a persist against 4 clients that give up after
-/// 150 ms: requests block, wait past the clients' timeout, are abandoned, and
-/// their writes end for nobody, so every figure of these six scripts moves.
+/// 150 ms ([`GATE_LOAD`]): requests block, wait past the clients' timeout, are
+/// abandoned, and their writes end for nobody, so every figure of the gate's
+/// scripts moves.
+const GATE_SERVER: [&str; 4] = ["--permits", "2", "--persist-latency", "100ms"];
+const GATE_LOAD: [&str; 8] = [
+    "--n",
+    "4",
+    "--think-time",
+    "0s",
+    "--timeout",
+    "150ms",
+    "--duration",
+    "3s",
+];
+
+/// The six scripts of the gate on [`GATE_SERVER`] under [`GATE_LOAD`].
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: bpftrace attached as root beside the tap twins"]
 async fn the_gate_scripts_twins_report_what_bpftrace_reports() {
-    let server_args = ["--permits", "2", "--persist-latency", "100ms"];
-    let load = [
-        "--n",
-        "4",
-        "--think-time",
-        "0s",
-        "--timeout",
-        "150ms",
-        "--duration",
-        "3s",
-    ];
     let scripts: &[(&str, &[&str])] = &[
         ("count", &[]),
         ("request-lifetime", &[]),
@@ -206,7 +202,7 @@ async fn the_gate_scripts_twins_report_what_bpftrace_reports() {
         ("in-flight", &[]),
         ("retry", &["--client-timeout", "150"]),
     ];
-    let Some(pairs) = twins_under_load(&server_args, &load, scripts).await else {
+    let Some(pairs) = twins_under_load(&GATE_SERVER, &GATE_LOAD, scripts).await else {
         return;
     };
     for pair in &pairs {
@@ -280,22 +276,12 @@ async fn the_queue_size_and_runtime_twins_report_what_bpftrace_reports() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: DTrace attached as root beside the tap twins"]
 async fn the_count_and_retry_twins_count_what_dtrace_counts() {
-    let server_args = ["--permits", "2", "--persist-latency", "100ms"];
-    let load = [
-        "--n",
-        "4",
-        "--think-time",
-        "0s",
-        "--timeout",
-        "150ms",
-        "--duration",
-        "3s",
-    ];
     for script in [
         ("count", &[][..]),
         ("retry", &["--client-timeout", "150"][..]),
     ] {
-        let Some(pairs) = twins_under(Tool::DTrace, &server_args, &load, &[script]).await else {
+        let Some(pairs) = twins_under(Tool::DTrace, &GATE_SERVER, &GATE_LOAD, &[script]).await
+        else {
             return;
         };
         let pair = &pairs[0];
