@@ -6,7 +6,10 @@
  * writes that ended for a waiting client and for a gone one (wasted), and the
  * waits for a permit or a queue worker longer than the clients' timeout: a
  * request that waited that long was answered to nobody. INCIDENT is 1 in a
- * second during which a scenario's incident (its trigger) was in force.
+ * second during which a scenario's incident (its trigger) was in force,
+ * attached before it began or during it (the server fires incident-in-force
+ * every 100 ms while one is: a script attached mid-incident knows it from its
+ * first line).
  *
  * USAGE:  sudo dtrace -s scripts/retry.d [SECONDS] [TIMEOUT_MS]   macOS, illumos, FreeBSD
  *         scripts/trace retry [PID] [--seconds N] [--client-timeout MS]   any platform
@@ -105,6 +108,12 @@ isim*:::incident-start
 	incident = 1;
 	seen_incident = 1;
 	@totals["incidents begun"] = count();
+}
+
+isim*:::incident-in-force
+{
+	incident = 1;
+	seen_incident = 1;
 }
 
 isim*:::incident-end

@@ -83,9 +83,27 @@ pub fn predict(settings: &Settings, scenario: &Scenario) -> Model {
 }
 
 /// Each part that holds elements for a whole persist, as (how many at once, why):
-/// the admission's permits, the persistence pool's workers, the store's writes.
+/// the store's writes, the admission's permits, the persistence pool's workers.
 fn concurrency_bounds(settings: &Settings, persist_ms: f64) -> Vec<(f64, String)> {
     let mut bounds: Vec<(f64, String)> = Vec::new();
+    // The world's bound first: where the service's equals it (retry-storm's gate of
+    // 8 in front of a store of 8), the capacity is the world's, since widening
+    // the service's part would not raise it, and the tightest bound names the first.
+    if settings.store_concurrency > 0 {
+        bounds.push((
+            settings.store_concurrency as f64,
+            format!(
+                "the store: {} writes at once, each for a whole persist ({persist_ms:.1} ms){}",
+                settings.store_concurrency,
+                match settings.persistence {
+                    PersistenceKind::TaskPerElement => {
+                        "; beyond it writes pile up inside the store without limit"
+                    }
+                    PersistenceKind::Pool => "",
+                }
+            ),
+        ));
+    }
     // The small elements' lane adds its permits (byte-weighting and multipart
     // depend on the sizes, which the model does not know: it counts elements).
     let permits = match settings.small_lane_bytes {
@@ -125,21 +143,6 @@ fn concurrency_bounds(settings: &Settings, persist_ms: f64) -> Vec<(f64, String)
                 }
             ),
         )),
-    }
-    if settings.store_concurrency > 0 {
-        bounds.push((
-            settings.store_concurrency as f64,
-            format!(
-                "the store: {} writes at once, each for a whole persist ({persist_ms:.1} ms){}",
-                settings.store_concurrency,
-                match settings.persistence {
-                    PersistenceKind::TaskPerElement => {
-                        "; beyond it writes pile up inside the store without limit"
-                    }
-                    PersistenceKind::Pool => "",
-                }
-            ),
-        ));
     }
     bounds
 }
@@ -222,8 +225,20 @@ mod tests {
     fn the_retry_storm_is_metastable_by_the_numbers_and_a_budget_is_not() {
         let scenario = Scenario::load("retry-storm").unwrap();
         let model = predict(&scenario.settings(), &scenario);
-        // 8 permits / 50 ms.
+        // The store's 8 writes / 50 ms, which the gate's 8 permits match: the
+        // capacity is named as the world's, and a wider gate leaves it where it is.
         assert!((model.capacity_per_s.unwrap() - 160.0).abs() < 0.01);
+        assert!(
+            model.limited_by.starts_with("the store: 8 writes"),
+            "{}",
+            model.limited_by
+        );
+        let wider_gate = Settings {
+            permits: 64,
+            ..scenario.settings()
+        };
+        let wider = predict(&wider_gate, &scenario);
+        assert_eq!(wider.capacity_per_s, model.capacity_per_s);
         let storm = model.retried.clone().unwrap();
         assert_eq!(storm.offered_per_s, 112.0, "70 % of the capacity");
         assert_eq!(storm.attempts_when_failing, 4.0);

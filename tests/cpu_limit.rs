@@ -14,7 +14,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{burst, client, get, have, is_root, skip_or_fail, stats, Server, BIN, THROTTLED};
 
@@ -64,6 +64,12 @@ async fn a_server_under_a_cpu_quota_is_in_a_cgroup_of_its_own_that_counts_its_th
         members.lines().any(|p| p == server.pid.to_string()),
         "the server is in its group: {members}"
     );
+    // A thread names itself once it runs, which under a tenth of a core can come
+    // after the server answers: wait for the names, up to 10 s.
+    let named_by = Instant::now() + Duration::from_secs(10);
+    while threads_named(server.pid, "isim-rayon") < cpus_online() && Instant::now() < named_by {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(
         threads_named(server.pid, "isim-rayon"),
         cpus_online(),

@@ -116,6 +116,55 @@ async fn traced_run_with(
     traced_run_full(tool, script, server_args, load, &[]).await
 }
 
+/// How far into its incident a retry-storm server is when the trace starts.
+const INTO_THE_INCIDENT: Duration = Duration::from_secs(3);
+
+/// Starts a retry-storm server (no load: the INCIDENT column depends on nothing
+/// else), begins its 10 s incident, and [`INTO_THE_INCIDENT`] later starts
+/// `trace` on it (the script, or its twin, given the server's pid and URL);
+/// returns what it printed from then until 2 s after the incident's end.
+async fn traced_from_mid_incident(
+    trace: impl FnOnce(u32, String) -> Traced + Send + 'static,
+) -> String {
+    let server = Server::start(&["--scenario", "retry-storm"]);
+    let incident = simulator_clients::endpoints::begin_incident(&server.url)
+        .await
+        .unwrap();
+    let ends = tokio::time::Instant::now() + Duration::from_millis(incident.lasts_ms);
+    tokio::time::sleep(INTO_THE_INCIDENT).await;
+    let (pid, url) = (server.pid, server.url.clone());
+    let traced = tokio::task::spawn_blocking(move || trace(pid, url))
+        .await
+        .unwrap();
+    let now = stats(&client(), &server.url).await;
+    assert!(
+        !now["incident"].is_null(),
+        "the trace took the rest of the incident to attach: {now}"
+    );
+    tokio::time::sleep_until(ends + Duration::from_secs(2)).await;
+    let output = tokio::task::spawn_blocking(move || traced.interrupt())
+        .await
+        .unwrap();
+    drop(server);
+    output
+}
+
+/// retry's INCIDENT column (its last) of a trace begun during an incident: 1 from
+/// its first line until the incident ended, then 0; and it never saw the
+/// incident begin, so it knew from incident-in-force.
+fn assert_in_force_until_its_end(output: &str) {
+    let flags: Vec<u64> = tracer::rows(output).iter().map(|r| r[3]).collect();
+    let in_force = flags.iter().take_while(|&&f| f == 1).count();
+    assert!(
+        in_force > 0 && in_force < flags.len() && flags[in_force..].iter().all(|&f| f == 0),
+        "INCIDENT 1 from the first line to the incident's end, then 0: {flags:?}\n{output}"
+    );
+    assert!(
+        !output.contains("incidents begun"),
+        "attached after incident-start, it cannot have seen one\n{output}"
+    );
+}
+
 /// [`traced_run_with`], with options for `scripts/trace` too.
 async fn traced_run_full(
     tool: Tool,
@@ -341,6 +390,16 @@ both_tools! {
             truth.count("requests_started"),
             "every request-start has its request-done\n{output}"
         );
+    };
+    retry_knows_an_incident_already_in_force: |tool: Tool| async move {
+        if !tool.available() {
+            return;
+        }
+        let output = traced_from_mid_incident(move |pid, _| {
+            Traced::start_until_begin(tool, "retry", pid, &[])
+        })
+        .await;
+        assert_in_force_until_its_end(&output);
     };
     request_lifetime_agrees_with_the_server: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "request-lifetime").await else { return };

@@ -208,6 +208,11 @@ macro_rules! with_events {
                             "isim_incident_active" "1 while an incident is in force.")
                 ]
                 histograms [];
+            incident__in__force "incident-in-force"
+                "an incident is in force: every 100 ms from its start to its end, so a tracer attached during one knows it at once"
+                (seq: "incident number (no request)", elapsed_ns: "how long it has been in force, ns")
+                counters []
+                histograms [];
             incident__end "incident-end"
                 "the incident ended: the settings it changed are back to what they were"
                 (seq: "incident number (no request)", lasted_ns: "how long it lasted, ns")

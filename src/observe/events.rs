@@ -235,6 +235,12 @@ impl Events {
         m::handles().incidents_started.increment(1);
     }
 
+    /// Incident `seq` is in force, for `elapsed` so far (every 100 ms while it
+    /// is: `serving/incidents.rs`).
+    pub fn incident_in_force(&self, seq: u64, elapsed: Duration) {
+        fire!(incident__in__force, || (seq, nanos(elapsed)));
+    }
+
     /// Incident `seq` ended after `lasted`.
     pub fn incident_end(&self, seq: u64, lasted: Duration) {
         fire!(incident__end, || (seq, nanos(lasted)));

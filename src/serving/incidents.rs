@@ -1,8 +1,10 @@
 //! The scenario's incidents, run by the server: one begins (`PUT /admin/incident`,
 //! or the loop of `serve --incidents loop`), its settings are applied live, and
 //! when it has lasted its time the server puts back what it changed. Each edge
-//! fires its probe (incident-start, incident-end) and logs a line, and
-//! `/stats.incident` shows the one in force.
+//! fires its probe (incident-start, incident-end) and logs a line, incident-in-force
+//! fires every [`IN_FORCE_EVERY`] between them (a tracer that attaches during an
+//! incident sees no start, and must know it at once), and `/stats.incident`
+//! shows the one in force.
 //!
 //! At the end only the settings that still hold the incident's values are put
 //! back: a change made meanwhile (an attendee's fix, or the scenario switched
@@ -16,6 +18,10 @@ use simulator_api::{Incident, IncidentStatus, SettingsUpdate};
 use tokio::time::Instant;
 
 use crate::request_path::DataProcessor;
+
+/// How often incident-in-force fires while an incident is in force: ten times in
+/// any second a script prints, so a script's first line after it attaches knows.
+pub const IN_FORCE_EVERY: Duration = Duration::from_millis(100);
 
 /// When the scenario's incident begins without being asked (`serve --incidents`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -136,7 +142,20 @@ impl Incidents {
         let this = self.clone();
         let lasts = incident.lasts;
         tokio::spawn(async move {
-            tokio::time::sleep(lasts).await;
+            let started = Instant::now();
+            let ends = started + lasts;
+            let mut in_force = tokio::time::interval_at(started + IN_FORCE_EVERY, IN_FORCE_EVERY);
+            let end = tokio::time::sleep_until(ends);
+            tokio::pin!(end);
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut end => break,
+                    _ = in_force.tick() => {
+                        this.processor.events().incident_in_force(seq, started.elapsed());
+                    }
+                }
+            }
             this.end(seq);
         });
         Ok(status)

@@ -300,3 +300,17 @@ async fn the_count_and_retry_twins_count_what_dtrace_counts() {
         }
     }
 }
+
+/// The retry twin knows an incident in force when it starts, as retry.bt and
+/// retry.d do (`retry_knows_an_incident_already_in_force`): no root needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: 9 s of a server's incident"]
+async fn the_retry_twin_knows_an_incident_already_in_force() {
+    let output = traced_from_mid_incident(|_, url| {
+        let mut twin = Command::new(BIN);
+        twin.args(["trace", "retry", "--target", &url, "--seconds", "600"]);
+        Traced::spawn(twin).until_begin()
+    })
+    .await;
+    assert_in_force_until_its_end(&output);
+}

@@ -49,6 +49,7 @@ impl Script for Retry {
             "request-unblock",
             "queue-dequeue",
             "incident-start",
+            "incident-in-force",
             "incident-end",
         ]
     }
@@ -109,6 +110,11 @@ impl Script for Retry {
                 self.incident = true;
                 self.seen_incident = true;
                 totals.add("incidents begun", 1);
+            }
+            // Fired every 100 ms while one is: known even when attached during it.
+            "incident-in-force" => {
+                self.incident = true;
+                self.seen_incident = true;
             }
             "incident-end" => self.incident = false,
             _ => {}
