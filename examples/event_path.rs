@@ -8,15 +8,11 @@
 //! optionally some other work between requests (`--work-ns`, the rest of a
 //! request's CPU), and prints the cost of one request's events and the throughput.
 //! With no other work it is the worst case for the stats lock: two threads doing
-//! nothing but taking it. With `--tapped`, a probe tap subscriber on every event
-//! collects and reads them a millisecond at a time on a thread of its own, as a
-//! stream does (without formatting or writing them): the request path's share of
-//! the tap's cost. Bench-only: not part of the product.
+//! nothing but taking it. Bench-only: not part of the product.
 //!
-//!     cargo run --release --example event_path -- [REQUESTS] [--work-ns NS] [--tapped]
+//!     cargo run --release --example event_path -- [REQUESTS] [--work-ns NS]
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use system_simulator::observe::Events;
@@ -44,11 +40,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut requests: u64 = 2_000_000;
     let mut work_ns: u64 = 0;
-    let mut tapped = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--work-ns" => work_ns = args.next().and_then(|v| v.parse().ok()).unwrap_or(0),
-            "--tapped" => tapped = true,
             n => requests = n.parse().unwrap_or(requests),
         }
     }
@@ -57,26 +51,16 @@ fn main() {
     one_request(&events, 0);
     for threads in [1u64, 2] {
         let start = Instant::now();
-        let reading = AtomicBool::new(true);
         std::thread::scope(|scope| {
-            if tapped {
-                scope.spawn(|| read_the_tap(&reading));
+            for t in 0..threads {
+                let events = &events;
+                scope.spawn(move || {
+                    for i in 0..requests {
+                        one_request(events, t * requests + i);
+                        other_work(work_ns);
+                    }
+                });
             }
-            let working: Vec<_> = (0..threads)
-                .map(|t| {
-                    let events = &events;
-                    scope.spawn(move || {
-                        for i in 0..requests {
-                            one_request(events, t * requests + i);
-                            other_work(work_ns);
-                        }
-                    })
-                })
-                .collect();
-            for worker in working {
-                worker.join().expect("a request thread");
-            }
-            reading.store(false, Ordering::Relaxed);
         });
         let elapsed = start.elapsed().as_secs_f64();
         let total = (threads * requests) as f64;
@@ -92,23 +76,3 @@ fn main() {
         "the counts balance"
     );
 }
-
-/// A subscriber on every event, collecting and reading a millisecond at a time
-/// until `reading` goes false.
-#[cfg(feature = "probes")]
-fn read_the_tap(reading: &AtomicBool) {
-    use system_simulator::observe::tap;
-    let mut subscription = tap::subscribe(u64::MAX).expect("the first subscriber");
-    let mut read = 0u64;
-    while reading.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(1));
-        subscription.collect();
-        while subscription.receiver.try_recv().is_ok() {
-            read += 1;
-        }
-    }
-    black_box(read);
-}
-
-#[cfg(not(feature = "probes"))]
-fn read_the_tap(_: &AtomicBool) {}

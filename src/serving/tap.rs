@@ -7,16 +7,14 @@
 //! `events` is left out); then each event is `NS PROBE ARG0 ARG1 ...`: ns since
 //! the tap began, the probe's name, and its arguments as declared (`GET /probes`'s
 //! table, `system-simulator probes`). A line `lost N` says that N events were
-//! dropped there: this reader fell a ring behind ([`TAP_BACKLOG`]), or no reader
-//! read for long enough that the threads' shelves filled (`observe/tap`). The
+//! dropped there because this reader fell a ring behind ([`TAP_BACKLOG`]). The
 //! subscription is in force once the response's head has arrived; it ends when
 //! the reader hangs up, the server stops, or `DELETE /admin/tap/{id}` (the id is
 //! in the `#` line) asks: then after every event that fired before it, so a
 //! reader that stops loses nothing still in transit.
 //!
-//! Every [`GATHER`] the stream collects the events fired since (the tap keeps
-//! them on their threads' shelves until a stream collects) and writes them, so a
-//! busy stream costs a write a millisecond, not one an event.
+//! Events are written in batches of up to [`BATCH_BYTES`], gathered for up to
+//! [`GATHER`], so a busy stream costs a write per batch, not per event.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -30,21 +28,25 @@ use bytes::Bytes;
 use futures::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
 use simulator_api::events::EVENTS;
-use tokio::sync::broadcast::error::TryRecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use super::error::ApiError;
 use super::state::AppState;
 use tokio_util::sync::CancellationToken;
 
-use crate::observe::tap::{self, Subscription, TapEvent, END_MARK, LOST_MARK, TAP_BACKLOG};
+use crate::observe::tap::{self, Subscription, TapEvent, END_MARK, TAP_BACKLOG};
 
 /// The most one write of the stream carries.
 const BATCH_BYTES: usize = 32 * 1024;
 
-/// How often a stream collects and writes: a reader sees events a millisecond or
-/// so late, which no script's report can tell, and the server writes a thousand
-/// times a second at most instead of once an event.
+/// How long a batch gathers after its first event, unless [`BATCH_EVENTS`] are
+/// waiting already: a reader sees events a millisecond or so late, which no
+/// script's report can tell, and the server writes a thousand times a second at
+/// most instead of once an event.
 const GATHER: Duration = Duration::from_millis(1);
+
+/// Events waiting that make a batch worth writing at once.
+const BATCH_EVENTS: usize = 512;
 
 #[derive(Debug, Deserialize)]
 pub struct TapAsk {
@@ -81,8 +83,7 @@ pub async fn stream(
     let subscription = tap::subscribe(wanted).map_err(|e| ApiError::Unavailable(e.to_string()))?;
     let head = Bytes::from(format!(
         "# isim tap {}: {}; each line: ns since the tap began, the probe, its arguments; \
-         'lost N': N events dropped while this reader was more than {TAP_BACKLOG} behind \
-         or nobody read; \
+         'lost N': N events dropped while this reader was more than {TAP_BACKLOG} behind; \
          DELETE /admin/tap/{} ends it after the events so far\n",
         subscription.id,
         names.join(" "),
@@ -98,9 +99,9 @@ pub async fn stream(
         .map_err(|e| ApiError::Internal(e.to_string()))
 }
 
-/// The subscription's events as text, what was collected at a time. The stream
-/// owns the subscription: the reader gone or the server stopping drops it, which
-/// takes its events off the tap.
+/// The subscription's events as text, a batch of what is waiting at a time. The
+/// stream owns the subscription: the reader gone or the server stopping drops
+/// it, which takes its events off the tap.
 fn batches(
     subscription: Subscription,
     wanted: u64,
@@ -111,58 +112,51 @@ fn batches(
         async move {
             // Ended by its mark: the last batch went out, now the end of the body.
             let mut subscription = subscription?;
-            let mut text = Vec::with_capacity(BATCH_BYTES + 256);
-            loop {
-                // What is left from a batch cut at BATCH_BYTES goes out at once.
-                if subscription.receiver.is_empty() {
-                    tokio::select! {
-                        () = closed.cancelled() => return None,
-                        () = tokio::time::sleep(GATHER) => {}
-                    }
-                    subscription.collect();
-                }
-                let ending = read_batch(&mut subscription, wanted, &mut text)?;
-                if ending || !text.is_empty() {
-                    let next_state = (!ending).then_some(subscription);
-                    return Some((Ok(Bytes::from(text)), next_state));
+            let first = tokio::select! {
+                () = closed.cancelled() => return None,
+                first = subscription.receiver.recv() => first,
+            };
+            let mut next = first.map_err(|e| match e {
+                RecvError::Lagged(lost) => TryRecvError::Lagged(lost),
+                RecvError::Closed => TryRecvError::Closed,
+            });
+            // Let a batch gather: a write and a wake-up a millisecond at most,
+            // not one an event (a busy server fires hundreds of thousands a second).
+            if subscription.receiver.len() < BATCH_EVENTS {
+                tokio::select! {
+                    () = closed.cancelled() => {}
+                    () = tokio::time::sleep(GATHER) => {}
                 }
             }
+            let mut text = Vec::with_capacity(BATCH_BYTES + 256);
+            let mut ending = false;
+            loop {
+                match next {
+                    Ok(event) if event.probe == END_MARK => {
+                        if event.args[0] == subscription.id {
+                            ending = true;
+                            break;
+                        }
+                    }
+                    Ok(event) if wanted & (1 << event.probe) != 0 => write_event(&mut text, &event),
+                    Ok(_) => {}
+                    Err(TryRecvError::Lagged(lost)) => {
+                        text.extend_from_slice(b"lost ");
+                        push_number(&mut text, lost);
+                        text.push(b'\n');
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Closed) => return None,
+                }
+                if text.len() >= BATCH_BYTES {
+                    break;
+                }
+                next = subscription.receiver.try_recv();
+            }
+            let next_state = (!ending).then_some(subscription);
+            Some((Ok(Bytes::from(text)), next_state))
         }
     })
-}
-
-/// Writes what waits in the ring for this reader into `text`, up to about
-/// [`BATCH_BYTES`]: true once its end mark came, none when the tap closed.
-fn read_batch(subscription: &mut Subscription, wanted: u64, text: &mut Vec<u8>) -> Option<bool> {
-    let wants = |probe: u64| probe < 64 && wanted & (1 << probe) != 0;
-    while text.len() < BATCH_BYTES {
-        match subscription.receiver.try_recv() {
-            Ok(event) if event.probe == END_MARK => {
-                if event.args[0] == subscription.id {
-                    return Some(true);
-                }
-            }
-            Ok(event) if event.probe == LOST_MARK => {
-                if wants(event.args[0]) {
-                    push_lost(text, event.args[1]);
-                }
-            }
-            // Fired before this reader subscribed, left on a shelf until now.
-            Ok(event) if event.at_ns < subscription.since_ns => {}
-            Ok(event) if wants(u64::from(event.probe)) => write_event(text, &event),
-            Ok(_) => {}
-            Err(TryRecvError::Lagged(lost)) => push_lost(text, lost),
-            Err(TryRecvError::Empty) => break,
-            Err(TryRecvError::Closed) => return None,
-        }
-    }
-    Some(false)
-}
-
-fn push_lost(text: &mut Vec<u8>, lost: u64) {
-    text.extend_from_slice(b"lost ");
-    push_number(text, lost);
-    text.push(b'\n');
 }
 
 /// `NS PROBE ARGS...`, the probe's declared arguments only.
@@ -178,10 +172,20 @@ fn write_event(text: &mut Vec<u8>, event: &TapEvent) {
     text.push(b'\n');
 }
 
-/// `n` in decimal: itoa, because this is the stream's inner loop and `write!`'s
+/// `n` in decimal. By hand because this is the stream's inner loop: `write!`'s
 /// formatting machinery cost more than the rest of an event's way to the socket.
-fn push_number(text: &mut Vec<u8>, n: u64) {
-    text.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+fn push_number(text: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    text.extend_from_slice(&digits[at..]);
 }
 
 /// `DELETE /admin/tap/{id}`: ends subscription `id`'s stream after every event

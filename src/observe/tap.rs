@@ -5,22 +5,17 @@
 //! Off until somebody subscribes, and then on only for the events some subscriber
 //! asked for: `events.rs` calls [`emit`] beside each probe, which reads one atomic
 //! word of wanted events and returns; the argument closure runs, the clock is read
-//! and the event is kept only when its bit is set. Built without the `probes`
+//! and the event is sent only when its bit is set. Built without the `probes`
 //! feature there is no tap either (`emit` is not called), so the probe-cost
 //! benchmark's baseline has neither.
 //!
-//! An event kept goes on its thread's shelf (`shelves.rs`: no lock another core
-//! takes); each subscriber's stream collects every shelf a millisecond
-//! ([`Subscription::collect`]) into one ring of [`TAP_BACKLOG`] events
+//! Bounded: every subscriber reads one ring of [`TAP_BACKLOG`] events
 //! (`tokio::sync::broadcast`, allocated at the first subscription and shared by
-//! all), in the order the events fired. Bounded: a subscriber that stops reading
-//! costs no more memory however long it waits; when it falls a ring behind it
-//! loses the oldest events and is told how many (`broadcast`'s `Lagged(n)`), and
-//! when no subscriber collects at all the shelves stop at [`SHELF_EVENTS`] a
-//! thread and the next collection tells how many were dropped (a [`LOST_MARK`]).
-//! At most [`MAX_SUBSCRIBERS`] subscribe at once.
-
-mod shelves;
+//! all), so a subscriber that stops reading costs no more memory however long it
+//! waits; when it falls a ring behind it loses the oldest events and is told how
+//! many (`broadcast`'s `Lagged(n)`). Sending never waits for a reader: the request
+//! path only takes the ring's lock for one slot's write. At most
+//! [`MAX_SUBSCRIBERS`] subscribe at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -29,13 +24,10 @@ use std::time::Instant;
 use tokio::sync::broadcast;
 
 use super::probes::ProbeId;
-use shelves::Shelves;
-pub use shelves::SHELF_EVENTS;
 
-/// Events the ring holds: at 300,000 events a second (a flat-out load with every
-/// event asked for), 0.2 s of a reader's stall before it loses any; minutes at a
-/// workshop's loads. About 6 MiB (a slot is its 64-byte event and the ring's own
-/// bookkeeping).
+/// Events the ring holds: at 100,000 events a second (a flat-out load with every
+/// event asked for), 0.65 s of a reader's stall before it loses any. About 6 MiB
+/// (a slot is its 64-byte event and the ring's own bookkeeping).
 pub const TAP_BACKLOG: usize = 1 << 16;
 
 /// Subscribers at once: a room's attendees each trace their own server, and one
@@ -60,26 +52,12 @@ static TAP: Tap = Tap::new();
 /// subscription `args[0]`'s stream ends ([`Tap::end`]).
 pub const END_MARK: u8 = u8::MAX;
 
-/// The probe number of a loss: `args[1]` events of probe `args[0]` dropped on
-/// full shelves while nobody collected.
-pub const LOST_MARK: u8 = u8::MAX - 1;
-
-/// A subscription: the events it asked for arrive on `receiver`, once collected
-/// ([`Subscription::collect`]), until it is dropped. Events stamped before
-/// `since_ns` were fired before it subscribed: not its.
+/// A subscription: the events it asked for arrive on `receiver` until it is dropped.
 #[derive(Debug)]
 pub struct Subscription {
     pub id: u64,
-    pub since_ns: u64,
     tap: &'static Tap,
     pub receiver: broadcast::Receiver<TapEvent>,
-}
-
-impl Subscription {
-    /// Moves the events fired so far into the ring (see `shelves.rs`).
-    pub fn collect(&self) {
-        self.tap.collect();
-    }
 }
 
 /// Why a subscription was refused.
@@ -102,14 +80,6 @@ pub struct Tap {
 struct Ring {
     began: Instant,
     sender: broadcast::Sender<TapEvent>,
-    shelves: Shelves,
-}
-
-impl Ring {
-    /// Nanoseconds since the tap began: the events' clock.
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.began.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
 }
 
 // Every event has a bit of the wanted word.
@@ -156,14 +126,9 @@ impl Tap {
     fn send<A: ProbeArgs>(&self, probe: u8, args: impl FnOnce() -> A) {
         let args = args().into_array();
         let Some(ring) = self.ring.get() else { return };
-        ring.shelves.put(probe, args, || ring.now_ns());
-    }
-
-    /// Moves every event fired so far into the ring, in order.
-    pub fn collect(&self) {
-        if let Some(ring) = self.ring.get() {
-            ring.shelves.collect(&ring.sender, || ring.now_ns());
-        }
+        let at_ns = u64::try_from(ring.began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // An error means no receiver is left (the last just unsubscribed): nothing to do.
+        let _ = ring.sender.send(TapEvent { probe, at_ns, args });
     }
 
     pub fn subscribe(&'static self, wanted: u64) -> Result<Subscription, SubscribeError> {
@@ -174,33 +139,35 @@ impl Tap {
         let ring = self.ring.get_or_init(|| Ring {
             began: Instant::now(),
             sender: broadcast::channel(TAP_BACKLOG).0,
-            shelves: Shelves::default(),
         });
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Subscribed before the bits go up, so no event it asked for is sent unseen.
         let receiver = ring.sender.subscribe();
-        let since_ns = ring.now_ns();
         subscribers.push((id, wanted));
         self.wanted.store(union(&subscribers), Ordering::Relaxed);
         Ok(Subscription {
             id,
-            since_ns,
             tap: self,
             receiver,
         })
     }
 
-    /// Puts an end mark for subscription `id` among the events, after every event
-    /// fired so far: its stream delivers those and ends, so a reader that stops
-    /// counts everything that fired before it asked (nothing still in transit is
-    /// lost). False when there is no such subscription.
+    /// Puts an end mark for subscription `id` in the ring, after every event sent
+    /// so far: its stream delivers those and ends, so a reader that stops counts
+    /// everything that fired before it asked (nothing still in transit is lost).
+    /// False when there is no such subscription.
     pub fn end(&self, id: u64) -> bool {
         let subscribers = self.lock();
         if !subscribers.iter().any(|(other, _)| *other == id) {
             return false;
         }
         if let Some(ring) = self.ring.get() {
-            ring.shelves.end_after(id, || ring.now_ns());
+            let at_ns = u64::try_from(ring.began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let _ = ring.sender.send(TapEvent {
+                probe: END_MARK,
+                at_ns,
+                args: [id, 0, 0, 0, 0, 0],
+            });
         }
         true
     }
@@ -319,12 +286,6 @@ mod tests {
         });
         assert_eq!(made.get(), 0, "an event nobody asked for is not made");
         tap.emit(ProbeId::request__done, || (7u64, 9u64, 0u64, 0u64));
-        assert_eq!(
-            sub.receiver.try_recv(),
-            Err(TryRecvError::Empty),
-            "on its thread's shelf until collected"
-        );
-        sub.collect();
         let event = sub.receiver.try_recv().unwrap();
         assert_eq!(event.probe, ProbeId::request__done as u8);
         assert_eq!(event.args, [7, 9, 0, 0, 0, 0]);
@@ -341,11 +302,7 @@ mod tests {
         let sent = TAP_BACKLOG as u64 + 100;
         for seq in 0..sent {
             tap.emit(ProbeId::canary__tick, || (seq, 0u64, 0u64));
-            if seq % 1000 == 999 {
-                sub.collect();
-            }
         }
-        sub.collect();
         assert_eq!(sub.receiver.try_recv(), Err(TryRecvError::Lagged(100)));
         let next = sub.receiver.try_recv().unwrap();
         assert_eq!(
@@ -362,106 +319,9 @@ mod tests {
         tap.emit(ProbeId::request__start, || (1u64, 1u64));
         assert!(tap.end(sub.id));
         assert!(!tap.end(sub.id + 1), "no such subscription");
-        tap.emit(ProbeId::request__start, || (2u64, 1u64));
-        sub.collect();
         assert_eq!(sub.receiver.try_recv().unwrap().args[0], 1);
         let mark = sub.receiver.try_recv().unwrap();
         assert_eq!((mark.probe, mark.args[0]), (END_MARK, sub.id));
-        assert_eq!(
-            sub.receiver.try_recv().unwrap().args[0],
-            2,
-            "what fired after the ask comes after the mark"
-        );
-    }
-
-    #[test]
-    fn events_of_many_threads_arrive_in_the_order_they_fired() {
-        let tap = tap();
-        let mut sub = tap.subscribe(bit(ProbeId::canary__tick)).unwrap();
-        let threads = 4;
-        // Under a shelf's worth each, so that none is lost whenever the collector runs.
-        let each = SHELF_EVENTS as u64 - 100;
-        let collecting = std::sync::atomic::AtomicBool::new(true);
-        let mut got = Vec::new();
-        std::thread::scope(|s| {
-            let firing: Vec<_> = (0..threads)
-                .map(|t| {
-                    s.spawn(move || {
-                        for seq in 0..each {
-                            tap.emit(ProbeId::canary__tick, || (t, seq, 0u64));
-                        }
-                    })
-                })
-                .collect();
-            // Collects while they fire, as a stream does, draining as it goes.
-            let collector = s.spawn(|| {
-                let mut got = Vec::new();
-                while collecting.load(Ordering::Relaxed) {
-                    sub.collect();
-                    while let Ok(e) = sub.receiver.try_recv() {
-                        got.push(e);
-                    }
-                }
-                got
-            });
-            for f in firing {
-                f.join().unwrap();
-            }
-            collecting.store(false, Ordering::Relaxed);
-            got = collector.join().unwrap();
-        });
-        sub.collect();
-        while let Ok(e) = sub.receiver.try_recv() {
-            got.push(e);
-        }
-        assert_eq!(got.len() as u64, threads * each, "none lost, none twice");
-        assert!(
-            got.windows(2).all(|w| w[0].at_ns <= w[1].at_ns),
-            "one order across threads: the clock's"
-        );
-        for t in 0..threads {
-            let seqs: Vec<u64> = got
-                .iter()
-                .filter(|e| e.args[0] == t)
-                .map(|e| e.args[1])
-                .collect();
-            assert_eq!(
-                seqs,
-                (0..each).collect::<Vec<_>>(),
-                "thread {t}'s own order"
-            );
-        }
-    }
-
-    #[test]
-    fn a_full_shelf_drops_and_the_next_collection_tells_how_many() {
-        let tap = tap();
-        let mut sub = tap.subscribe(bit(ProbeId::canary__tick)).unwrap();
-        let over = 5u64;
-        for seq in 0..SHELF_EVENTS as u64 + over {
-            tap.emit(ProbeId::canary__tick, || (seq, 0u64, 0u64));
-        }
-        sub.collect();
-        let lost = sub.receiver.try_recv().unwrap();
-        assert_eq!(
-            (lost.probe, lost.args[0], lost.args[1]),
-            (LOST_MARK, ProbeId::canary__tick as u64, over)
-        );
-        assert_eq!(sub.receiver.len(), SHELF_EVENTS, "the first ones kept");
-    }
-
-    #[test]
-    fn a_shelf_outlives_its_thread_until_collected() {
-        let tap = tap();
-        let mut sub = tap.subscribe(bit(ProbeId::canary__tick)).unwrap();
-        std::thread::spawn(|| tap.emit(ProbeId::canary__tick, || (7u64, 0u64, 0u64)))
-            .join()
-            .unwrap();
-        sub.collect();
-        assert_eq!(sub.receiver.try_recv().unwrap().args[0], 7);
-        sub.collect();
-        let shelves = &tap.ring.get().unwrap().shelves;
-        assert_eq!(shelves.len(), 0, "the ended thread's shelf went once empty");
     }
 
     #[test]
