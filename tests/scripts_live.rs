@@ -16,7 +16,7 @@
 //! holds each script's tap twin (`system-simulator trace NAME`, no root) to the
 //! script under bpftrace.
 //!
-//! Tier C (the full suite only): 42 tests, each 5-25 s and the seed's own script
+//! Tier C (the full suite only): 45 tests, each 5-25 s and the seed's own script
 //! 60 s, side by side with the other shared tests, except the two judged by a
 //! tracer's sampling (CPU sampled at 1000 Hz against /proc), which run alone
 //! (.config/nextest.toml; about 3 minutes one binary at a time). Run with:
