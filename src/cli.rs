@@ -39,6 +39,9 @@ pub enum Command {
     /// A bundled script's report without root or a tracer: the server's probe
     /// tap (GET /admin/tap) runs through the script's logic here.
     Trace(crate::trace::TraceArgs),
+    /// The facilitator's view of a workshop room: every attendee's checks, live,
+    /// on one page (attendees opt in with `workshop check --room URL --seat NAME`).
+    Room(crate::room::RoomArgs),
     /// Which way this machine, as this user, can trace: bpftrace, DTrace, perf,
     /// the probe tap; and what each exercise's scripts will run as here.
     Doctor(crate::doctor::DoctorArgs),
@@ -52,6 +55,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
         Command::Trace(args) => crate::trace::run(args).await,
         Command::Doctor(args) => crate::doctor::run(args).await,
+        Command::Room(args) => crate::room::run(args).await,
         Command::Settings { markdown } => {
             print_settings(markdown);
             Ok(())
@@ -103,12 +107,19 @@ fn print_scenarios() -> anyhow::Result<()> {
 }
 
 impl Command {
+    /// Whether it runs on one thread rather than a worker per core: the room
+    /// takes a few reports a second, and a pool's workers waking each other for
+    /// them cost it more CPU than its work (`scripts/bench/room.py`).
+    pub fn runs_on_one_thread(&self) -> bool {
+        matches!(self, Command::Room(_))
+    }
+
     /// The log level unless RUST_LOG says otherwise: a server (`serve`, `workshop
     /// start`) logs what an operator wants to see; the commands that print tables
     /// (the demo, the clients) only warnings.
     pub fn default_log_level(&self) -> &'static str {
         match self {
-            Command::Serve(_) => "info",
+            Command::Serve(_) | Command::Room(_) => "info",
             Command::Workshop(w) if w.starts_a_server() => "info",
             _ => "warn",
         }

@@ -297,7 +297,7 @@ async fn run_once(
         let (target, at) = (load.target.clone(), incident.at);
         tokio::spawn(async move {
             tokio::time::sleep(at).await;
-            endpoints::begin_incident(&target).await
+            endpoints::begin_incident(&target, None).await
         })
     });
     let outputs = simulator_clients::Outputs {

@@ -20,7 +20,8 @@
 //!   way it traces.
 //! - `cli.rs` (the subcommands), `serve.rs` (`serve`: its flags and banner),
 //!   `demo.rs`, and `workshop/`: the exercises (`workshop list`, `start`,
-//!   `check`: the win condition).
+//!   `check`: the win condition), and `room/`: the facilitator's view of the
+//!   room (`room`), which attendees' checks report to when they opt in.
 //!
 //! `docs/patterns.md` maps every pattern to its file.
 
@@ -36,6 +37,7 @@ pub mod doctor;
 pub mod model;
 pub mod observe;
 pub mod request_path;
+pub mod room;
 pub mod scenario;
 pub mod serve;
 pub mod serving;

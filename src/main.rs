@@ -10,9 +10,17 @@ use std::io::IsTerminal;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<std::process::ExitCode> {
+fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = system_simulator::cli::Cli::parse();
+    let mut runtime = if cli.command.runs_on_one_thread() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    runtime.enable_all().build()?.block_on(run(cli))
+}
+
+async fn run(cli: system_simulator::cli::Cli) -> anyhow::Result<std::process::ExitCode> {
     // `serve` logs what an operator wants to see; the commands that print tables
     // (the demo, the clients) log only warnings unless RUST_LOG asks for more, so
     // no log line lands in the middle of a table on a terminal.

@@ -42,7 +42,7 @@ async fn stormed(url: &str) -> (Report, serde_json::Value) {
     let target = url.to_owned();
     let during = tokio::spawn(async move {
         tokio::time::sleep(incident.at).await;
-        endpoints::begin_incident(&target).await.unwrap();
+        endpoints::begin_incident(&target, None).await.unwrap();
         tokio::time::sleep(incident.lasts / 2).await;
         stats(&client(), &target).await
     });

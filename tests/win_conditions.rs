@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::*;
 use simulator_clients::LoadPlan;
 use system_simulator::scenario::{self, Metric, Scenario};
-use system_simulator::workshop::check;
+use system_simulator::workshop::{check, progress};
 use tokio_util::sync::CancellationToken;
 
 /// What a service that turns its clients away does: one permit, the rest shed.
@@ -24,7 +24,9 @@ const REFUSE: &str = r#"{"permits": 1, "when_full": "shed"}"#;
 const WINDOW: Duration = check::MIN_WINDOW;
 
 async fn assert_refusing_fails(scenario: &Scenario, url: &str) {
-    let verdict = check::check(scenario, url, WINDOW, &[]).await.unwrap();
+    let verdict = check::check(scenario, &progress::Audience::server(url), WINDOW, &[])
+        .await
+        .unwrap();
     assert!(
         verdict.refused.is_none(),
         "{}: judged, not refused: {}",

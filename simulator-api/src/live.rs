@@ -172,8 +172,12 @@ pub struct CheckProgress {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckCondition {
     pub label: String,
-    /// `below 0.05`, `above 120`.
+    /// `< 0.05`, `> 120`.
     pub bound: String,
+    /// The bound's number (0.05, 120): how far a value is from it, as the room
+    /// shows a failed condition (absent from a check older than the room).
+    #[serde(default)]
+    pub limit: Option<f64>,
     /// The value so far (null: measured only at the end).
     pub value: Option<f64>,
     pub holds: Option<bool>,

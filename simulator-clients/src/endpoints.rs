@@ -22,6 +22,24 @@ pub enum EndpointError {
     Target(#[from] crate::plan::TargetError),
     #[error("{0}: {1}")]
     Http(String, String),
+    /// The server answered with a status other than 2xx: its words, and the
+    /// status for a caller that acts on it (a room's 401 sends a seat to join again).
+    #[error("{what}: {status}: {message}")]
+    Refused {
+        what: String,
+        status: hyper::StatusCode,
+        message: String,
+    },
+}
+
+impl EndpointError {
+    /// The status the server refused with, if it answered.
+    pub fn status(&self) -> Option<hyper::StatusCode> {
+        match self {
+            EndpointError::Refused { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
 }
 
 /// `GET /stats`.
@@ -49,20 +67,35 @@ pub async fn switch_scenario(target: &str, name: &str) -> Result<Settings, Endpo
 }
 
 /// `PUT /admin/check`: tells the server's live view how a `workshop check` of it
-/// goes; returns what the server took.
+/// goes; returns what the server took. `token`: the server's admin token, when
+/// it has one.
 pub async fn report_check(
     target: &str,
     progress: &simulator_api::live::CheckProgress,
+    token: Option<&str>,
 ) -> Result<simulator_api::live::CheckProgress, EndpointError> {
     let body = serde_json::to_vec(progress)
         .map_err(|e| EndpointError::Http(format!("PUT {target}/admin/check"), e.to_string()))?;
-    call(target, Method::PUT, "/admin/check", Bytes::from(body)).await
+    let text = exchange(
+        target,
+        Method::PUT,
+        "/admin/check",
+        Bytes::from(body),
+        token,
+    )
+    .await?;
+    parse(target, &Method::PUT, "/admin/check", &text)
 }
 
 /// `PUT /admin/incident`: begins the scenario's incident now; returns it as in
 /// force. Refused (409) while one is, (400) where the scenario has none.
-pub async fn begin_incident(target: &str) -> Result<simulator_api::IncidentStatus, EndpointError> {
-    call(target, Method::PUT, "/admin/incident", Bytes::new()).await
+/// `token` as for [`report_check`].
+pub async fn begin_incident(
+    target: &str,
+    token: Option<&str>,
+) -> Result<simulator_api::IncidentStatus, EndpointError> {
+    let text = exchange(target, Method::PUT, "/admin/incident", Bytes::new(), token).await?;
+    parse(target, &Method::PUT, "/admin/incident", &text)
 }
 
 /// `GET /admin/tap?events=...`: subscribes to the server's probe tap and returns
@@ -120,7 +153,17 @@ async fn call<T: DeserializeOwned>(
     body: Bytes,
 ) -> Result<T, EndpointError> {
     let text = exchange(target, method.clone(), path, body, None).await?;
-    serde_json::from_str(&text).map_err(|e| {
+    parse(target, &method, path, &text)
+}
+
+/// An answer's JSON as the typed body `simulator-api` declares.
+fn parse<T: DeserializeOwned>(
+    target: &str,
+    method: &Method,
+    path: &str,
+    text: &str,
+) -> Result<T, EndpointError> {
+    serde_json::from_str(text).map_err(|e| {
         EndpointError::Http(
             format!("{method} {target}{path}"),
             format!("{e}; is the target a system-simulator of the same version?"),
@@ -129,8 +172,9 @@ async fn call<T: DeserializeOwned>(
 }
 
 /// One request and its whole answer as text; a status other than 2xx is an
-/// error that carries the server's words.
-async fn exchange(
+/// error that carries the server's words. `token` goes as `Authorization:
+/// Bearer`. The workshop's room (`system-simulator room`) is spoken to with it too.
+pub async fn exchange(
     target: &str,
     method: Method,
     path: &str,
@@ -156,7 +200,11 @@ async fn exchange(
             .to_bytes();
         let text = String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
-            return Err(fail(&format!("{status}: {text}")));
+            return Err(EndpointError::Refused {
+                what: what.clone(),
+                status,
+                message: text,
+            });
         }
         Ok(text)
     };

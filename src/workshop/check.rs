@@ -179,6 +179,15 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// A check that stopped on an error: not checked, and why.
+    pub fn error(scenario: &Scenario, e: &anyhow::Error) -> Verdict {
+        Verdict {
+            scenario: scenario.name.clone(),
+            refused: Some(format!("{e:#}")),
+            measured: Vec::new(),
+        }
+    }
+
     pub fn passed(&self) -> bool {
         self.refused.is_none() && !self.measured.is_empty() && self.measured.iter().all(|m| m.holds)
     }
@@ -257,10 +266,11 @@ struct Ran {
 /// ([`run_window`]) and the verdict on it ([`judge`]); each may refuse.
 pub async fn check(
     scenario: &Scenario,
-    target: &str,
+    audience: &progress::Audience,
     window: Duration,
     client_change: &[String],
 ) -> anyhow::Result<Verdict> {
+    let target = audience.target.as_str();
     let verdict = |judged: Result<Vec<Measured>, Refused>| {
         let (refused, measured) = match judged {
             Ok(measured) => (None, measured),
@@ -277,7 +287,7 @@ pub async fn check(
         Err(refused) => return Ok(verdict(Err(refused))),
     };
     let window = window_for(scenario, window);
-    let ran = match run_window(scenario, target, window, &load).await? {
+    let ran = match run_window(scenario, audience, window, &load).await? {
         Ok(ran) => ran,
         Err(refused) => return Ok(verdict(Err(refused))),
     };
@@ -361,26 +371,28 @@ async fn preflight(
 /// and the progress shown on the live view.
 async fn run_window(
     scenario: &Scenario,
-    target: &str,
+    audience: &progress::Audience,
     window: Duration,
     load: &Load,
 ) -> anyhow::Result<Result<Ran, Refused>> {
+    let target = audience.target.as_str();
     let mut plan = LoadPlan::running_for(load, target, Some(window));
     plan.seed = plan.seed.or(Some(CHECK_SEED));
     let started = tokio::time::Instant::now();
     let trigger = scenario.incident.first().map(|incident| {
         let (target, at) = (target.to_owned(), incident.at);
+        let token = audience.admin_token.clone();
         tokio::spawn(async move {
             tokio::time::sleep_until(started + at).await;
             let asked = (started.elapsed(), std::time::SystemTime::now());
-            let begun = endpoints::begin_incident(&target).await;
+            let begun = endpoints::begin_incident(&target, token.as_deref()).await;
             (asked, begun)
         })
     });
     let before = endpoints::stats(target).await?;
     let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
     let listen_drops_before = before.connections.listen_drops;
-    let (reporter, lines) = progress::Reporter::start(scenario, target, window, before);
+    let (reporter, lines) = progress::Reporter::start(scenario, audience, window, before);
     let outputs = simulator_clients::Outputs {
         seconds: trigger.is_some(),
         lines: Some(lines),

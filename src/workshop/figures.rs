@@ -26,6 +26,7 @@ use simulator_clients::endpoints;
 
 use super::check::{self, Verdict};
 use super::confine::{Cgroup, Confinement};
+use super::progress;
 use crate::scenario::Scenario;
 
 pub const BEGIN: &str = "<!-- figures:begin";
@@ -198,13 +199,25 @@ async fn measure_one(
 ) -> anyhow::Result<Verdict> {
     let server = ChildServer::start(&scenario.name, confinement)?;
     let Some(fix) = fix else {
-        return check::check(scenario, &server.url, window, &[]).await;
+        return check::check(
+            scenario,
+            &progress::Audience::server(&server.url),
+            window,
+            &[],
+        )
+        .await;
     };
     let body = fix
         .config_for(scenario.load.clients)
         .map_err(anyhow::Error::msg)?;
     endpoints::configure(&server.url, &body).await?;
-    check::check(scenario, &server.url, window, &fix.load).await
+    check::check(
+        scenario,
+        &progress::Audience::server(&server.url),
+        window,
+        &fix.load,
+    )
+    .await
 }
 
 /// A fix as the figures name it: the server's change, the clients', or both.

@@ -57,22 +57,7 @@ pub enum WorkshopCommand {
     },
     /// The win condition: run the ticket's load against the server for a window and
     /// judge it; exit 0 when every condition holds, 1 when not.
-    Check {
-        /// The exercise [default: the scenario the server runs].
-        exercise: Option<String>,
-        /// The server's base URL.
-        #[arg(long, default_value = "http://127.0.0.1:7878")]
-        target: String,
-        /// How long the check's own load runs (at least 6 s; with an incident, at
-        /// least until 25 s after it ends).
-        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-        duration: Duration,
-        /// A client-side fix: the clients' retry flags to change in the ticket's
-        /// load, as one string, e.g. --client-change '--retry-budget 10%'
-        /// (only --retries, --backoff and --retry-budget).
-        #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
-        client_change: Option<String>,
-    },
+    Check(CheckArgs),
     /// Measure every fix of an exercise (or of all) before and after, on fresh
     /// servers, as the pages' figures; print the Markdown, or write it into the pages.
     Figures {
@@ -88,6 +73,30 @@ pub enum WorkshopCommand {
         #[command(flatten)]
         confinement: confine::Confinement,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The exercise [default: the scenario the server runs].
+    pub exercise: Option<String>,
+    /// The server's base URL.
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    pub target: String,
+    /// How long the check's own load runs (at least 6 s; with an incident, at
+    /// least until 25 s after it ends).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// A client-side fix: the clients' retry flags to change in the ticket's
+    /// load, as one string, e.g. --client-change '--retry-budget 10%'
+    /// (only --retries, --backoff and --retry-budget).
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub client_change: Option<String>,
+    /// The server's admin token, when it was started with one: the check begins
+    /// the scenario's incident and shows on its live view with it.
+    #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    #[command(flatten)]
+    pub room: crate::room::seat::RoomArgs,
 }
 
 /// The exercise called `name`, or numbered `name` in the list (from 1).
@@ -114,20 +123,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
             write,
             confinement,
         } => measure_figures(exercise.as_deref(), duration, write, &confinement).await,
-        WorkshopCommand::Check {
-            exercise,
-            target,
-            duration,
-            client_change,
-        } => {
-            check_exercise(
-                exercise.as_deref(),
-                &target,
-                duration,
-                client_change.as_deref(),
-            )
-            .await
-        }
+        WorkshopCommand::Check(args) => check_exercise(&args).await,
     }
 }
 
@@ -190,18 +186,14 @@ async fn measure_figures(
 }
 
 /// `workshop check [NAME]`: the win condition measured; exit 0 when it holds.
-async fn check_exercise(
-    name: Option<&str>,
-    target: &str,
-    duration: Duration,
-    client_change: Option<&str>,
-) -> anyhow::Result<ExitCode> {
-    let chosen = match name {
+async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let target = args.target.as_str();
+    let chosen = match &args.exercise {
         Some(name) => exercise(name)?,
         None => Scenario::load(&simulator_clients::endpoints::stats(target).await?.scenario)?,
     };
-    let window = check::window_for(&chosen, duration);
-    let change = match client_change {
+    let window = check::window_for(&chosen, args.duration);
+    let change = match &args.client_change {
         None => Vec::new(),
         Some(text) => shlex::split(text)
             .with_context(|| format!("--client-change {text:?}: unbalanced quotes"))?,
@@ -221,9 +213,31 @@ async fn check_exercise(
             incident.summary
         );
     }
-    let verdict = check::check(&chosen, target, window, &change).await?;
-    progress::tell_verdict(target, &verdict.as_progress(window)).await;
+    let room = crate::room::seat::SeatLink::open(&args.room).await;
+    let audience = progress::Audience {
+        target: target.to_owned(),
+        admin_token: args.admin_token.clone(),
+        room: room.as_ref().map(|r| r.sender()),
+        warned: Default::default(),
+    };
+    let verdict = match check::check(&chosen, &audience, window, &change).await {
+        Ok(verdict) => verdict,
+        Err(e) => {
+            // The room hears it too, or the seat's cell would run forever.
+            if let (Some(link), Some(room)) = (&audience.room, room) {
+                let _ = link.send(check::Verdict::error(&chosen, &e).as_progress(window));
+                drop(audience);
+                room.finish().await;
+            }
+            return Err(e);
+        }
+    };
+    progress::tell_verdict(&audience, &verdict.as_progress(window)).await;
+    drop(audience);
     print!("{}", verdict.render());
+    if let Some(room) = room {
+        room.finish().await;
+    }
     Ok(if verdict.passed() {
         ExitCode::SUCCESS
     } else {

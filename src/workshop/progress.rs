@@ -1,8 +1,8 @@
-//! The check's progress, told to the server it checks (`PUT /admin/check`), so
-//! the live view (`GET /live`) shows the room each condition with its value so
-//! far and then the verdict. Best effort: a server that does not take it (an
-//! older one, an admin token the check was not given) costs one warning, never
-//! the check.
+//! The check's progress, told to the server it checks (`PUT /admin/check`, with
+//! the server's admin token when it has one), so the live view (`GET /live`)
+//! shows each condition with its value so far and then the verdict; and to the
+//! workshop's room when the attendee opted in (`room/seat.rs`). Best effort: a
+//! server or a room that does not take it costs one warning, never the check.
 //!
 //! Values so far are the ones the server alone can give each second (blocked
 //! share, persists a second and the backlog's growth from the `/stats` counts
@@ -10,6 +10,8 @@
 //! the answered share from the clients' seconds. The latency percentile and the
 //! recovery are measured once the window is whole: shown as "at the end".
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use simulator_api::live::{CheckCondition, CheckProgress};
@@ -22,6 +24,53 @@ use tokio_util::sync::CancellationToken;
 
 use crate::scenario::{Condition, Metric, Scenario};
 
+/// Who hears how the check goes: the server's live view, and the room.
+#[derive(Debug, Clone)]
+pub struct Audience {
+    pub target: String,
+    /// The server's `--admin-token`: the check begins incidents and reports
+    /// with it.
+    pub admin_token: Option<String>,
+    /// The room's link (`room::seat::SeatLink::sender`), when the attendee
+    /// reports to one.
+    pub room: Option<mpsc::UnboundedSender<CheckProgress>>,
+    /// Whether the server's refusal was told already: once a check.
+    pub warned: Arc<AtomicBool>,
+}
+
+impl Audience {
+    /// The server alone, with no admin token (the servers a test or `workshop
+    /// figures` starts).
+    pub fn server(target: &str) -> Audience {
+        Audience {
+            target: target.to_owned(),
+            admin_token: None,
+            room: None,
+            warned: Arc::default(),
+        }
+    }
+
+    /// Tells the server (a warning the first time it refuses) and the room
+    /// (whose link warns for itself).
+    async fn tell(&self, progress: &CheckProgress) {
+        if let Some(room) = &self.room {
+            let _ = room.send(progress.clone());
+        }
+        let token = self.admin_token.as_deref();
+        if let Err(e) = endpoints::report_check(&self.target, progress, token).await {
+            if !self.warned.swap(true, Ordering::Relaxed) {
+                let hint = match e.status() {
+                    Some(hyper::StatusCode::UNAUTHORIZED) => {
+                        " (the server has an admin token: give the check it, --admin-token or ISIM_ADMIN_TOKEN)"
+                    }
+                    _ => "",
+                };
+                eprintln!("note: the server's live view does not show this check: {e}{hint}");
+            }
+        }
+    }
+}
+
 /// Reports once a second while the check's load runs.
 #[derive(Debug)]
 pub struct Reporter {
@@ -33,7 +82,7 @@ impl Reporter {
     /// Starts reporting; send the run's seconds to what it returns beside it.
     pub fn start(
         scenario: &Scenario,
-        target: &str,
+        audience: &Audience,
         window: Duration,
         start: Stats,
     ) -> (Self, mpsc::UnboundedSender<Line>) {
@@ -42,7 +91,7 @@ impl Reporter {
         let run = Run {
             scenario: scenario.name.clone(),
             conditions: scenario.check.clone(),
-            target: target.to_owned(),
+            audience: audience.clone(),
             window,
             start,
         };
@@ -59,7 +108,7 @@ impl Reporter {
 struct Run {
     scenario: String,
     conditions: Vec<Condition>,
-    target: String,
+    audience: Audience,
     window: Duration,
     start: Stats,
 }
@@ -76,7 +125,6 @@ impl Run {
         // The live view's figures of the clients: the last second's median, the
         // worst second's handshakes.
         let (mut last_p50_ns, mut worst_connect_ns) = (None, 0u64);
-        let mut warned = false;
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -90,7 +138,7 @@ impl Run {
                 }
                 worst_connect_ns = worst_connect_ns.max(line.connect_p99_ns);
             }
-            let Ok(now) = endpoints::stats(&self.target).await else {
+            let Ok(now) = endpoints::stats(&self.audience.target).await else {
                 continue;
             };
             let elapsed = began.elapsed().as_secs_f64();
@@ -116,11 +164,7 @@ impl Run {
                 verdict: None,
                 passed: None,
             };
-            if let Err(e) = endpoints::report_check(&self.target, &progress).await {
-                if !std::mem::replace(&mut warned, true) {
-                    eprintln!("note: the server's live view does not show this check: {e}");
-                }
-            }
+            self.audience.tell(&progress).await;
         }
     }
 }
@@ -174,14 +218,13 @@ pub fn condition(c: &Condition, value: Option<f64>) -> CheckCondition {
     CheckCondition {
         label: c.metric.label().to_owned(),
         bound: c.bound_text(),
+        limit: c.below.or(c.above),
         value,
         holds: value.map(|v| c.holds(v)),
     }
 }
 
-/// Tells the server the verdict (best effort, as above).
-pub async fn tell_verdict(target: &str, verdict: &CheckProgress) {
-    if let Err(e) = endpoints::report_check(target, verdict).await {
-        eprintln!("note: the server's live view does not show this verdict: {e}");
-    }
+/// Tells the server and the room the verdict (best effort, as above).
+pub async fn tell_verdict(audience: &Audience, verdict: &CheckProgress) {
+    audience.tell(verdict).await;
 }

@@ -1,0 +1,221 @@
+//! The workshop room (`system-simulator room`, docs/api.md "The room"): what an
+//! attendee's `workshop check` sends it (`POST /room/join`, `POST /room/report`)
+//! and the board its page reads (`GET /room/events`, `GET /room/board`). The
+//! room is opt-in: a check reports only when given `--room` and `--seat`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::live::CheckProgress;
+
+/// `POST /room/join`: a seat asks for its token with the room's password.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JoinRequest {
+    pub seat: String,
+    pub password: String,
+}
+
+/// The seat's token: every report of the seat carries it (`Authorization:
+/// Bearer`). Given once; a second join of a taken seat is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JoinAnswer {
+    pub seat: String,
+    pub token: String,
+}
+
+/// `POST /room/report`: one check's progress, as the check tells its own
+/// server's live view (`PUT /admin/check`), once a second and at its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatReport {
+    pub seat: String,
+    /// One number per `workshop check` run: a new one is a new attempt.
+    pub attempt: u64,
+    pub progress: CheckProgress,
+}
+
+/// `PUT /room/reveal`: whether the seats see each other's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reveal {
+    pub revealed: bool,
+}
+
+/// The longest seat name (`[A-Za-z0-9._-]`, so it reads the same in a URL, a
+/// file name and a CSV cell).
+pub const SEAT_NAME_MAX: usize = 32;
+
+/// Why `name` cannot name a seat, if it cannot.
+pub fn seat_name_error(name: &str) -> Option<String> {
+    if name.is_empty() || name.len() > SEAT_NAME_MAX {
+        return Some(format!(
+            "a seat's name has 1 to {SEAT_NAME_MAX} characters, not {}",
+            name.len()
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    (!name.chars().all(allowed))
+        .then(|| format!("seat {name:?}: use letters, digits, '.', '_' and '-' only (no spaces)"))
+}
+
+/// Who is looking at the board, and so what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Viewer {
+    /// With the room's key: every seat, the controls.
+    Facilitator,
+    /// With a seat's token: its own row (every row once revealed).
+    Seat,
+    /// Neither (the projector): the totals, and every row once revealed.
+    Projector,
+}
+
+/// The room as one viewer may see it: sent whole on every change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Board {
+    /// The room's clock, in milliseconds since the Unix epoch.
+    pub now_ms: u64,
+    pub started_ms: u64,
+    pub viewer: Viewer,
+    /// The seat looking, for [`Viewer::Seat`].
+    pub seat: Option<String>,
+    pub revealed: bool,
+    /// A seat on one exercise this long without solving it is marked stuck.
+    pub stuck_after_s: u64,
+    /// How many seats have joined (whether or not their rows are shown).
+    pub seat_count: usize,
+    /// Every exercise, in the workshop's order.
+    pub exercises: Vec<String>,
+    /// The rows this viewer may see, by seat name.
+    pub seats: Vec<SeatRow>,
+    /// One per exercise anyone has checked, in the workshop's order.
+    pub per_exercise: Vec<ExerciseSummary>,
+    /// Newest first: the last [`TIMELINE_SHOWN`] this viewer may see.
+    pub timeline: Vec<TimelineEntry>,
+}
+
+/// How many of the timeline's entries a board carries.
+pub const TIMELINE_SHOWN: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatRow {
+    pub seat: String,
+    pub joined_ms: u64,
+    pub last_report_ms: Option<u64>,
+    /// The exercise of its last report.
+    pub current: Option<String>,
+    pub stuck: Option<Stuck>,
+    /// One per exercise the seat has checked, in the workshop's order; an
+    /// exercise missing here is not started.
+    pub cells: Vec<Cell>,
+}
+
+/// On `exercise` since `since_ms` without solving it, past the room's limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stuck {
+    pub exercise: String,
+    pub since_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellState {
+    /// A check is running: its conditions so far are in `last`.
+    Running,
+    /// The last check's verdict was `not yet`.
+    Failed,
+    /// The last check could not judge (`not checked: why`, in `last.verdict`).
+    Refused,
+    /// A check passed (and stays solved whatever later checks say).
+    Solved,
+}
+
+/// One seat's exercise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub exercise: String,
+    pub state: CellState,
+    /// Checks begun (until solved, the one that solved it included).
+    pub attempts: u32,
+    pub first_started_ms: u64,
+    pub solved_ms: Option<u64>,
+    /// The last report of the last check.
+    pub last: CheckProgress,
+    /// For [`CellState::Failed`]: the condition that failed by most.
+    pub failed: Option<FailedCondition>,
+}
+
+/// A condition that failed, and by how much.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedCondition {
+    pub label: String,
+    pub value: f64,
+    /// `< 50`, `> 100`.
+    pub bound: String,
+    /// How many times the bound the value is (a `<` bound) or short of it (a
+    /// `>` bound): 22 for a p99 of 1,106 ms against `< 50`. At least 1.
+    pub factor: Option<f64>,
+}
+
+/// One exercise across the room: the facilitator's cue for a hint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExerciseSummary {
+    pub exercise: String,
+    /// Seats that have checked it / solved it / are checking it now.
+    pub attempted: usize,
+    pub solved: usize,
+    pub running: usize,
+    /// The condition that failed in most failed checks (all of them when
+    /// several failed as often), in the check's order; empty when none failed.
+    pub fails_most: Vec<ConditionCount>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionCount {
+    pub label: String,
+    /// Failed checks in which it failed, of all failed checks of the exercise.
+    pub failed: u32,
+    pub of: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Happening {
+    Joined,
+    Started,
+    Solved,
+    Failed,
+    Refused,
+    /// The facilitator freed the seat: its next join gets a new token.
+    Freed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineEntry {
+    pub at_ms: u64,
+    /// Absent on the projector's board before the reveal.
+    pub seat: Option<String>,
+    pub exercise: Option<String>,
+    pub what: Happening,
+    /// The attempt's number, the failed condition, the refusal's reason.
+    pub detail: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seat_names_read_the_same_in_a_url_a_file_and_a_csv() {
+        for good in ["alice", "seat-07", "a.b_c", &"x".repeat(SEAT_NAME_MAX)] {
+            assert_eq!(seat_name_error(good), None, "{good}");
+        }
+        for bad in [
+            "",
+            "bob smith",
+            "a/b",
+            "é",
+            "a,b",
+            &"x".repeat(SEAT_NAME_MAX + 1),
+        ] {
+            assert!(seat_name_error(bad).is_some(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! `system-simulator room`: the facilitator's view of a workshop room. One
+//! command starts a small server that holds the room in memory (and, with
+//! `--state FILE`, in a file it restarts from) and prints the projector's URL,
+//! the facilitator's and the line attendees paste. Attendees opt in: their
+//! `workshop check` reports to it only when given the room (`seat.rs`).
+//!
+//! - `board.rs`: the rules (join, report, free) and `view.rs` the board each
+//!   viewer may see; no clock, no I/O, tested with the times written out.
+//! - `server.rs`: the routes; `page.rs` the page; `state_file.rs` the file.
+
+pub mod board;
+pub mod page;
+pub mod seat;
+pub mod server;
+pub mod state_file;
+pub mod view;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use board::Room;
+use server::{new_secret, now_ms, Shared};
+
+#[derive(Debug, clap::Args)]
+pub struct RoomArgs {
+    /// Where the room listens. Everything that changes the room needs the
+    /// room's password, a seat's token or the facilitator's key.
+    #[arg(long, default_value = "0.0.0.0:7900")]
+    pub listen: SocketAddr,
+    /// The address attendees reach it at, as printed in their line [default:
+    /// http://THIS-HOST'S-NAME:PORT].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Keep the room in FILE, and start from it when it exists (a restart
+    /// shows the same board, and the seats' tokens still report).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// The password attendees join with [default: a new one; a room started
+    /// from its --state file keeps its own].
+    #[arg(long, env = "ISIM_ROOM_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// A seat on one exercise this long without solving it is marked stuck.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub stuck_after: Duration,
+}
+
+pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
+    let room = match &args.state {
+        Some(path) => state_file::read(path)?,
+        None => None,
+    };
+    let restarted = room.is_some();
+    let mut room = room.unwrap_or_else(|| Room::new(new_secret(), new_password(), now_ms()));
+    if let Some(password) = &args.password {
+        anyhow::ensure!(
+            !password.is_empty() && !password.contains(['/', ' ']),
+            "--password: one word without '/' or spaces (it goes in a URL)"
+        );
+        room.password.clone_from(password);
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let bound = listener.local_addr()?;
+    let url = args.url.clone().unwrap_or_else(|| default_url(bound));
+    print_banner(&args, &room, bound, &url, restarted);
+    let shared = Shared::new(room, args.stuck_after, args.state.clone());
+    let keeper = tokio::spawn(keep(shared.clone()));
+    let app = server::routes(shared.clone());
+    let closed = shared.closed.clone();
+    let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+        crate::serving::shutdown::signal().await;
+        closed.cancel();
+    });
+    serving.await.context("serving the room")?;
+    shared.closed.cancel();
+    keeper.await.context("the state file's keeper")??;
+    Ok(())
+}
+
+/// Writes the room to its state file within a second of each change (the
+/// reports of a second are one write) and once more at shutdown.
+async fn keep(shared: Arc<Shared>) -> anyhow::Result<()> {
+    let Some(path) = shared.state_file.clone() else {
+        return Ok(());
+    };
+    let mut changes = shared.changes.subscribe();
+    // Off the room's one thread: the write ends in an fsync.
+    let write = |shared: &Shared| {
+        let room = shared
+            .room
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let path = path.clone();
+        async move {
+            tokio::task::spawn_blocking(move || state_file::write(&path, &room))
+                .await
+                .context("the state file's writer")?
+        }
+    };
+    write(&shared).await?;
+    loop {
+        tokio::select! {
+            () = shared.closed.cancelled() => return write(&shared).await,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return write(&shared).await;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        changes.mark_unchanged();
+        if let Err(e) = write(&shared).await {
+            tracing::warn!("the room's state file: {e:#}");
+        }
+    }
+}
+
+/// A password a facilitator can read out: two short words of letters and
+/// digits no one confuses (no 0/O, 1/l).
+fn new_password() -> String {
+    const LETTERS: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
+    let word = |n| {
+        (0..n)
+            .map(|_| LETTERS[rand::random_range(0..LETTERS.len())] as char)
+            .collect::<String>()
+    };
+    format!("{}-{}", word(4), word(4))
+}
+
+/// `http://HOSTNAME:PORT`, or the loopback address when that is all it listens on.
+fn default_url(bound: SocketAddr) -> String {
+    if bound.ip().is_loopback() {
+        return format!("http://{bound}");
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("http://{host}:{}", bound.port())
+}
+
+fn print_banner(args: &RoomArgs, room: &Room, bound: SocketAddr, url: &str, restarted: bool) {
+    println!("room: listening on {bound}");
+    match (&args.state, restarted) {
+        (Some(path), true) => println!(
+            "  restarted from {} ({} seats)",
+            path.display(),
+            room.seat_count()
+        ),
+        (Some(path), false) => println!("  kept in {}", path.display()),
+        (None, _) => println!("  in memory only (--state FILE keeps it across a restart)"),
+    }
+    println!("projector (the totals; every row once you reveal the board):");
+    println!("  {url}/room");
+    println!("facilitator (every row, reveal, CSV; keep it off the projector):");
+    println!("  {url}/room?key={}", room.key);
+    println!("attendees paste, each with a seat name of their own:");
+    println!(
+        "  export ISIM_ROOM={url}/join/{} ISIM_SEAT=your-name",
+        room.password
+    );
+    println!("and every `workshop check` they run reports to the room.");
+}

@@ -1,0 +1,359 @@
+//! The room's HTTP routes (docs/api.md, "The room"): the page, its stream of
+//! boards (server-sent events, a new board within a moment of any change and
+//! every few seconds for the clocks), the board as JSON and CSV, and the calls
+//! that change the room: join, report, reveal, free. Who may see what is
+//! decided once per request ([`Shared::viewer`]): the room's key is the
+//! facilitator, a seat's name and token the seat, nothing the projector.
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{delete, get, post, put};
+use axum::{Json, Router};
+use futures::stream::{self, Stream};
+use simulator_api::room::{Board, JoinAnswer, JoinRequest, Reveal, SeatReport, Viewer};
+use simulator_api::ErrorBody;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::board::{Refusal, Room};
+use super::view::Looking;
+
+/// A board is sent at least this often, so "stuck" and the clocks move on a
+/// page nobody reports to.
+const REFRESH_EVERY: Duration = Duration::from_secs(5);
+/// How long a stream gathers changes before it sends their board: 30 seats
+/// reporting once a second are a board or two a second, not 30.
+const GATHER: Duration = Duration::from_millis(500);
+/// The largest body the room reads: a report is about 1 KiB.
+const BODY_LIMIT: usize = 64 * 1024;
+
+/// The room and what serving it needs.
+#[derive(Debug)]
+pub struct Shared {
+    pub room: Mutex<Room>,
+    pub exercises: Vec<String>,
+    pub stuck_after: Duration,
+    /// Bumped on every change: the streams and the state file follow it.
+    pub changes: watch::Sender<u64>,
+    /// Cancelled at shutdown: every stream ends.
+    pub closed: CancellationToken,
+    pub state_file: Option<PathBuf>,
+}
+
+impl Shared {
+    pub fn new(room: Room, stuck_after: Duration, state_file: Option<PathBuf>) -> Arc<Shared> {
+        Arc::new(Shared {
+            room: Mutex::new(room),
+            exercises: crate::scenario::names()
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            stuck_after,
+            changes: watch::channel(0).0,
+            closed: CancellationToken::new(),
+            state_file,
+        })
+    }
+
+    fn room(&self) -> std::sync::MutexGuard<'_, Room> {
+        // A panic while holding it would be a bug in board.rs; the room stays usable.
+        self.room.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|v| *v += 1);
+    }
+
+    /// Who a request is, from `?key=`, `?seat=&token=` or `Authorization: Bearer KEY`.
+    fn viewer(&self, who: &Who, headers: &HeaderMap) -> Result<(Viewer, Option<String>), Refused> {
+        let room = self.room();
+        let key = who.key.as_deref().or_else(|| bearer(headers));
+        if let Some(key) = key {
+            return match room.is_key(key) {
+                true => Ok((Viewer::Facilitator, None)),
+                false => Err(Refused::unauthorized("wrong room key")),
+            };
+        }
+        match (&who.seat, &who.token) {
+            (Some(seat), Some(token)) => match room.seat_of(token) {
+                Some(owner) if owner == seat => Ok((Viewer::Seat, Some(seat.clone()))),
+                _ => Err(Refused::unauthorized(&format!(
+                    "wrong token for seat {seat}"
+                ))),
+            },
+            (None, None) => Ok((Viewer::Projector, None)),
+            _ => Err(Refused::bad("a seat's page needs both ?seat= and &token=")),
+        }
+    }
+
+    fn facilitator(&self, who: &Who, headers: &HeaderMap) -> Result<(), Refused> {
+        match self.viewer(who, headers)? {
+            (Viewer::Facilitator, _) => Ok(()),
+            _ => Err(Refused::unauthorized("this needs the room's key (?key=)")),
+        }
+    }
+
+    pub fn board(&self, viewer: Viewer, seat: Option<&str>) -> Board {
+        let looking = Looking {
+            viewer,
+            seat,
+            now_ms: now_ms(),
+            stuck_after_ms: self.stuck_after.as_millis() as u64,
+        };
+        self.room().board(&self.exercises, looking)
+    }
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+/// Who is asking, as the page's URL says.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Who {
+    key: Option<String>,
+    seat: Option<String>,
+    token: Option<String>,
+}
+
+pub fn routes(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/room") }))
+        .route("/room", get(super::page::serve))
+        .route("/room/events", get(events))
+        .route("/room/board", get(board))
+        .route("/room.csv", get(csv))
+        .route("/room/join", post(join))
+        .route("/room/report", post(report))
+        .route("/room/reveal", put(reveal))
+        .route("/room/seats/{seat}", delete(free))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(shared)
+}
+
+async fn board(
+    State(shared): State<Arc<Shared>>,
+    Query(who): Query<Who>,
+    headers: HeaderMap,
+) -> Result<Json<Board>, Refused> {
+    let (viewer, seat) = shared.viewer(&who, &headers)?;
+    Ok(Json(shared.board(viewer, seat.as_deref())))
+}
+
+/// `GET /room/events`: `board` at once, then after each change (a burst of
+/// changes within [`GATHER`] is one board) unless this viewer's board is the
+/// same as the last sent, and every [`REFRESH_EVERY`].
+async fn events(
+    State(shared): State<Arc<Shared>>,
+    Query(who): Query<Who>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Refused> {
+    let (viewer, seat) = shared.viewer(&who, &headers)?;
+    let changes = shared.changes.subscribe();
+    let boards = stream::unfold((changes, None), move |(mut changes, last)| {
+        let (shared, seat) = (shared.clone(), seat.clone());
+        async move {
+            let board = loop {
+                if last.is_some() {
+                    tokio::select! {
+                        () = shared.closed.cancelled() => return None,
+                        changed = changes.changed() => {
+                            changed.ok()?;
+                            tokio::time::sleep(GATHER).await;
+                        }
+                        () = tokio::time::sleep(REFRESH_EVERY) => {}
+                    }
+                }
+                changes.mark_unchanged();
+                let board = shared.board(viewer, seat.as_deref());
+                if last
+                    .as_ref()
+                    .is_none_or(|sent| !same_but_the_clock(sent, &board))
+                {
+                    break board;
+                }
+            };
+            let event = Event::default()
+                .event("board")
+                .retry(Duration::from_secs(1))
+                .json_data(&board)
+                .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
+            Some((Ok(event), (changes, Some(board))))
+        }
+    });
+    Ok(Sse::new(boards).keep_alive(KeepAlive::default()))
+}
+
+/// Whether two boards differ only in when they were made: a page whose row
+/// nobody changed is not sent the same board again (the refresh still is,
+/// for the clocks, once a [`REFRESH_EVERY`]).
+fn same_but_the_clock(sent: &Board, now: &Board) -> bool {
+    now.now_ms.saturating_sub(sent.now_ms) < REFRESH_EVERY.as_millis() as u64
+        && Board {
+            now_ms: now.now_ms,
+            ..sent.clone()
+        } == *now
+}
+
+async fn csv(
+    State(shared): State<Arc<Shared>>,
+    Query(who): Query<Who>,
+    headers: HeaderMap,
+) -> Result<Response, Refused> {
+    shared.facilitator(&who, &headers)?;
+    let text = shared.room().csv(
+        &shared.exercises,
+        now_ms(),
+        shared.stuck_after.as_millis() as u64,
+    );
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"room.csv\"",
+            ),
+        ],
+        text,
+    )
+        .into_response())
+}
+
+async fn join(
+    State(shared): State<Arc<Shared>>,
+    Json(asked): Json<JoinRequest>,
+) -> Result<Json<JoinAnswer>, Refused> {
+    let token = shared
+        .room()
+        .join(&asked.seat, &asked.password, new_secret, now_ms())?;
+    shared.changed();
+    Ok(Json(JoinAnswer {
+        seat: asked.seat,
+        token,
+    }))
+}
+
+async fn report(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Json(report): Json<SeatReport>,
+) -> Result<StatusCode, Refused> {
+    let token = bearer(&headers).ok_or_else(|| {
+        Refused::unauthorized("a report carries its seat's token (Authorization: Bearer)")
+    })?;
+    shared
+        .room()
+        .report(token, report, &shared.exercises, now_ms())?;
+    shared.changed();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn reveal(
+    State(shared): State<Arc<Shared>>,
+    Query(who): Query<Who>,
+    headers: HeaderMap,
+    Json(asked): Json<Reveal>,
+) -> Result<Json<Reveal>, Refused> {
+    shared.facilitator(&who, &headers)?;
+    shared.room().revealed = asked.revealed;
+    shared.changed();
+    Ok(Json(asked))
+}
+
+async fn free(
+    State(shared): State<Arc<Shared>>,
+    Path(seat): Path<String>,
+    Query(who): Query<Who>,
+    headers: HeaderMap,
+) -> Result<StatusCode, Refused> {
+    shared.facilitator(&who, &headers)?;
+    shared.room().free(&seat, now_ms()).map_err(|r| match r {
+        Refusal::NoSuchSeat(_) => Refused {
+            status: StatusCode::NOT_FOUND,
+            kind: "not_found",
+            message: r.to_string(),
+        },
+        r => r.into(),
+    })?;
+    shared.changed();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A new token or key: 128 random bits, as hex.
+pub fn new_secret() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// A refusal as the room answers it: a status and `{error, message}`.
+#[derive(Debug)]
+pub struct Refused {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+}
+
+impl Refused {
+    fn unauthorized(message: &str) -> Refused {
+        Refused {
+            status: StatusCode::UNAUTHORIZED,
+            kind: "unauthorized",
+            message: message.to_owned(),
+        }
+    }
+
+    fn bad(message: &str) -> Refused {
+        Refused {
+            status: StatusCode::BAD_REQUEST,
+            kind: "bad_request",
+            message: message.to_owned(),
+        }
+    }
+}
+
+impl From<Refusal> for Refused {
+    fn from(r: Refusal) -> Refused {
+        let (status, kind) = match &r {
+            Refusal::BadSeatName(_) | Refusal::UnknownExercise(_) | Refusal::BadReport(_) => {
+                (StatusCode::BAD_REQUEST, "bad_request")
+            }
+            Refusal::BadPassword | Refusal::BadToken(_) | Refusal::NoSuchSeat(_) => {
+                (StatusCode::UNAUTHORIZED, "unauthorized")
+            }
+            Refusal::OtherSeat { .. } => (StatusCode::FORBIDDEN, "other_seat"),
+            Refusal::Taken(_) | Refusal::Full => (StatusCode::CONFLICT, "conflict"),
+        };
+        Refused {
+            status,
+            kind,
+            message: r.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: self.kind.to_owned(),
+            message: self.message,
+        };
+        (self.status, Json(body)).into_response()
+    }
+}
