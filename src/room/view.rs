@@ -189,16 +189,37 @@ fn row(name: &str, seat: &Seat, exercises: &[String], looking: Looking<'_>) -> S
 }
 
 /// A label or bound as one CSV field (RFC 4180: quoted when it holds a comma
-/// or a quote).
+/// or a quote). A report's text that a spreadsheet would take for a formula
+/// (`=`, `+`, `-`, `@` first) is kept as text with a leading `'`: a bound's
+/// `< 50` never starts so, a crafted label might.
 fn csv_text(s: &str) -> String {
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    };
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_owned()
+        s
     }
 }
 
 fn rfc3339(ms: u64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
     humantime::format_rfc3339_seconds(at).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_text;
+
+    #[test]
+    fn a_csv_field_is_quoted_when_it_must_be_and_never_read_as_a_formula() {
+        assert_eq!(csv_text("< 50"), "< 50");
+        assert_eq!(csv_text("a, b"), "\"a, b\"");
+        assert_eq!(csv_text("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_text("=HYPERLINK(1)"), "'=HYPERLINK(1)");
+        assert_eq!(csv_text("-1,2"), "\"'-1,2\"");
+    }
 }
