@@ -92,6 +92,18 @@ impl Delay {
         }
     }
 
+    /// Whether every draw is zero: no wait at all (`0`, `0ms + normal(0ms, 0ms)`).
+    pub fn is_zero(&self) -> bool {
+        let shape_zero = match self.shape {
+            Shape::None => true,
+            Shape::Normal { mean, sd } => mean.is_zero() && sd.is_zero(),
+            Shape::Exponential { mean } => mean.is_zero(),
+            Shape::Uniform { high, .. } => high.is_zero(),
+            Shape::LogNormal { median, .. } => median.is_zero(),
+        };
+        self.base.is_zero() && shape_zero
+    }
+
     /// The expected value, ignoring the (rare) clamping at zero. This is what
     /// Little's law needs: capacity = permits / mean persist time.
     pub fn mean(&self) -> Duration {

@@ -106,6 +106,18 @@ impl Store {
         Arc::clone(&self.world.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Whether a write now would end without waiting: simulated, in a world
+    /// with no latency, no per-MiB cost, no stalls and no limit on writes at once
+    /// (the zero-cost benchmarks' store). Persistence runs such a persist inline.
+    pub fn ends_at_once(&self) -> bool {
+        let world = self.world();
+        matches!(self.medium, Medium::Simulated)
+            && world.persist_latency.is_zero()
+            && world.persist_cost_per_mib.is_zero()
+            && world.persist_stall_rate == 0.0
+            && world.store_concurrency == 0
+    }
+
     /// Persists one element, faults included, in the world in force when the
     /// write starts (after any wait for a slot).
     pub async fn persist(&self, id: u64, element: &Element) -> Result<(), PersistError> {
