@@ -304,6 +304,21 @@ mod tests {
     }
 
     #[test]
+    fn a_delay_is_zero_only_when_every_draw_is() {
+        for zero in ["0", "0ms", "0ms + normal(0ms, 0ms)", "exp(0ms)"] {
+            assert!(zero.parse::<Delay>().unwrap().is_zero(), "{zero}");
+        }
+        for some in [
+            "1us",
+            "normal(0ms, 1ms)",
+            "uniform(0ms, 1ms)",
+            "50ms + normal(10ms, 5ms)",
+        ] {
+            assert!(!some.parse::<Delay>().unwrap().is_zero(), "{some}");
+        }
+    }
+
+    #[test]
     fn parses_the_original_persist_latency() {
         let d: Delay = "50ms + normal(10ms, 5ms)".parse().unwrap();
         assert_eq!(d, Delay::base_plus_normal(ms(50), ms(10), ms(5)));
