@@ -25,6 +25,7 @@ mod slots;
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -54,6 +55,9 @@ pub struct Store {
     slots: Slots,
     /// The settings in force now: the world each write meets.
     world: RwLock<Arc<Settings>>,
+    /// Whether that world lets a write end without waiting ([`Store::ends_at_once`]),
+    /// worked out when the world changes, not on every persist.
+    at_once: AtomicBool,
 }
 
 /// What a write does.
@@ -80,11 +84,13 @@ impl Store {
         };
         let slots = Slots::new(settings);
         let world = RwLock::new(Arc::new(settings.clone()));
+        let at_once = AtomicBool::new(writes_at_once(&medium, settings));
         Ok((
             Store {
                 medium,
                 slots,
                 world,
+                at_once,
             },
             first_id,
         ))
@@ -100,22 +106,19 @@ impl Store {
     pub fn follow(&self, settings: &Settings) {
         self.slots.follow(settings);
         *self.world.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(settings.clone());
+        self.at_once
+            .store(writes_at_once(&self.medium, settings), Ordering::Relaxed);
     }
 
     fn world(&self) -> Arc<Settings> {
         Arc::clone(&self.world.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Whether a write now would end without waiting: simulated, in a world
-    /// with no latency, no per-MiB cost, no stalls and no limit on writes at once
-    /// (the zero-cost benchmarks' store). Persistence runs such a persist inline.
+    /// Whether a write now would end without waiting (the zero-cost
+    /// benchmarks' store): persistence runs such a persist inline. A world that
+    /// changes between this answer and the write only costs the persist a task.
     pub fn ends_at_once(&self) -> bool {
-        let world = self.world();
-        matches!(self.medium, Medium::Simulated)
-            && world.persist_latency.is_zero()
-            && world.persist_cost_per_mib.is_zero()
-            && world.persist_stall_rate == 0.0
-            && world.store_concurrency == 0
+        self.at_once.load(Ordering::Relaxed)
     }
 
     /// Persists one element, faults included, in the world in force when the
@@ -155,8 +158,46 @@ impl Store {
     }
 }
 
+/// Simulated, in a world with no latency, no per-MiB cost, no stalls and no
+/// limit on writes at once.
+fn writes_at_once(medium: &Medium, world: &Settings) -> bool {
+    matches!(medium, Medium::Simulated)
+        && world.persist_latency.is_zero()
+        && world.persist_cost_per_mib.is_zero()
+        && world.persist_stall_rate == 0.0
+        && world.store_concurrency == 0
+}
+
 fn per_mib_cost(settings: &Settings, bytes: u64) -> Duration {
     settings
         .persist_cost_per_mib
         .mul_f64(bytes as f64 / (1u64 << 20) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_ends_at_once_only_in_a_world_without_waits_and_follows_the_world() {
+        let zero = Settings {
+            persist_latency: "0".parse().unwrap(),
+            ..Settings::default()
+        };
+        let (store, _) = Store::open(&zero).unwrap();
+        assert!(store.ends_at_once());
+        let limited = Settings {
+            store_concurrency: 8,
+            ..zero.clone()
+        };
+        store.follow(&limited);
+        assert!(
+            !store.ends_at_once(),
+            "a limit on writes at once can make one wait"
+        );
+        store.follow(&Settings::default());
+        assert!(!store.ends_at_once(), "the default world has a latency");
+        store.follow(&zero);
+        assert!(store.ends_at_once());
+    }
 }
