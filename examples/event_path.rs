@@ -1,14 +1,15 @@
 //! The event path on its own, for `scripts/bench/event-path.py`: the five events
 //! of one unblocked request (request-start, request-nonblock, persist-start,
 //! persist-done, request-done), each firing its probe (or not, in a build without
-//! the `probes` feature), moving the `/stats` counters under their one lock and
-//! recording its Prometheus metric, exactly as the server does.
+//! the `probes` feature), moving the `/stats` counters and the lifetime counters
+//! and histograms (each in this thread's part) exactly as the server does.
 //!
 //! It runs the events of N requests on 1 thread, then on 2 threads at once, with
 //! optionally some other work between requests (`--work-ns`, the rest of a
 //! request's CPU), and prints the cost of one request's events and the throughput.
-//! With no other work it is the worst case for the stats lock: two threads doing
-//! nothing but taking it. Bench-only: not part of the product.
+//! With no other work it is the worst case for counting: two threads doing
+//! nothing but recording, where counts that both threads write (one lock, shared
+//! atomics) would serialize them. Bench-only: not part of the product.
 //!
 //!     cargo run --release --example event_path -- [REQUESTS] [--work-ns NS]
 

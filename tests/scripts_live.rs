@@ -302,8 +302,13 @@ async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
         .find_map(|l| l.trim().strip_prefix("throttled periods "))
         .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
         .unwrap_or_else(|| panic!("{tool:?}: no summary in\n{output}"));
+    // Enough periods for the comparison below to mean something. Alone, the load
+    // throttles most of its 40 periods; beside other tracer tests (DTrace keeps
+    // CPUs busy while it attaches) the server gets less than its quota in some,
+    // and 16 were seen: the bound is about what the script is compared on, not
+    // how hard this machine let the load run.
     assert!(
-        kernel >= 20,
+        kernel >= 10,
         "4 s at a tenth of a core: {kernel} throttled periods"
     );
     let room = 3.max(kernel / 10);

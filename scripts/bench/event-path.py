@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The event path alone (examples/event_path.rs): what one request's five events
 cost with the isim probes compiled out and compiled in (not enabled), and whether
-the one lock of the /stats counters serializes two threads.
+counting (the /stats counters, the lifetime counters and histograms) serializes
+two threads.
 
   1. probes: the example built with and without the `probes` feature, alternating,
      1 thread, nothing but events: ns per request (5 events), medians of the runs,
      min, max, and the ratio (target: not enabled within 1 % of compiled out);
-  2. the stats lock: the default build on 1 and 2 threads, with 14 us of other
+  2. counting: the default build on 1 and 2 threads, with 14 us of other
      work per request (about a request's CPU in the server) and with none (the
      worst case): the 2-thread / 1-thread throughput.
 
@@ -52,7 +53,7 @@ def main():
 
     for work_ns in (14_000, 0):
         requests = args.requests // 10 if work_ns else args.requests
-        print(f"\nthe stats lock: throughput on 2 threads / 1 thread, {work_ns:,} ns of other work a request")
+        print(f"\ncounting: throughput on 2 threads / 1 thread, {work_ns:,} ns of other work a request")
         scaling = {"1 thread": [], "2 threads": [], "2 / 1": []}
         for _ in range(args.runs):
             r = lines(WITH, requests, work_ns)

@@ -2,12 +2,14 @@
 """A flamegraph of the serving path: `system-simulator serve` with the request path
 at its cheapest (no simulated delay, permits never short) under wrk's POST
 /requests, sampled by perf (cpu-clock, DWARF call graphs), folded and drawn by
-inferno. Writes docs/performance/serving-path.svg and a PNG beside it.
+inferno. Writes docs/performance/serving-path.svg and a PNG beside it, or where
+--out says; --server draws another build (an older commit's, for a before and
+after).
 
 Needs perf (apt-get install linux-perf), wrk, inferno (cargo install inferno) and
 rsvg-convert (apt-get install librsvg2-bin).
 
-  python3 scripts/bench/flamegraph.py [--seconds 5] [--no-build]
+  python3 scripts/bench/flamegraph.py [--seconds 5] [--no-build] [--server BINARY] [--out SVG]
 """
 
 import argparse
@@ -30,7 +32,7 @@ SHARES = [
     ("the axum handler (request path)", "axum::handler::Handler"),
     ("  the data processor", "system_simulator::request_path::DataProcessor"),
     ("  events: probes, /stats, metrics", "system_simulator::observe::events"),
-    ("  the spawned persist task", "system_simulator::request_path::persistence"),
+    ("  the persist (inline, or its task)", "system_simulator::request_path::persistence"),
     ("  the body, read with its deadline", "system_simulator::serving::body"),
     ("timers (wheel insert, clear, Sleep)", "tokio::runtime::time::"),
     ("hyper's header read timeout", "TokioTimer as hyper::rt::timer::Timer"),
@@ -57,12 +59,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seconds", type=int, default=5)
     p.add_argument("--no-build", action="store_true")
+    p.add_argument("--server", default=benchlib.SERVER, help="the system-simulator binary to profile")
+    p.add_argument("--out", default=OUT, help="the SVG to write (a PNG beside it)")
     args = p.parse_args()
     benchlib.need("wrk", "perf", "inferno-collapse-perf", "inferno-flamegraph", "rsvg-convert")
     if not args.no_build:
         benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
     benchlib.machine_limits()
-    server, url = benchlib.start([benchlib.SERVER, "serve", "--listen", "127.0.0.1:0",
+    server, url = benchlib.start([args.server, "serve", "--listen", "127.0.0.1:0",
                                   *benchlib.ZERO_COST_SERVER])
     try:
         load = threading.Thread(target=benchlib.wrk,
@@ -87,12 +91,13 @@ def main():
                              input=folded, capture_output=True, text=True, check=True).stdout
     finally:
         benchlib.stop(server)
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         f.write(svg)
-    png = OUT[:-4] + ".png"
-    subprocess.run(["rsvg-convert", "-w", "1600", "-b", "white", "-o", png, OUT], check=True)
-    print(f"wrote {OUT} and {png}")
+    png = os.path.splitext(out)[0] + ".png"
+    subprocess.run(["rsvg-convert", "-w", "1600", "-b", "white", "-o", png, out], check=True)
+    print(f"wrote {out} and {png}")
 
 
 if __name__ == "__main__":

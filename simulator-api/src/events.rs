@@ -304,6 +304,14 @@ macro_rules! define_counts {
                 }
             }
 
+            /// These counts and `other`'s together, counter by counter (the server
+            /// keeps its counts in per-thread parts and adds them up when read).
+            pub fn plus(&self, other: &Counts) -> Counts {
+                Counts {
+                    $( $( $counter: self.$counter.wrapping_add(other.$counter), )* )*
+                }
+            }
+
             /// What a reset starts the new window with: every pair's figure as its
             /// opener's count, so what is in flight still balances when it ends;
             /// every other counter at zero.

@@ -9,16 +9,18 @@
 // that places each probe; that is the only unsafe code in the crate.
 #![allow(unsafe_code)]
 
+use std::cell::LazyCell;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::lifetime;
 use super::live_counts::LiveCounts;
-use super::metrics as m;
 use super::nanos;
 #[cfg(feature = "probes")]
 use super::probes::{isim, ProbeId};
 #[cfg(feature = "probes")]
 use super::tap;
+use simulator_api::Counts;
 
 /// Fires probe `$probe` of the `isim` provider with the arguments the closure
 /// makes, evaluated only while a tracer has the probe enabled, and hands the same
@@ -49,22 +51,28 @@ impl Events {
         &self.counts
     }
 
+    /// A figure of the counts (in flight, queued) for a probe's argument, read
+    /// from a snapshot just after the event's own change, and only if a tracer or
+    /// a tap subscriber asks for it: a snapshot locks every thread's part, which
+    /// the event path does not pay while nobody traces. One read serves both, so
+    /// the tracer and the tap see the same figure.
+    fn figure(&self, of: fn(&Counts) -> u64) -> LazyCell<u64, impl FnOnce() -> u64 + '_> {
+        LazyCell::new(move || of(&self.counts.snapshot()))
+    }
+
     pub fn request_start(&self, id: u64, bytes: u64) {
         fire!(request__start, || (id, bytes));
         self.counts.record(|c| c.requests_started += 1);
-        m::handles().requests_started.increment(1);
     }
 
     pub fn request_nonblock(&self, id: u64, available: usize) {
         fire!(request__nonblock, || (id, available as u64));
         self.counts.record(|c| c.requests_nonblocked += 1);
-        m::handles().requests_nonblocked.increment(1);
     }
 
     pub fn request_block(&self, id: u64, permits: usize) {
         fire!(request__block, || (id, permits as u64));
         self.counts.record(|c| c.requests_blocked += 1);
-        m::handles().requests_blocked.increment(1);
     }
 
     /// A blocked request refused (after its request-block): at once, or after
@@ -72,12 +80,11 @@ impl Events {
     pub fn request_shed(&self, id: u64, permits: usize, waited: Duration) {
         fire!(request__shed, || (id, permits as u64, nanos(waited)));
         self.counts.record(|c| c.requests_shed += 1);
-        m::handles().requests_shed.increment(1);
     }
 
     pub fn request_unblock(&self, id: u64, waited: Duration) {
         fire!(request__unblock, || (id, nanos(waited)));
-        m::handles().permit_wait.record(waited.as_secs_f64());
+        lifetime::observe(|h| h.permit_wait.record(waited));
     }
 
     /// The client went away `waited` after request-start, before its reply; the
@@ -85,7 +92,6 @@ impl Events {
     pub fn request_abandoned(&self, id: u64, waited: Duration) {
         fire!(request__abandoned, || (id, nanos(waited)));
         self.counts.record(|c| c.requests_abandoned += 1);
-        m::handles().requests_abandoned.increment(1);
     }
 
     /// `cancelled`: ended early because its client had gone (`on_disconnect = cancel`).
@@ -96,29 +102,24 @@ impl Events {
             u64::from(blocked),
             u64::from(cancelled)
         ));
-        self.counts.record(|c| {
-            c.requests_done += 1;
-            c.requests_cancelled += u64::from(cancelled);
-        });
-        m::handles().requests_done.increment(1);
-        if cancelled {
-            m::handles().requests_cancelled.increment(1);
-        }
-        m::handles().request_lifetime.record(lifetime.as_secs_f64());
+        self.counts.record_and_observe(
+            |c| {
+                c.requests_done += 1;
+                c.requests_cancelled += u64::from(cancelled);
+            },
+            |h| h.request_lifetime.record(lifetime),
+        );
     }
 
     pub fn persist_start(&self, id: u64, bytes: u64, permits_free: usize) {
-        let in_flight = self
-            .counts
-            .record(|c| c.persists_started += 1)
-            .persists_in_flight();
+        self.counts.record(|c| c.persists_started += 1);
+        let in_flight = self.figure(Counts::persists_in_flight);
         fire!(persist__start, || (
             id,
             bytes,
-            in_flight,
+            *in_flight,
             permits_free as u64
         ));
-        m::handles().persists_started.increment(1);
     }
 
     /// `timed_out` persists are failed ones too (`ok` is false); `wasted`: its
@@ -131,33 +132,23 @@ impl Events {
         wasted: bool,
         latency: Duration,
     ) {
-        let in_flight = self
-            .counts
-            .record(|c| {
+        self.counts.record_and_observe(
+            |c| {
                 c.persists_done += 1;
                 c.persists_failed += u64::from(!ok);
                 c.persists_timed_out += u64::from(timed_out);
                 c.persists_wasted += u64::from(wasted);
-            })
-            .persists_in_flight();
+            },
+            |h| h.persist_latency.record(latency),
+        );
+        let in_flight = self.figure(Counts::persists_in_flight);
         fire!(persist__done, || (
             id,
             u64::from(ok),
             nanos(latency),
-            in_flight,
+            *in_flight,
             u64::from(wasted)
         ));
-        m::handles().persists_done.increment(1);
-        if wasted {
-            m::handles().persists_wasted.increment(1);
-        }
-        if !ok {
-            m::handles().persists_failed.increment(1);
-        }
-        if timed_out {
-            m::handles().persists_timed_out.increment(1);
-        }
-        m::handles().persist_latency.record(latency.as_secs_f64());
     }
 }
 
@@ -166,30 +157,29 @@ impl Events {
     pub fn persist_hedge(&self, id: u64, after: Duration) {
         fire!(persist__hedge, || (id, nanos(after)));
         self.counts.record(|c| c.persists_hedged += 1);
-        m::handles().persists_hedged.increment(1);
     }
 
     /// The element went into the persistence queue; returns nothing, the depth
     /// travels in the probe.
     pub fn queue_enqueue(&self, id: u64) {
-        let depth = self.counts.record(|c| c.queue_enqueued += 1).queued();
-        fire!(queue__enqueue, || (id, depth));
-        m::handles().queue_enqueued.increment(1);
+        self.counts.record(|c| c.queue_enqueued += 1);
+        let depth = self.figure(Counts::queued);
+        fire!(queue__enqueue, || (id, *depth));
     }
 
     /// A worker took the element after it waited `waited` in the queue.
     pub fn queue_dequeue(&self, id: u64, waited: Duration) {
-        let depth = self.counts.record(|c| c.queue_dequeued += 1).queued();
-        fire!(queue__dequeue, || (id, nanos(waited), depth));
-        m::handles().queue_dequeued.increment(1);
-        m::handles().queue_wait.record(waited.as_secs_f64());
+        self.counts
+            .record_and_observe(|c| c.queue_dequeued += 1, |h| h.queue_wait.record(waited));
+        let depth = self.figure(Counts::queued);
+        fire!(queue__dequeue, || (id, nanos(waited), *depth));
     }
 
     /// The queue was full and the request is refused (the element never queued).
     pub fn queue_refuse(&self, id: u64) {
-        let depth = self.counts.record(|c| c.queue_refused += 1).queued();
-        fire!(queue__refuse, || (id, depth));
-        m::handles().queue_refused.increment(1);
+        self.counts.record(|c| c.queue_refused += 1);
+        let depth = self.figure(Counts::queued);
+        fire!(queue__refuse, || (id, *depth));
     }
 
     /// A dequeued element was dropped: it waited `waited`, over `limit` (zero:
@@ -197,7 +187,6 @@ impl Events {
     pub fn queue_drop(&self, id: u64, waited: Duration, limit: Duration) {
         self.counts.record(|c| c.queue_dropped += 1);
         fire!(queue__drop, || (id, nanos(waited), nanos(limit)));
-        m::handles().queue_dropped.increment(1);
     }
 }
 
@@ -207,23 +196,25 @@ impl Events {
     pub fn work_start(&self, id: u64, bytes: u64, on: u64) {
         fire!(work__start, || (id, bytes, on));
         self.counts.record(|c| c.work_started += 1);
-        m::handles().work_started.increment(1);
     }
 
     /// The work ran for `ran` after waiting `waited` for a slot or a thread.
     pub fn work_done(&self, id: u64, ran: Duration, waited: Duration, on: u64) {
         fire!(work__done, || (id, nanos(ran), nanos(waited), on));
-        self.counts.record(|c| c.work_done += 1);
-        m::handles().work_done.increment(1);
-        m::handles().work_time.record(ran.as_secs_f64());
-        m::handles().work_wait.record(waited.as_secs_f64());
+        self.counts.record_and_observe(
+            |c| c.work_done += 1,
+            |h| {
+                h.work_time.record(ran);
+                h.work_wait.record(waited);
+            },
+        );
     }
 
     /// The runtime's canary woke `late` after its `interval` was up. Not a
     /// `/stats` counter: the runtime watch keeps the canary's own figures.
     pub fn canary_tick(seq: u64, late: Duration, interval: Duration) {
         fire!(canary__tick, || (seq, nanos(late), nanos(interval)));
-        m::handles().timer_lateness.record(late.as_secs_f64());
+        lifetime::observe(|h| h.timer_lateness.record(late));
     }
 }
 
@@ -232,7 +223,6 @@ impl Events {
     pub fn incident_start(&self, seq: u64, lasts: Duration) {
         fire!(incident__start, || (seq, nanos(lasts)));
         self.counts.record(|c| c.incidents_started += 1);
-        m::handles().incidents_started.increment(1);
     }
 
     /// Incident `seq` is in force, for `elapsed` so far (every 100 ms while it
@@ -245,6 +235,5 @@ impl Events {
     pub fn incident_end(&self, seq: u64, lasted: Duration) {
         fire!(incident__end, || (seq, nanos(lasted)));
         self.counts.record(|c| c.incidents_ended += 1);
-        m::handles().incidents_ended.increment(1);
     }
 }

@@ -2,34 +2,55 @@
 //! declared in `simulator-api`, where the clients read it too).
 //!
 //! Every counter moves exactly when its probe fires (see `events.rs`), so a count
-//! script and `/stats` agree. The counters live under one lock so a snapshot is
-//! consistent: `requests_started = requests_done + requests_in_flight`,
+//! script and `/stats` agree. Each thread records into a part of its own and a
+//! snapshot adds the parts up with all of them locked (`shards.rs`), so a
+//! snapshot is consistent: `requests_started = requests_done + requests_in_flight`,
 //! `persists_started = persists_done + persists_in_flight` and
-//! `queue_enqueued = queue_dequeued + queued` hold in every snapshot,
-//! not just on average. At a few hundred thousand events a second the lock is not a
-//! bottleneck worth a lock-free design that would lose that guarantee.
-
-use std::sync::{Mutex, MutexGuard};
+//! `queue_enqueued = queue_dequeued + queued` hold in every snapshot, not just on
+//! average, and recording never waits on another core. Each change also moves the
+//! process's lifetime counts, which `/metrics` reports and a reset leaves alone
+//! (`metrics.rs`).
 
 use simulator_api::Counts;
+
+use super::lifetime::{self, Histograms};
+use super::shards::Shards;
 
 /// The live counters.
 #[derive(Debug, Default)]
 pub struct LiveCounts {
-    counts: Mutex<Counts>,
+    window: Shards<Counts>,
 }
 
 impl LiveCounts {
     pub fn snapshot(&self) -> Counts {
-        *self.lock()
+        self.window
+            .all()
+            .iter()
+            .fold(Counts::default(), |sum, part| sum.plus(part))
     }
 
-    /// Applies one event's change and returns the counts just after it, so a probe
-    /// can carry a figure (persists in flight) consistent with the counters.
-    pub fn record(&self, change: impl FnOnce(&mut Counts)) -> Counts {
-        let mut counts = self.lock();
-        change(&mut counts);
-        *counts
+    /// Applies one event's change to these counts and to the process's lifetime
+    /// counts.
+    #[inline]
+    pub fn record(&self, change: impl Fn(&mut Counts)) {
+        self.window.with(&change);
+        lifetime::parts().with(|l| change(&mut l.counts));
+    }
+
+    /// [`record`](Self::record), and the event's histogram samples in the same
+    /// hold of the lifetime part.
+    #[inline]
+    pub fn record_and_observe(
+        &self,
+        change: impl Fn(&mut Counts),
+        observe: impl FnOnce(&mut Histograms),
+    ) {
+        self.window.with(&change);
+        lifetime::parts().with(|l| {
+            change(&mut l.counts);
+            observe(&mut l.histograms);
+        });
     }
 
     /// Zeroes the window. What is in flight (every pair the events declare:
@@ -39,13 +60,14 @@ impl LiveCounts {
     /// come from the declaration: a hand-kept list here once forgot the works, and
     /// `work_done` outgrew `work_started` after a reset under load.
     pub fn reset(&self) {
-        let mut counts = self.lock();
-        *counts = counts.carried_over();
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Counts> {
-        // Nothing under this lock can panic; a poisoned guard still holds valid counts.
-        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+        let mut parts = self.window.all();
+        let sum = parts
+            .iter()
+            .fold(Counts::default(), |sum, part| sum.plus(part));
+        for part in parts.iter_mut() {
+            **part = Counts::default();
+        }
+        *parts[0] = sum.carried_over();
     }
 }
 
@@ -57,15 +79,15 @@ mod tests {
     fn reset_keeps_the_balance_for_work_in_flight() {
         let stats = LiveCounts::default();
         stats.record(|c| {
-            c.requests_started = 10;
-            c.requests_done = 7;
-            c.requests_blocked = 4;
-            c.persists_started = 7;
-            c.persists_done = 5;
-            c.queue_enqueued = 9;
-            c.queue_dequeued = 5;
-            c.work_started = 6;
-            c.work_done = 4;
+            c.requests_started += 10;
+            c.requests_done += 7;
+            c.requests_blocked += 4;
+            c.persists_started += 7;
+            c.persists_done += 5;
+            c.queue_enqueued += 9;
+            c.queue_dequeued += 5;
+            c.work_started += 6;
+            c.work_done += 4;
         });
         stats.reset();
         let after = stats.snapshot();
@@ -85,5 +107,72 @@ mod tests {
         assert_eq!(drained.persists_started, drained.persists_done);
         assert_eq!(drained.queue_enqueued, drained.queue_dequeued);
         assert_eq!(drained.work_started, drained.work_done);
+    }
+
+    #[test]
+    fn a_snapshot_balances_while_other_threads_start_and_end_work() {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        use std::sync::mpsc::sync_channel;
+
+        let stats = &LiveCounts::default();
+        let running = &AtomicBool::new(true);
+        // Things start on one thread and end on another, as a request can move
+        // between tokio's workers. Threads get their parts in the order they
+        // first record: requests end on a thread numbered after the one that
+        // starts them, persists on one numbered before, so a read that took the
+        // parts one at a time, in either order, would see some end unstarted.
+        let (request_started, requests) = sync_channel::<()>(1024);
+        let (persist_started, persists) = sync_channel::<()>(1024);
+        let (ender_ready, ready) = sync_channel::<()>(1);
+        let mut unbalanced = None;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                while running.load(Relaxed) {
+                    stats.record(|c| c.requests_started += 1);
+                    if request_started.send(()).is_err() {
+                        break;
+                    }
+                }
+            });
+            s.spawn(move || {
+                while requests.recv().is_ok() {
+                    stats.record(|c| c.requests_done += 1);
+                }
+            });
+            s.spawn(move || {
+                stats.record(|_| {});
+                ender_ready.send(()).unwrap();
+                while persists.recv().is_ok() {
+                    stats.record(|c| c.persists_done += 1);
+                }
+            });
+            ready.recv().unwrap();
+            s.spawn(move || {
+                while running.load(Relaxed) {
+                    stats.record(|c| c.persists_started += 1);
+                    if persist_started.send(()).is_err() {
+                        break;
+                    }
+                }
+            });
+            // Read while they run, until 20,000 of each have ended.
+            loop {
+                let now = stats.snapshot();
+                if now.requests_done > now.requests_started
+                    || now.persists_done > now.persists_started
+                {
+                    unbalanced = Some(now);
+                    break;
+                }
+                if now.requests_done.min(now.persists_done) >= 20_000 {
+                    break;
+                }
+            }
+            running.store(false, Relaxed);
+        });
+        assert_eq!(unbalanced, None, "ended before started");
+        let end = stats.snapshot();
+        assert_eq!(end.requests_started, end.requests_done);
+        assert_eq!(end.persists_started, end.persists_done);
     }
 }

@@ -1,9 +1,12 @@
-//! Prometheus metrics: names, buckets, the process-wide recorder and `/metrics`.
+//! Prometheus metrics: names, the process-wide recorder and `/metrics`.
 //!
-//! Beside the server's own `isim_*` metrics, `/metrics` carries the standard
-//! process metrics (`process.rs`), read afresh at every scrape, so a dashboard can
-//! put the server's CPU and memory beside its request rates as the seed's
-//! cpu-usage script did.
+//! The event path's counters and histograms are the process's lifetime figures
+//! (`lifetime.rs`), kept per thread and written into the text at each scrape; the
+//! recorder holds the rest (connections, gauges). Beside the server's own
+//! `isim_*` metrics, `/metrics` carries the standard process metrics
+//! (`process.rs`), read afresh at every scrape, so a dashboard can put the
+//! server's CPU and memory beside its request rates as the seed's cpu-usage
+//! script did.
 //!
 //! Counters here are Prometheus counters: they only grow, and `POST /admin/reset`
 //! does not touch them (rate() over them stays correct); `/stats` is the resettable
@@ -11,13 +14,11 @@
 //! just before each scrape, so they never disagree with one another.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use metrics::{describe_counter, describe_gauge, describe_histogram, gauge, Unit};
-use metrics::{Counter, Histogram};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics::{describe_counter, describe_gauge, gauge};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use simulator_api::events::{pairs, EVENTS};
+use simulator_api::events::pairs;
 use simulator_api::Stats;
 
 const RUNTIME_WORKERS: &str = "isim_runtime_workers";
@@ -29,16 +30,6 @@ pub const CONNECTIONS_REFUSED: &str = "isim_connections_refused_total";
 const PERMITS_AVAILABLE: &str = "isim_permits_available";
 const PERMITS_CAPACITY: &str = "isim_permits_capacity";
 
-/// Histogram buckets in seconds: 100 us to 60 s, dense around the default 1-100 ms
-/// so the 60 ms persist and the ~3.5 ms request lifetime both resolve.
-pub const BUCKETS: [f64; 20] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.035, 0.05, 0.06,
-    0.075, 0.1, 0.25, 0.5, 1.0, 5.0, 60.0,
-];
-
-/// How often histogram samples are folded in when nobody scrapes, so memory stays flat.
-pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
-
 static HANDLE: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
 
 /// The recorder for this process, installed on first use. One per process because
@@ -48,8 +39,7 @@ pub fn handle() -> Result<&'static PrometheusHandle, &'static str> {
     HANDLE
         .get_or_init(|| {
             let handle = PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
-                .and_then(|b| b.install_recorder())
+                .install_recorder()
                 .map_err(|e| e.to_string())?;
             describe();
             Ok(handle)
@@ -58,68 +48,12 @@ pub fn handle() -> Result<&'static PrometheusHandle, &'static str> {
         .map_err(String::as_str)
 }
 
-/// The handles the event path records into, looked up once, one field a counter
-/// and a histogram of `simulator_api::with_events!`. The `counter!` and
-/// `histogram!` macros look their name up in the recorder's registry on every
-/// call; on the serving path that was about 2 % of the CPU (`docs/performance.md`).
-macro_rules! define_handles {
-    ($(
-        $probe:ident $name:literal $when:literal
-        ( $( $arg:ident : $meaning:literal ),* $(,)? )
-        counters [ $(
-            $counter:ident $cmetric:literal $chelp:literal
-            $( (pair $pair:ident until $closer:ident $gauge:literal $ghelp:literal) )?
-        ),* ]
-        histograms [ $( $hist:ident $hmetric:literal $hhelp:literal ),* ];
-    )*) => {
-        #[derive(Debug)]
-        pub struct Handles {
-            $( $( pub $counter: Counter, )* $( pub $hist: Histogram, )* )*
-        }
-
-        impl Handles {
-            fn register() -> Self {
-                Handles {
-                    $(
-                        $( $counter: metrics::counter!($cmetric), )*
-                        $( $hist: metrics::histogram!($hmetric), )*
-                    )*
-                }
-            }
-        }
-    };
-}
-
-simulator_api::with_events!(define_handles);
-
-static HANDLES: OnceLock<Handles> = OnceLock::new();
-
-/// The event path's handles, registered with this process's recorder (installed
-/// first, so they are never the no-op handles of a recorder not there yet).
-pub fn handles() -> &'static Handles {
-    HANDLES.get_or_init(|| {
-        if let Err(err) = handle() {
-            tracing::warn!("metrics recorder not installed: {err}");
-        }
-        Handles::register()
-    })
-}
-
-/// Help for every metric: the events' from their declaration, then the rest. Every
-/// counter is registered at 0, so a scrape (and promtool) sees each one before it
-/// first moves.
+/// Help for the recorder's metrics: the in-flight gauges from the events'
+/// declaration, then the rest. Every counter is registered at 0, so a scrape (and
+/// promtool) sees each one before it first moves.
 fn describe() {
-    for event in EVENTS {
-        for counter in event.counters {
-            describe_counter!(counter.metric.name, counter.metric.help);
-            metrics::counter!(counter.metric.name).absolute(0);
-            if let Some(pair) = &counter.opens {
-                describe_gauge!(pair.gauge.name, pair.gauge.help);
-            }
-        }
-        for histogram in event.histograms {
-            describe_histogram!(histogram.name, Unit::Seconds, histogram.help);
-        }
+    for pair in pairs() {
+        describe_gauge!(pair.gauge.name, pair.gauge.help);
     }
     for (name, help) in [
         (
@@ -155,6 +89,7 @@ pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
     gauge!(RUNTIME_ALIVE_TASKS).set(now.runtime.alive_tasks as f64);
     gauge!(RUNTIME_GLOBAL_QUEUE).set(now.runtime.global_queue_depth as f64);
     let mut text = handle.render();
+    super::lifetime::read().write(&mut text);
     text.push_str(&super::process::exposition());
     // Fractional seconds: the `metrics` facade's counters are whole numbers.
     super::process::write_family(

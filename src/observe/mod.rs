@@ -1,18 +1,21 @@
 //! Observation: everything that reports what the request path did. `events.rs`
 //! fires each probe (`probes.rs`), moves its `/stats` counter (`live_counts.rs`) and
-//! records its Prometheus metric (`metrics.rs`) in one call, so the three views
-//! never disagree; `process.rs` reads the process's own CPU time, `runtime.rs` watches the
+//! its lifetime counter and histogram (`lifetime.rs`, what `metrics.rs` writes into
+//! `/metrics`) in one call, so the three views never disagree; both kept in
+//! per-thread parts added up when read (`shards.rs`); `process.rs` reads the process's own CPU time, `runtime.rs` watches the
 //! async runtime (its metrics and a timer-lateness canary), `machine.rs` the cores,
 //! quota, timer and calibration an exercise's figures depend on; `tap.rs` streams
 //! the same events as the probes in process, for tracing without root.
 
 pub mod events;
+pub mod lifetime;
 pub mod live_counts;
 pub mod machine;
 pub mod metrics;
 pub mod probes;
 pub mod process;
 pub mod runtime;
+mod shards;
 #[cfg(feature = "probes")]
 pub mod tap;
 

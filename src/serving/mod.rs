@@ -94,14 +94,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<DrainReport, ServeError> {
     let processor = DataProcessor::new(&settings)?;
-    let handle = metrics::handle().map_err(|e| ServeError::Metrics(e.to_owned()))?;
-    let upkeep = tokio::spawn(async move {
-        let mut every = tokio::time::interval(metrics::UPKEEP_INTERVAL);
-        loop {
-            every.tick().await;
-            handle.run_upkeep();
-        }
-    });
+    // Installed before the first request, so connections are counted from the start.
+    metrics::handle().map_err(|e| ServeError::Metrics(e.to_owned()))?;
 
     let drain_timeout = settings.drain_timeout;
     let limits = Limits {
@@ -169,6 +163,5 @@ pub async fn run(
     if closed.is_err() {
         tracing::warn!("connections still open at the drain deadline were dropped");
     }
-    upkeep.abort();
     Ok(report)
 }

@@ -1,10 +1,10 @@
 //! Once a second, one [`LiveSecond`] from what the server already keeps: the
 //! counts are the difference of two `/stats` snapshots, the parts' state is the
 //! later snapshot's, and the request-lifetime heatmap is the difference of the
-//! cumulative buckets of `isim_request_lifetime_seconds` in the `/metrics`
-//! rendering (the Prometheus recorder has no other way to read a histogram back).
+//! cumulative buckets of the process's `isim_request_lifetime_seconds`
+//! (`observe/lifetime.rs`), read directly, not out of the `/metrics` text.
 //!
-//! The recorder is process-wide: where several servers share a process (tests,
+//! The histogram is process-wide: where several servers share a process (tests,
 //! the demo's second server), the heatmap shows all of their requests, as
 //! `/metrics` does; the counts are this server's own.
 
@@ -17,12 +17,9 @@ use simulator_api::{Stats, SETTINGS};
 use tokio_util::sync::CancellationToken;
 
 use super::now_ms;
-use crate::observe::metrics;
+use crate::observe::lifetime::{self, Histogram};
 use crate::serving::answers::{self, Answers};
 use crate::serving::state::AppState;
-
-/// The histogram the heatmap draws.
-pub const LIFETIME_METRIC: &str = "isim_request_lifetime_seconds";
 
 /// Samples `state` every second until `stop`.
 pub async fn run(state: AppState, stop: CancellationToken) {
@@ -97,36 +94,20 @@ fn scenario_of(state: &AppState, stats: &Stats) -> LiveScenario {
 /// One reading of the server.
 struct Sample {
     stats: Stats,
-    /// Cumulative request-lifetime counts per bucket, +Inf last.
-    lifetime: Vec<u64>,
+    /// The process's request lifetimes so far.
+    lifetime: Histogram,
 }
 
 impl Sample {
     fn take(state: &AppState) -> Self {
         let stats = state.stats();
-        let lifetime = metrics::handle()
-            .map(|h| cumulative_buckets(&h.render(), LIFETIME_METRIC))
-            .unwrap_or_default();
+        let lifetime = lifetime::read().histograms.request_lifetime;
         Self { stats, lifetime }
     }
 
     fn second_since(&self, earlier: &Sample, t: u64) -> LiveSecond {
         let s = &self.stats;
-        // The histogram appears in the rendering with its first sample: until
-        // then, every bucket was 0.
-        let lifetime: Vec<u64> = match earlier.lifetime.len() {
-            0 => per_bucket(&self.lifetime),
-            n if n == self.lifetime.len() => {
-                let cumulative: Vec<u64> = self
-                    .lifetime
-                    .iter()
-                    .zip(&earlier.lifetime)
-                    .map(|(now, was)| now.saturating_sub(*was))
-                    .collect();
-                per_bucket(&cumulative)
-            }
-            _ => vec![0; self.lifetime.len()],
-        };
+        let lifetime = self.lifetime.per_bucket_since(&earlier.lifetime);
         let bounds = lifetime_bounds();
         let q = |p| quantile(&bounds, &lifetime, p).map(|s| s * 1e3);
         LiveSecond {
@@ -197,32 +178,7 @@ fn parts_now(s: &Stats) -> PartsNow {
 
 /// The heatmap's bucket bounds in seconds (the histogram's, without +Inf).
 pub fn lifetime_bounds() -> Vec<f64> {
-    metrics::BUCKETS.to_vec()
-}
-
-/// The cumulative counts of `metric`'s buckets in a Prometheus text rendering,
-/// in the order written (ascending `le`, +Inf last). Empty when absent.
-pub fn cumulative_buckets(text: &str, metric: &str) -> Vec<u64> {
-    let prefix = format!("{metric}_bucket{{");
-    text.lines()
-        .filter(|line| line.starts_with(&prefix))
-        .filter_map(|line| line.rsplit_once(' '))
-        .filter_map(|(_, value)| value.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .collect()
-}
-
-/// Cumulative counts to counts per bucket.
-fn per_bucket(cumulative: &[u64]) -> Vec<u64> {
-    let mut below = 0;
-    cumulative
-        .iter()
-        .map(|&c| {
-            let n = c.saturating_sub(below);
-            below = below.max(c);
-            n
-        })
-        .collect()
+    lifetime::bounds_seconds()
 }
 
 /// The `p` quantile of counts per bucket, linear within its bucket as PromQL's
@@ -251,22 +207,6 @@ pub fn quantile(bounds: &[f64], counts: &[u64], p: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const TEXT: &str = "# TYPE isim_request_lifetime_seconds histogram
-isim_request_lifetime_seconds_bucket{le=\"0.001\"} 2
-isim_request_lifetime_seconds_bucket{le=\"0.01\"} 7
-isim_request_lifetime_seconds_bucket{le=\"+Inf\"} 10
-isim_request_lifetime_seconds_sum 0.5
-isim_request_lifetime_seconds_count 10
-isim_permit_wait_seconds_bucket{le=\"0.001\"} 99
-";
-
-    #[test]
-    fn buckets_are_read_for_the_metric_asked_only() {
-        assert_eq!(cumulative_buckets(TEXT, LIFETIME_METRIC), vec![2, 7, 10]);
-        assert_eq!(per_bucket(&[2, 7, 10]), vec![2, 5, 3]);
-        assert!(cumulative_buckets(TEXT, "isim_nothing_seconds").is_empty());
-    }
 
     #[test]
     fn quantiles_interpolate_within_their_bucket() {
