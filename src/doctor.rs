@@ -105,7 +105,10 @@ fn way(script: &str, tracer: Option<&'static str>) -> Way {
 fn describe(way: Way, script: &str) -> String {
     match way {
         Way::Tracer(tool) => format!("{tool}: sudo scripts/trace {script}"),
-        Way::Tap => format!("the tap: cargo run --release -- trace {script}"),
+        Way::Tap => format!(
+            "{}: cargo run --release -- trace {script}",
+            crate::trace::source_of(script)
+        ),
         Way::Counters(counters) => format!("watches the kernel; without root: {counters}"),
     }
 }

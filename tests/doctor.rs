@@ -122,7 +122,9 @@ fn doctor_gives_root_the_tracer_and_a_user_the_tap_or_the_counters() {
         "{as_user}"
     );
     assert!(
-        route_of(&as_user, "cpu-quota").contains("cpu.stat"),
+        route_of(&as_user, "cpu-quota").contains(
+            "the tap and the cgroup's cpu.stat in /stats: cargo run --release -- trace cpu-quota"
+        ),
         "{as_user}"
     );
     assert!(

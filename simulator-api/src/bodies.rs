@@ -96,6 +96,9 @@ pub struct ConnectionCounts {
 /// `GET /stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// The server's process id (what a tracer attaches to).
+    #[serde(default)]
+    pub pid: u32,
     #[serde(flatten)]
     pub counts: Counts,
     pub requests_in_flight: u64,

@@ -85,6 +85,7 @@ impl AppState {
         let settings = p.settings();
         let scenario = self.scenario();
         Stats {
+            pid: std::process::id(),
             counts,
             requests_in_flight: counts.requests_in_flight(),
             persists_in_flight: counts.persists_in_flight(),

@@ -5,9 +5,12 @@
 //! where the script does, and after `--seconds` or at Ctrl-C the script's summary,
 //! in bpftrace's layout (`report.rs`).
 //!
-//! The kernel-side scripts (cpu-usage, cpu-quota, accept-queue, delayed-ack)
-//! watch the kernel, not the server's probes, so the tap cannot run them; their
-//! pages name the counters that show the same without root.
+//! Of the kernel-side scripts, cpu-usage and cpu-quota run here too: what they
+//! reconstruct from the scheduler the kernel also counts, and the server reports
+//! it in `/stats` (its CPU time, its cgroup's `cpu.stat`), read each second beside
+//! the tap. accept-queue and delayed-ack watch single packets and timers, which no
+//! counter the server can read breaks down by socket; their pages name the
+//! namespace's counters (`nstat`, `ss`) that show the same without root.
 
 mod report;
 pub mod scripts;
@@ -25,19 +28,10 @@ use scripts::{Event, Options, Script};
 
 pub use report::hist_rows;
 
-/// The bundled scripts that watch the kernel (its scheduler, its sockets), which
-/// the probe tap cannot run, each with the counters that show the same without
-/// root (their pages' hints name them too).
+/// The bundled scripts that watch the kernel's sockets, which `trace` cannot
+/// run, each with the counters that show the same without root (their pages'
+/// hints name them too).
 pub const KERNEL_SIDE: &[(&str, &str)] = &[
-    (
-        "cpu-usage",
-        "the server's CPU time: `ps -o pid,pcpu,cputime -p PID`, or /stats' process_cpu_ns twice",
-    ),
-    (
-        "cpu-quota",
-        "/stats' cpu_cgroup (periods, throttled_periods, throttled_us: the cgroup's cpu.stat) \
-         twice, and /proc/pressure/cpu",
-    ),
     (
         "accept-queue",
         "`nstat -az TcpExtListenOverflows TcpExtListenDrops`, `ss -lnt` (the queue and its \
@@ -48,6 +42,15 @@ pub const KERNEL_SIDE: &[(&str, &str)] = &[
         "`nstat -az TcpExtDelayedACKs`, twice, a few seconds apart",
     ),
 ];
+
+/// Where `trace NAME` takes its report from, in a few words.
+pub fn source_of(name: &str) -> &'static str {
+    match name {
+        "cpu-usage" => "the process's CPU time in /stats",
+        "cpu-quota" => "the tap and the cgroup's cpu.stat in /stats",
+        _ => "the tap",
+    }
+}
 
 /// The no-root counters of a kernel-side script; none for any other name.
 pub fn kernel_side(name: &str) -> Option<&'static str> {
@@ -61,7 +64,8 @@ pub fn kernel_side(name: &str) -> Option<&'static str> {
 #[derive(Debug, clap::Args)]
 pub struct TraceArgs {
     /// The script: count, request-lifetime, persist-time, permit-wait, in-flight,
-    /// queue, runtime, size or retry (the ones built on the isim probes).
+    /// queue, runtime, size or retry (the ones built on the isim probes), or
+    /// cpu-usage or cpu-quota (the kernel's counts of the server, from /stats).
     pub name: String,
     /// The server: its data port or its operator port (both serve the tap).
     #[arg(long, default_value = "http://127.0.0.1:7878")]
@@ -73,6 +77,9 @@ pub struct TraceArgs {
     /// retry: the clients' --timeout in milliseconds.
     #[arg(long, default_value_t = 1000)]
     pub client_timeout: u64,
+    /// cpu-usage: seconds between lines (0: 12, as the script's default).
+    #[arg(long, default_value_t = 12)]
+    pub interval: u64,
     /// The server's admin token, when it was started with one.
     #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
@@ -91,29 +98,26 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
         } else {
             args.client_timeout
         },
+        interval_s: if args.interval == 0 {
+            12
+        } else {
+            args.interval
+        },
     };
-    let mut script =
-        scripts::by_name(&args.name, options).with_context(|| match kernel_side(&args.name) {
-            Some(counters) => format!(
-                "{} watches the kernel, which only a tracer can (sudo scripts/trace {}); \
-                 without root, the same from counters: {counters}",
-                args.name, args.name
-            ),
-            None => format!(
-                "no script {:?} runs over the probe tap; these do: {}",
-                args.name,
-                scripts::NAMES.join(", ")
-            ),
-        })?;
-    let mut body = simulator_clients::endpoints::tap(
-        &args.target,
-        script.probes(),
-        args.admin_token.as_deref(),
-    )
-    .await
-    .context("cannot subscribe to the server's probe tap")?;
+    let mut script = script_named(&args.name, options)?;
+    let mut stats = StatsReader::new(&args.target, script.reads_stats());
+    stats
+        .read(script.as_mut())
+        .await
+        .context("cannot read the server's /stats")?;
+    let mut body = subscribe(&args, script.as_ref()).await?;
+    let source = match (body.is_some(), script.reads_stats()) {
+        (true, false) => "over the probe tap",
+        (true, true) => "over the probe tap and the kernel's counts in /stats",
+        _ => "from the kernel's counts in /stats",
+    };
     eprintln!(
-        "trace: {} over the probe tap of {} (the server streams its own probes' events; no tracer, no root)",
+        "trace: {} {source} of {} (what the server itself reports; no tracer, no root)",
         args.name, args.target
     );
     let began = tokio::time::Instant::now();
@@ -121,10 +125,19 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     script.begin(&mut out);
     emit(&mut out);
     let mut lines = Lines::default();
-    let ended_by_server = follow(&mut body, script.as_mut(), &mut lines, seconds).await;
-    if !ended_by_server {
-        finish(&args, &mut body, script.as_mut(), &mut lines).await;
+    let ended_by_server = follow(
+        body.as_mut(),
+        script.as_mut(),
+        &mut stats,
+        &mut lines,
+        seconds,
+    )
+    .await;
+    if let (false, Some(body)) = (ended_by_server, body.as_mut()) {
+        finish(&args, body, script.as_mut(), &mut lines).await;
     }
+    // Errors here were said once already; the summary covers the readings before.
+    let _ = stats.read(script.as_mut()).await;
     script.end(began.elapsed().as_secs(), &mut out);
     emit(&mut out);
     if ended_by_server {
@@ -141,11 +154,82 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The script `trace NAME` runs, or why there is none.
+fn script_named(name: &str, options: Options) -> anyhow::Result<Box<dyn Script>> {
+    scripts::by_name(name, options).with_context(|| match kernel_side(name) {
+        Some(counters) => format!(
+            "{name} watches the kernel's sockets, which only a tracer can (sudo scripts/trace {name}); \
+             without root, the same from counters: {counters}"
+        ),
+        None => format!(
+            "no script {name:?} runs without a tracer; these do: {}",
+            scripts::NAMES.join(", ")
+        ),
+    })
+}
+
+/// The tap's stream of the script's probes; none for a script that reads no probe.
+async fn subscribe(args: &TraceArgs, script: &dyn Script) -> anyhow::Result<Option<Incoming>> {
+    if script.probes().is_empty() {
+        return Ok(None);
+    }
+    let body = simulator_clients::endpoints::tap(
+        &args.target,
+        script.probes(),
+        args.admin_token.as_deref(),
+    )
+    .await
+    .context("cannot subscribe to the server's probe tap")?;
+    Ok(Some(body))
+}
+
+/// `/stats` for a script that reads it, each second; a reading that fails after
+/// the first is said once on stderr and the script keeps its last.
+struct StatsReader<'a> {
+    target: &'a str,
+    wanted: bool,
+    warned: bool,
+}
+
+impl<'a> StatsReader<'a> {
+    fn new(target: &'a str, wanted: bool) -> Self {
+        StatsReader {
+            target,
+            wanted,
+            warned: false,
+        }
+    }
+
+    async fn read(&mut self, script: &mut dyn Script) -> anyhow::Result<()> {
+        if !self.wanted {
+            return Ok(());
+        }
+        match simulator_clients::endpoints::stats(self.target).await {
+            Ok(now) => {
+                script.stats(&now);
+                Ok(())
+            }
+            Err(e) => {
+                if !self.warned {
+                    eprintln!(
+                        "trace: cannot read {}/stats ({e}); its columns keep their last reading",
+                        self.target
+                    );
+                    self.warned = true;
+                }
+                Err(e.into())
+            }
+        }
+    }
+}
+
 /// Feeds the script until `seconds` have passed or Ctrl-C; true when the server
-/// ended the stream first.
+/// ended the stream first. With no stream (a script that reads only `/stats`),
+/// the seconds alone.
 async fn follow(
-    body: &mut Incoming,
+    mut body: Option<&mut Incoming>,
     script: &mut dyn Script,
+    stats: &mut StatsReader<'_>,
     lines: &mut Lines,
     seconds: u64,
 ) -> bool {
@@ -159,6 +243,7 @@ async fn follow(
         tokio::select! {
             _ = &mut ctrl_c => return false,
             _ = tick.tick() => {
+                let _ = stats.read(script).await;
                 script.second(&clock(), &mut out);
                 emit(&mut out);
                 elapsed += 1;
@@ -166,7 +251,7 @@ async fn follow(
                     return false;
                 }
             }
-            frame = body.frame() => match frame {
+            frame = async { body.as_mut()?.frame().await }, if body.is_some() => match frame {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
                         lines.feed(&data, script);
@@ -213,7 +298,7 @@ fn emit(out: &mut String) {
 }
 
 /// The wall time as HH:MM:SS, UTC, for the lines a second.
-fn clock() -> String {
+pub(crate) fn clock() -> String {
     let s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -282,6 +367,7 @@ mod tests {
             Options {
                 seconds: 1,
                 client_timeout_ms: 1000,
+                interval_s: 12,
             },
         )
         .unwrap();

@@ -65,7 +65,16 @@ async fn twins_under(
     if !tool.available() {
         return None;
     }
-    let server = Server::start(server_args);
+    Some(twins_on(tool, Server::start(server_args), load, scripts).await)
+}
+
+/// [`twins_under`] on a server already started.
+async fn twins_on(
+    tool: Tool,
+    server: Server,
+    load: &[&str],
+    scripts: &[(&'static str, &'static [&'static str])],
+) -> Vec<Pair> {
     let (pid, url) = (server.pid, server.url.clone());
     let scripts = scripts.to_vec();
     let started = tokio::task::spawn_blocking(move || {
@@ -97,7 +106,7 @@ async fn twins_under(
     .await
     .unwrap();
     drop(server);
-    Some(pairs)
+    pairs
 }
 
 /// The bucket of the histogram's `share` quantile (0.5, 0.99), by its label.
@@ -313,4 +322,86 @@ async fn the_retry_twin_knows_an_incident_already_in_force() {
     })
     .await;
     assert_in_force_until_its_end(&output);
+}
+
+/// The number after `label` in a script's summary (`throttled periods 7, ...`).
+fn summary_figure(output: &str, label: &str) -> u64 {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(label))
+        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in\n{output}"))
+}
+
+/// The twins of the two CPU scripts, which read the kernel's own counts of the
+/// server from `/stats` (its cgroup's `cpu.stat`, its CPU time) where the scripts
+/// rebuild them from the scheduler: on a server at a tenth of a core under works
+/// of 30 ms ([`THROTTLED`], the load of the cpu-quota test), the throttled periods
+/// agree about as the script and `cpu.stat` do (within an eighth, or 5), and the CPU
+/// milliseconds as the script and /proc do (1000 Hz sampling against the
+/// kernel's accounting: 40 ms and a quarter). Alone in the suite: both figures
+/// depend on the CPU the server gets while the two observers watch it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: bpftrace attached as root beside the twins that read /stats"]
+async fn the_cpu_twins_report_what_bpftrace_reports() {
+    let tool = Tool::Bpftrace;
+    if !tool.available() {
+        return;
+    }
+    let server = Server::start(&THROTTLED);
+    // The work's calibration at start runs under the quota too: the observers
+    // begin a second apart, so they start once the group has stopped being
+    // throttled, and both windows hold the same throttled periods (the load's).
+    let http = client();
+    let throttled = || async {
+        stats(&http, &server.url).await["cpu_cgroup"]["throttled_periods"]
+            .as_u64()
+            .expect("a cgroup with a quota")
+    };
+    let mut last = throttled().await;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = throttled().await;
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let pairs = twins_on(
+        tool,
+        server,
+        &["--n", "4", "--think-time", "100ms", "--duration", "4s"],
+        &[("cpu-quota", &[]), ("cpu-usage", &["--interval", "1"])],
+    )
+    .await;
+    let [quota, usage] = &pairs[..] else {
+        unreachable!()
+    };
+    let both = |pair: &Pair| {
+        format!(
+            "{}:\n--- bpftrace\n{}\n--- twin\n{}",
+            pair.script, pair.bpftrace, pair.tap
+        )
+    };
+    let traced = summary_figure(&quota.bpftrace, "throttled periods ");
+    let twin = summary_figure(&quota.tap, "throttled periods ");
+    assert!(twin >= 10, "the load was throttled\n{}", both(quota));
+    // The script against cpu.stat is held within a tenth (or 3); the twin reads
+    // cpu.stat over its own window, which begins a moment after the script's:
+    // an eighth (or 5) holds both.
+    assert!(
+        traced.abs_diff(twin) <= 5.max(twin / 8),
+        "throttled periods {traced} vs {twin}\n{}",
+        both(quota)
+    );
+    let (sampled, accounted) = (tracer::cpu_ms(&usage.bpftrace), tracer::cpu_ms(&usage.tap));
+    eprintln!(
+        "throttled periods: bpftrace {traced}, twin {twin}; CPU: sampled {sampled} ms, accounted {accounted} ms"
+    );
+    assert!(accounted > 0, "the load used no CPU?\n{}", both(usage));
+    assert!(
+        (sampled as f64 - accounted as f64).abs() <= 40.0 + 0.25 * accounted as f64,
+        "CPU {sampled} ms sampled vs {accounted} ms accounted\n{}",
+        both(usage)
+    );
 }

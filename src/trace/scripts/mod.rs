@@ -2,13 +2,17 @@
 //! family): each listens to the probes its `.bt` twin attaches to, aggregates as
 //! the twin does, and prints what the twin prints (`report.rs` keeps bpftrace's
 //! layout). `tests/scripts_live/tap.rs` holds each equal to its twin, attached to
-//! the same server under the same load.
+//! the same server under the same load. Two of the kernel-side scripts have
+//! twins too, which read the kernel's own counts of the server through `/stats`
+//! (its CPU time, its cgroup's `cpu.stat`) beside the tap: cpu-usage and cpu-quota.
 //!
 //! Timing differs in one way: a tracer reads the kernel's clock in its probe
 //! handler, a twin reads the tap's timestamp, taken in the server just before the
 //! probe fires; the intervals between two events agree to well under a bucket.
 
 mod count;
+mod cpu_quota;
+mod cpu_usage;
 mod in_flight;
 mod queue;
 mod retry;
@@ -27,18 +31,26 @@ pub struct Event<'a> {
 }
 
 /// What a script is told at its start.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
     /// How long it runs (the twins' SECONDS, default 60).
     pub seconds: u64,
     /// retry's TIMEOUT_MS: the clients' --timeout, in ms.
     pub client_timeout_ms: u64,
+    /// cpu-usage's INTERVAL: seconds between lines.
+    pub interval_s: u64,
 }
 
 /// A bundled script, run over the tap.
 pub trait Script: Send {
-    /// The probes its twin attaches to.
+    /// The probes its twin attaches to (none: it reads no tap).
     fn probes(&self) -> &'static [&'static str];
+    /// Whether it reads the server's `/stats`: then [`stats`](Self::stats) has a
+    /// fresh reading before `begin`, each `second` and `end`.
+    fn reads_stats(&self) -> bool {
+        false
+    }
+    fn stats(&mut self, _now: &simulator_api::Stats) {}
     /// What its BEGIN prints.
     fn begin(&mut self, out: &mut String);
     fn on(&mut self, event: &Event<'_>);
@@ -59,6 +71,8 @@ pub const NAMES: &[&str] = &[
     "runtime",
     "size",
     "retry",
+    "cpu-usage",
+    "cpu-quota",
 ];
 
 /// The script called `name`, or none.
@@ -73,6 +87,8 @@ pub fn by_name(name: &str, options: Options) -> Option<Box<dyn Script>> {
         "runtime" => Box::new(runtime::Runtime::new(options)),
         "size" => Box::new(size::Size::new(options)),
         "retry" => Box::new(retry::Retry::new(options)),
+        "cpu-usage" => Box::new(cpu_usage::CpuUsage::new(options)),
+        "cpu-quota" => Box::new(cpu_quota::CpuQuota::new(options)),
         _ => return None,
     })
 }
