@@ -250,6 +250,15 @@ mod sockets;
 #[path = "scripts_live/tap.rs"]
 mod tap;
 
+/// The number after `label` in a script's summary (`throttled periods 7, ...`).
+fn summary_figure(output: &str, label: &str) -> u64 {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(label))
+        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in\n{output}"))
+}
+
 /// The server's cgroup's `cpu.stat` throttled periods, read from its file.
 fn throttled_periods(cgroup: &str) -> u64 {
     let stat = std::fs::read_to_string(format!("{cgroup}/cpu.stat")).unwrap();
@@ -297,11 +306,7 @@ async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
     let output = tokio::task::spawn_blocking(move || traced.interrupt())
         .await
         .unwrap();
-    let script: u64 = output
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("throttled periods "))
-        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{tool:?}: no summary in\n{output}"));
+    let script = summary_figure(&output, "throttled periods ");
     // Enough periods for the comparison below to mean something. Alone, the load
     // throttles most of its 40 periods; beside other tracer tests (DTrace keeps
     // CPUs busy while it attaches) the server gets less than its quota in some,

@@ -24,10 +24,7 @@ pub struct LiveCounts {
 
 impl LiveCounts {
     pub fn snapshot(&self) -> Counts {
-        self.window
-            .all()
-            .iter()
-            .fold(Counts::default(), |sum, part| sum.plus(part))
+        sum(&self.window.all())
     }
 
     /// Applies one event's change to these counts and to the process's lifetime
@@ -61,14 +58,19 @@ impl LiveCounts {
     /// `work_done` outgrew `work_started` after a reset under load.
     pub fn reset(&self) {
         let mut parts = self.window.all();
-        let sum = parts
-            .iter()
-            .fold(Counts::default(), |sum, part| sum.plus(part));
+        let carried = sum(&parts).carried_over();
         for part in parts.iter_mut() {
             **part = Counts::default();
         }
-        *parts[0] = sum.carried_over();
+        *parts[0] = carried;
     }
+}
+
+/// The parts added up.
+fn sum(parts: &[std::sync::MutexGuard<'_, Counts>]) -> Counts {
+    parts
+        .iter()
+        .fold(Counts::default(), |sum, part| sum.plus(part))
 }
 
 #[cfg(test)]

@@ -324,15 +324,6 @@ async fn the_retry_twin_knows_an_incident_already_in_force() {
     assert_in_force_until_its_end(&output);
 }
 
-/// The number after `label` in a script's summary (`throttled periods 7, ...`).
-fn summary_figure(output: &str, label: &str) -> u64 {
-    output
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(label))
-        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {label:?} in\n{output}"))
-}
-
 /// The twins of the two CPU scripts, which read the kernel's own counts of the
 /// server from `/stats` (its cgroup's `cpu.stat`, its CPU time) where the scripts
 /// rebuild them from the scheduler: on a server at a tenth of a core under works
