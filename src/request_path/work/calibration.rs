@@ -78,26 +78,40 @@ fn measure() -> Calibration {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_calibrated_work_costs_the_cpu_it_was_asked_to() {
-        let c = calibration();
-        assert!(c.bytes_per_cpu_s > 1e6, "{c:?}");
-        let want = Duration::from_millis(20);
-        let bytes = c.bytes_for(want) as usize;
-        // The fastest of three runs, as the calibration measures.
-        let cost = (0..3)
+    /// The fastest of three runs of `bytes`, as the calibration measures.
+    fn cpu_of(bytes: usize) -> Duration {
+        (0..3)
             .map(|_| {
                 let start = ThreadTime::now();
                 std::hint::black_box(super::super::compress(bytes));
                 start.elapsed()
             })
             .min()
-            .unwrap();
-        let ratio = cost.as_secs_f64() / want.as_secs_f64();
+            .unwrap()
+    }
+
+    #[test]
+    fn a_calibrated_work_costs_the_cpu_it_was_asked_to() {
+        let want = Duration::from_millis(20);
+        // A calibration and the work it sizes, measured back to back, a few
+        // times. One pair can be a CI run's noise: the CPU time a byte costs
+        // doubles while the other hyperthread of the core is busy (CI saw 0.49x
+        // with the suite running beside it), and a calibration taken in a quiet
+        // moment sizes a work that then runs in a busy one. A wrong size (a
+        // slip in `bytes_for`, a sample that is not the work's text) misses in
+        // every pair.
+        let ratios: Vec<f64> = (0..5)
+            .map(|_| {
+                let c = measure();
+                assert!(c.bytes_per_cpu_s > 1e6, "{c:?}");
+                let bytes = c.bytes_for(want) as usize;
+                cpu_of(bytes).as_secs_f64() / want.as_secs_f64()
+            })
+            .collect();
         assert!(
-            (0.6..1.6).contains(&ratio),
-            "{bytes} bytes asked to cost {want:?} cost {cost:?} ({ratio:.2}x)"
+            ratios.iter().any(|r| (0.75..1.33).contains(r)),
+            "a work asked to cost {want:?} cost these multiples of it: {ratios:.2?}"
         );
-        assert_eq!(c.bytes_for(Duration::ZERO), 1);
+        assert_eq!(calibration().bytes_for(Duration::ZERO), 1);
     }
 }
