@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::scenario;
-use crate::trace::{kernel_side, scripts::NAMES as TAP_SCRIPTS};
+use crate::trace::scripts::NAMES as TAP_SCRIPTS;
 
 /// What `doctor` takes.
 #[derive(Debug, clap::Args)]
@@ -42,8 +42,10 @@ struct Route {
 #[derive(Debug, PartialEq, Eq)]
 enum Way {
     Tracer(&'static str),
-    Tap,
-    Counters(&'static str),
+    /// `trace NAME`: the script's twin, over the tap and /stats.
+    Twin,
+    /// No way without a tracer: a script with no twin.
+    None,
 }
 
 pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
@@ -94,22 +96,21 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
 }
 
 fn way(script: &str, tracer: Option<&'static str>) -> Way {
-    match (tracer, kernel_side(script)) {
-        (Some(tool), _) => Way::Tracer(tool),
-        (None, Some(counters)) => Way::Counters(counters),
-        (None, None) if TAP_SCRIPTS.contains(&script) => Way::Tap,
-        (None, None) => Way::Counters("none: it needs a tracer"),
+    match tracer {
+        Some(tool) => Way::Tracer(tool),
+        None if TAP_SCRIPTS.contains(&script) => Way::Twin,
+        None => Way::None,
     }
 }
 
 fn describe(way: Way, script: &str) -> String {
     match way {
         Way::Tracer(tool) => format!("{tool}: sudo scripts/trace {script}"),
-        Way::Tap => format!(
+        Way::Twin => format!(
             "{}: cargo run --release -- trace {script}",
             crate::trace::source_of(script)
         ),
-        Way::Counters(counters) => format!("watches the kernel; without root: {counters}"),
+        Way::None => "none without a tracer: it has no twin".to_owned(),
     }
 }
 
@@ -302,11 +303,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tracer_runs_everything_and_without_one_the_tap_or_counters() {
+    fn a_tracer_runs_everything_and_without_one_the_twins() {
         assert_eq!(way("count", Some("bpftrace")), Way::Tracer("bpftrace"));
         assert_eq!(way("cpu-quota", Some("DTrace")), Way::Tracer("DTrace"));
-        assert_eq!(way("count", None), Way::Tap);
-        assert!(matches!(way("delayed-ack", None), Way::Counters(c) if c.contains("nstat")));
+        assert_eq!(way("count", None), Way::Twin);
+        assert_eq!(way("delayed-ack", None), Way::Twin);
+        assert_eq!(way("no-such-script", None), Way::None);
     }
 
     #[test]
@@ -317,11 +319,7 @@ mod tests {
                     .join("scripts")
                     .join(format!("{script}.bt"));
                 assert!(bundled.exists(), "{}: {script}", exercise.name);
-                assert_ne!(
-                    way(script, None),
-                    Way::Counters("none: it needs a tracer"),
-                    "{script}"
-                );
+                assert_eq!(way(script, None), Way::Twin, "{script}");
             }
         }
     }

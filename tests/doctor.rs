@@ -118,7 +118,9 @@ fn doctor_gives_root_the_tracer_and_a_user_the_tap_or_the_counters() {
         );
     }
     assert!(
-        route_of(&as_user, "delayed-ack").contains("nstat -az TcpExtDelayedACKs"),
+        route_of(&as_user, "delayed-ack").contains(
+            "the server's writes and nstat's counters in /stats: cargo run --release -- trace delayed-ack"
+        ),
         "{as_user}"
     );
     assert!(
@@ -128,7 +130,9 @@ fn doctor_gives_root_the_tracer_and_a_user_the_tap_or_the_counters() {
         "{as_user}"
     );
     assert!(
-        route_of(&as_user, "accept-queue").contains("TcpExtListenOverflows"),
+        route_of(&as_user, "accept-queue").contains(
+            "the listener's queue and drops and nstat's counters in /stats: cargo run --release -- trace accept-queue"
+        ),
         "{as_user}"
     );
 }

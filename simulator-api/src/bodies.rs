@@ -79,14 +79,25 @@ pub const SEED_COUNTS: [SeedCount; 6] = [
 /// dropped since it opened (`SO_MEMINFO`: SYNs at a full accept queue, and the
 /// handshakes' last ACKs and the requests behind them it could not take; the
 /// kernel counts a dropped ACK twice there, so this runs above `nstat`'s
-/// `TcpExtListenOverflows`, which counts the machine's).
+/// `TcpExtListenOverflows`, which counts the machine's). And the replies' writes:
+/// every write to a data-port connection, and the pairs of writes to one
+/// connection within a millisecond (a reply's head, then its body), what
+/// delayed-ack.bt counts of the server's `writev` calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectionCounts {
     pub open: u64,
     pub accepted: u64,
     pub refused: u64,
     #[serde(default)]
+    pub writes: u64,
+    #[serde(default)]
+    pub write_pairs: u64,
+    #[serde(default)]
     pub listen_queue: Option<u32>,
+    /// The longest the queue was at an accept over the last 100-200 ms (the
+    /// accept loop reads it at each; a reader ten times a second misses no peak).
+    #[serde(default)]
+    pub listen_queue_peak: Option<u32>,
     #[serde(default)]
     pub listen_backlog: Option<u32>,
     #[serde(default)]
@@ -114,6 +125,16 @@ pub struct Stats {
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
+    /// The time inside the server of every request done since the process
+    /// started, summed (request-start to request-done; `/metrics`'
+    /// `isim_request_lifetime_seconds_sum`): its change over the change of
+    /// `requests_done` is the mean of an interval.
+    #[serde(default)]
+    pub requests_done_ns: u64,
+    /// The server's network namespace's TCP counters, what `nstat` shows there
+    /// (Linux; null elsewhere): the kernel's count of what no probe sees.
+    #[serde(default)]
+    pub tcp: Option<TcpCounters>,
     /// The async runtime: its workers, how busy they are, and how late its timers fire.
     pub runtime: RuntimeStats,
     /// The machine as the exercises depend on it: cores, quota, timer, the work's calibration.
@@ -136,6 +157,20 @@ pub struct Stats {
     pub model: Model,
     /// The configuration in force, live changes included.
     pub config: Settings,
+}
+
+/// The `TcpExt` counters of the server's network namespace (`/proc/self/net/netstat`,
+/// which any user may read; `nstat -az` shows the same), since the namespace
+/// began: the machine's, unless the server runs in a namespace of its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpCounters {
+    /// `TcpExtListenOverflows`: SYNs and handshakes' last ACKs a listener
+    /// dropped because its accept queue was full.
+    pub listen_overflows: u64,
+    /// `TcpExtListenDrops`: the same and every other drop at a listener.
+    pub listen_drops: u64,
+    /// `TcpExtDelayedACKs`: acknowledgements sent when the delayed-ACK timer fired.
+    pub delayed_acks: u64,
 }
 
 /// The server's CPU cgroup and its `cpu.stat` since the group was made. Rates per

@@ -26,7 +26,7 @@ pub mod value;
 
 pub use bodies::{
     ConnectionCounts, Counts, CpuCgroup, ErrorBody, Fix, Machine, Model, Reply, RetriedLoad,
-    RuntimeStats, ScenarioInfo, Stats, SEED_COUNTS,
+    RuntimeStats, ScenarioInfo, Stats, TcpCounters, SEED_COUNTS,
 };
 pub use delay::Delay;
 pub use incident::{Incident, IncidentStatus};

@@ -178,6 +178,14 @@ pub fn read() -> Lifetime {
         })
 }
 
+/// Every request's time inside the server so far, summed, in ns (the
+/// `request_lifetime` histogram's sum): `/stats.requests_done_ns`.
+pub fn requests_done_ns() -> u64 {
+    parts().all().iter().fold(0u64, |sum, part| {
+        sum.saturating_add(part.histograms.request_lifetime.sum_ns)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

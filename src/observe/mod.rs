@@ -4,7 +4,8 @@
 //! `/metrics`) in one call, so the three views never disagree; both kept in
 //! per-thread parts added up when read (`shards.rs`); `process.rs` reads the process's own CPU time, `runtime.rs` watches the
 //! async runtime (its metrics and a timer-lateness canary), `machine.rs` the cores,
-//! quota, timer and calibration an exercise's figures depend on; `tap.rs` streams
+//! quota, timer and calibration an exercise's figures depend on, `netstat.rs` the
+//! kernel's TCP counters of the server's network namespace; `tap.rs` streams
 //! the same events as the probes in process, for tracing without root.
 
 pub mod events;
@@ -12,10 +13,11 @@ pub mod lifetime;
 pub mod live_counts;
 pub mod machine;
 pub mod metrics;
+pub mod netstat;
 pub mod probes;
 pub mod process;
 pub mod runtime;
-mod shards;
+pub(crate) mod shards;
 #[cfg(feature = "probes")]
 pub mod tap;
 

@@ -20,6 +20,11 @@
 //! no faster than one handshake at a time while the rest wait in the kernel's
 //! accept queue (`listen_backlog`), or on the connection's own task.
 //!
+//! What the kernel cannot say of one listener the loop counts itself, for
+//! `/stats.connections`: every write to a connection and the pairs among them
+//! (`counted_writes.rs`), and the accept queue's longest, read at each accept
+//! (`recent_peak.rs`).
+//!
 //! Request bodies are timed by the router (`body.rs`), where the JSON 408 is made.
 //! HTTP/2 is not offered: the clients and the seed speak HTTP/1.1.
 
@@ -42,9 +47,11 @@ use simulator_api::settings::{HandshakeOn, ReplyWrites};
 use simulator_api::{ConnectionCounts, ErrorBody, Settings};
 
 use crate::observe::metrics as m;
+use crate::serving::counted_writes::{CountedWrites, Writes};
 use crate::serving::handshake;
 use crate::serving::head_first::HeadFirst;
 use crate::serving::listener;
+use crate::serving::recent_peak::RecentPeak;
 
 /// How the listener treats a connection it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,18 +115,33 @@ pub struct ConnectionStats {
     listener: std::sync::OnceLock<std::os::fd::OwnedFd>,
     /// The backlog last asked of the kernel for it.
     backlog: AtomicU64,
+    /// The connections' writes (`counted_writes.rs`), per thread.
+    writes: Arc<Writes>,
+    /// The accept queue's longest, as seen at each accept.
+    queue_peak: RecentPeak,
 }
 
 impl ConnectionStats {
     pub fn snapshot(&self) -> ConnectionCounts {
         let kernel = self.listener.get().and_then(listener::figures);
+        let writes = self.writes.total();
         ConnectionCounts {
             open: self.open.load(Ordering::Relaxed),
             accepted: self.accepted.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
+            writes: writes.writes,
+            write_pairs: writes.pairs,
             listen_queue: kernel.map(|k| k.queued),
+            listen_queue_peak: kernel.map(|k| k.queued.max(self.queue_peak.peak())),
             listen_backlog: kernel.map(|k| k.backlog),
             listen_drops: kernel.map(|k| k.drops),
+        }
+    }
+
+    /// A connection was accepted: the queue it left holds the rest of its herd.
+    fn saw_accept(&self) {
+        if let Some(queued) = self.listener.get().and_then(listener::queued) {
+            self.queue_peak.see(queued + 1);
         }
     }
 
@@ -190,6 +212,7 @@ pub async fn serve(
                 }
             },
         };
+        stats.saw_accept();
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             stats.refused.fetch_add(1, Ordering::Relaxed);
             if limits.metered {
@@ -230,7 +253,10 @@ pub async fn serve(
                 })
             }
         });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let connection = graceful.watch(http.serve_connection(
+            TokioIo::new(CountedWrites::new(stream, Arc::clone(&stats.writes))),
+            service,
+        ));
         let stats = Arc::clone(&stats);
         tokio::spawn(async move {
             if ways.handshake_on == HandshakeOn::Connection {

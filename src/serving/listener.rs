@@ -39,6 +39,20 @@ pub fn figures(listener: impl AsFd) -> Option<ListenerFigures> {
     }
 }
 
+/// The accept queue's length now (one `getsockopt`), or `None` where the kernel
+/// does not give it.
+pub fn queued(listener: impl AsFd) -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::tcp_info(listener).map(|info| info.tcpi_unacked)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = listener;
+        None
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod linux {
@@ -51,7 +65,7 @@ mod linux {
     const SO_MEMINFO: libc::c_int = 55;
     const SK_MEMINFO_VARS: usize = libc::SK_MEMINFO_DROPS as usize + 1;
 
-    pub fn figures(listener: impl AsFd) -> Option<ListenerFigures> {
+    pub fn tcp_info(listener: impl AsFd) -> Option<libc::tcp_info> {
         let fd = listener.as_fd().as_raw_fd();
         // SAFETY: tcp_info is plain integers, for which all zeroes is valid.
         let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
@@ -67,12 +81,15 @@ mod linux {
                 &mut len,
             )
         };
-        if got != 0 {
-            return None;
-        }
+        (got == 0).then_some(info)
+    }
+
+    pub fn figures(listener: impl AsFd) -> Option<ListenerFigures> {
+        let info = tcp_info(listener.as_fd())?;
+        let fd = listener.as_fd().as_raw_fd();
         let mut meminfo = [0u32; SK_MEMINFO_VARS];
         let mut len = std::mem::size_of_val(&meminfo) as libc::socklen_t;
-        // SAFETY: as above, a buffer of `len` bytes.
+        // SAFETY: a socket we own, a buffer of `len` bytes that outlives the call.
         let got = unsafe {
             libc::getsockopt(
                 fd,

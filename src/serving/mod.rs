@@ -37,6 +37,7 @@ pub mod admin;
 pub mod answers;
 pub mod body;
 pub mod connections;
+pub mod counted_writes;
 pub mod error;
 pub mod handshake;
 pub mod head_first;
@@ -44,6 +45,7 @@ pub mod http;
 pub mod incidents;
 pub mod listener;
 pub mod live;
+pub mod recent_peak;
 pub mod shutdown;
 pub mod state;
 #[cfg(feature = "probes")]

@@ -96,6 +96,8 @@ impl AppState {
             store_slots_busy: p.store_slots_busy().map(|(busy, _)| busy as u64),
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
+            requests_done_ns: crate::observe::lifetime::requests_done_ns(),
+            tcp: crate::observe::netstat::tcp_counters(),
             runtime: self.runtime.snapshot(counts.work_in_flight()),
             machine: machine::snapshot(
                 crate::request_path::delay::overshoot(),

@@ -5,12 +5,11 @@
 //! where the script does, and after `--seconds` or at Ctrl-C the script's summary,
 //! in bpftrace's layout (`report.rs`).
 //!
-//! Of the kernel-side scripts, cpu-usage and cpu-quota run here too: what they
-//! reconstruct from the scheduler the kernel also counts, and the server reports
-//! it in `/stats` (its CPU time, its cgroup's `cpu.stat`), read each second beside
-//! the tap. accept-queue and delayed-ack watch single packets and timers, which no
-//! counter the server can read breaks down by socket; their pages name the
-//! namespace's counters (`nstat`, `ss`) that show the same without root.
+//! The kernel-side scripts run here too: what they reconstruct from the
+//! scheduler's and the network's events the kernel also counts, and the server
+//! reports it in `/stats` (its CPU time, its cgroup's `cpu.stat`, its listener's
+//! queue and drops, its namespace's `nstat` counters, and its own replies'
+//! writes), read each second (accept-queue: ten times) beside the tap.
 
 mod report;
 pub mod scripts;
@@ -28,36 +27,15 @@ use scripts::{Event, Options, Script};
 
 pub use report::hist_rows;
 
-/// The bundled scripts that watch the kernel's sockets, which `trace` cannot
-/// run, each with the counters that show the same without root (their pages'
-/// hints name them too).
-pub const KERNEL_SIDE: &[(&str, &str)] = &[
-    (
-        "accept-queue",
-        "`nstat -az TcpExtListenOverflows TcpExtListenDrops`, `ss -lnt` (the queue and its \
-         limit), /stats' connections.listen_drops",
-    ),
-    (
-        "delayed-ack",
-        "`nstat -az TcpExtDelayedACKs`, twice, a few seconds apart",
-    ),
-];
-
 /// Where `trace NAME` takes its report from, in a few words.
 pub fn source_of(name: &str) -> &'static str {
     match name {
         "cpu-usage" => "the process's CPU time in /stats",
         "cpu-quota" => "the tap and the cgroup's cpu.stat in /stats",
+        "accept-queue" => "the listener's queue and drops and nstat's counters in /stats",
+        "delayed-ack" => "the server's writes and nstat's counters in /stats",
         _ => "the tap",
     }
-}
-
-/// The no-root counters of a kernel-side script; none for any other name.
-pub fn kernel_side(name: &str) -> Option<&'static str> {
-    KERNEL_SIDE
-        .iter()
-        .find(|(script, _)| *script == name)
-        .map(|(_, counters)| *counters)
 }
 
 /// What `trace` takes.
@@ -65,7 +43,8 @@ pub fn kernel_side(name: &str) -> Option<&'static str> {
 pub struct TraceArgs {
     /// The script: count, request-lifetime, persist-time, permit-wait, in-flight,
     /// queue, runtime, size or retry (the ones built on the isim probes), or
-    /// cpu-usage or cpu-quota (the kernel's counts of the server, from /stats).
+    /// cpu-usage, cpu-quota, accept-queue or delayed-ack (the kernel's counts of
+    /// the server, from /stats).
     pub name: String,
     /// The server: its data port or its operator port (both serve the tap).
     #[arg(long, default_value = "http://127.0.0.1:7878")]
@@ -114,7 +93,7 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     let source = match (body.is_some(), script.reads_stats()) {
         (true, false) => "over the probe tap",
         (true, true) => "over the probe tap and the kernel's counts in /stats",
-        _ => "from the kernel's counts in /stats",
+        _ => "from the server's and the kernel's counts in /stats",
     };
     eprintln!(
         "trace: {} {source} of {} (what the server itself reports; no tracer, no root)",
@@ -156,15 +135,11 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
 
 /// The script `trace NAME` runs, or why there is none.
 fn script_named(name: &str, options: Options) -> anyhow::Result<Box<dyn Script>> {
-    scripts::by_name(name, options).with_context(|| match kernel_side(name) {
-        Some(counters) => format!(
-            "{name} watches the kernel's sockets, which only a tracer can (sudo scripts/trace {name}); \
-             without root, the same from counters: {counters}"
-        ),
-        None => format!(
+    scripts::by_name(name, options).with_context(|| {
+        format!(
             "no script {name:?} runs without a tracer; these do: {}",
             scripts::NAMES.join(", ")
-        ),
+        )
     })
 }
 
@@ -234,16 +209,22 @@ async fn follow(
     seconds: u64,
 ) -> bool {
     let mut out = String::new();
-    let second = Duration::from_secs(1);
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + second, second);
+    // A reading of /stats at every tick, a line at every `per_second`th.
+    let per_second = script.readings_per_second().max(1);
+    let period = Duration::from_secs(1) / per_second;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
-    let mut elapsed = 0;
+    let (mut ticks, mut elapsed) = (0, 0);
     loop {
         tokio::select! {
             _ = &mut ctrl_c => return false,
             _ = tick.tick() => {
                 let _ = stats.read(script).await;
+                ticks += 1;
+                if ticks % per_second != 0 {
+                    continue;
+                }
                 script.second(&clock(), &mut out);
                 emit(&mut out);
                 elapsed += 1;

@@ -12,6 +12,7 @@
 
 use simulator_api::{CpuCgroup, Stats};
 
+use super::readings::Readings;
 use super::{Event, Options, Script};
 
 #[derive(Debug)]
@@ -22,10 +23,8 @@ pub struct CpuQuota {
     requests: u64,
     works: u64,
     canary_max_ns: u64,
-    /// The cgroup's reading at the start, at the last line, and now.
-    first: Option<CpuCgroup>,
-    last_line: Option<CpuCgroup>,
-    now: Option<CpuCgroup>,
+    /// The cgroup's readings: at the start, at the last line, and now.
+    cgroup: Readings<Option<CpuCgroup>>,
 }
 
 impl CpuQuota {
@@ -37,20 +36,14 @@ impl CpuQuota {
             requests: 0,
             works: 0,
             canary_max_ns: 0,
-            first: None,
-            last_line: None,
-            now: None,
+            cgroup: Readings::default(),
         }
     }
 
     /// A reading of the server: its pid and its cgroup's counts now.
     fn reading(&mut self, pid: u32, cgroup: Option<CpuCgroup>) {
         self.pid = pid;
-        self.now = cgroup;
-        if self.first.is_none() {
-            self.first = self.now.clone();
-            self.last_line = self.now.clone();
-        }
+        self.cgroup.read(cgroup);
     }
 }
 
@@ -84,7 +77,7 @@ impl Script for CpuQuota {
             "Watching pid {}'s CPU quota for {} s (Ctrl-C prints the summary so far).\n",
             self.pid, self.seconds
         ));
-        if self.now.is_none() {
+        if self.cgroup.now().is_none() {
             out.push_str(
                 "(the server reports no CPU cgroup: no cgroup cpu controller here, so the \
                  kernel's columns stay 0)\n",
@@ -106,7 +99,8 @@ impl Script for CpuQuota {
     }
 
     fn second(&mut self, _clock: &str, out: &mut String) {
-        let (periods, throttled, waited_us) = since(self.now.as_ref(), self.last_line.as_ref());
+        let (now, then) = self.cgroup.line();
+        let (periods, throttled, waited_us) = since(now.as_ref(), then.as_ref());
         out.push_str(&format!(
             "{:>6} {:>9} {:>6} {:>14} | {:>8} {:>10} {:>10}\n",
             self.elapsed + 1,
@@ -120,12 +114,12 @@ impl Script for CpuQuota {
         self.requests = 0;
         self.works = 0;
         self.canary_max_ns = 0;
-        self.last_line = self.now.clone();
         self.elapsed += 1;
     }
 
     fn end(&mut self, ran_s: u64, out: &mut String) {
-        let (_, throttled, waited_us) = since(self.now.as_ref(), self.first.as_ref());
+        let (now, first) = self.cgroup.whole();
+        let (_, throttled, waited_us) = since(now.as_ref(), first.as_ref());
         out.push_str(&format!(
             "\nSummary of pid {}'s CPU quota in {ran_s} seconds:\n  throttled periods {throttled}, waited {} ms\n",
             self.pid,

@@ -2,19 +2,25 @@
 //! family): each listens to the probes its `.bt` twin attaches to, aggregates as
 //! the twin does, and prints what the twin prints (`report.rs` keeps bpftrace's
 //! layout). `tests/scripts_live/tap.rs` holds each equal to its twin, attached to
-//! the same server under the same load. Two of the kernel-side scripts have
-//! twins too, which read the kernel's own counts of the server through `/stats`
-//! (its CPU time, its cgroup's `cpu.stat`) beside the tap: cpu-usage and cpu-quota.
+//! the same server under the same load. The kernel-side scripts have twins too,
+//! which read the kernel's own counts of the server through `/stats` (its CPU
+//! time, its cgroup's `cpu.stat`, its listener's queue and drops, its network
+//! namespace's TCP counters) and the server's own counts (its writes): cpu-usage,
+//! cpu-quota, accept-queue and delayed-ack, held to their scripts by
+//! `tests/scripts_live/tap.rs` and `sockets.rs`.
 //!
 //! Timing differs in one way: a tracer reads the kernel's clock in its probe
 //! handler, a twin reads the tap's timestamp, taken in the server just before the
 //! probe fires; the intervals between two events agree to well under a bucket.
 
+mod accept_queue;
 mod count;
 mod cpu_quota;
 mod cpu_usage;
+mod delayed_ack;
 mod in_flight;
 mod queue;
+mod readings;
 mod retry;
 mod runtime;
 mod size;
@@ -51,6 +57,10 @@ pub trait Script: Send {
         false
     }
     fn stats(&mut self, _now: &simulator_api::Stats) {}
+    /// How many times a second it reads `/stats` (a line a second whatever this).
+    fn readings_per_second(&self) -> u32 {
+        1
+    }
     /// What its BEGIN prints.
     fn begin(&mut self, out: &mut String);
     fn on(&mut self, event: &Event<'_>);
@@ -73,6 +83,8 @@ pub const NAMES: &[&str] = &[
     "retry",
     "cpu-usage",
     "cpu-quota",
+    "accept-queue",
+    "delayed-ack",
 ];
 
 /// The script called `name`, or none.
@@ -89,6 +101,8 @@ pub fn by_name(name: &str, options: Options) -> Option<Box<dyn Script>> {
         "retry" => Box::new(retry::Retry::new(options)),
         "cpu-usage" => Box::new(cpu_usage::CpuUsage::new(options)),
         "cpu-quota" => Box::new(cpu_quota::CpuQuota::new(options)),
+        "accept-queue" => Box::new(accept_queue::AcceptQueue::new(options)),
+        "delayed-ack" => Box::new(delayed_ack::DelayedAck::new(options)),
         _ => return None,
     })
 }
