@@ -316,7 +316,13 @@ async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
         kernel >= 10,
         "4 s at a tenth of a core: {kernel} throttled periods"
     );
-    let room = 3.max(kernel / 10);
+    // Alone, both tools matched cpu.stat within a tenth (or 3). Beside the
+    // suite's saturated minutes DTrace once counted 30 against 34: its lines
+    // showed a second with 3 periods and none throttled, the server (and the
+    // tracer's consumer) starved, its canary 940 ms late. An eighth (or 5), the
+    // room the twins' test has, still fails a script that counts the wrong
+    // thing (the periods themselves: 40 against 34).
+    let room = 5.max(kernel / 8);
     assert!(
         script.abs_diff(kernel) <= room,
         "{tool:?}: the script counted {script} throttled periods, cpu.stat {kernel} (room {room})\n{output}"
