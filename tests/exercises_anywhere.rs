@@ -6,6 +6,9 @@
 //! pass for a slow server. tests/workshop_pages.rs does the same on the whole
 //! machine and holds the pages' figures.
 //!
+//! An exercise whose verdict is wrong is measured once more and the second
+//! window decides (`judged_twice_if_wrong` in tests/common/figures.rs says why).
+//!
 //! The CPU work's cost is calibrated in CPU time on the server at start
 //! (`work_cpu`), so a laptop 3x slower per core runs the same exercise as this
 //! one; what this test adds is fewer cores and less CPU than a core.
@@ -20,12 +23,13 @@ mod common;
 
 use std::process::Command;
 
-use common::figures::{keep, tables, verdict_errors};
+use common::figures::{judged_twice_if_wrong, keep, tables, verdict_errors};
 use common::{have, is_root, skip_or_fail, BIN};
 use system_simulator::scenario;
 
 /// Every exercise's figures with the servers confined by `flags`; the verdict
-/// errors of all of them.
+/// errors of all of them (an exercise whose verdict is wrong is measured once
+/// more, and the second window decides: `judged_twice_if_wrong`).
 fn figures_confined(confinement: &str, flags: &[&str]) -> Vec<String> {
     let out = Command::new(BIN)
         .args(["workshop", "figures", "--duration", "6s"])
@@ -39,29 +43,38 @@ fn figures_confined(confinement: &str, flags: &[&str]) -> Vec<String> {
         "workshop figures {flags:?}: {}\n{printed}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut errors = Vec::new();
     let blocks: Vec<&str> = printed.split("<!-- figures:end -->").collect();
     let names = scenario::names();
     assert_eq!(blocks.len(), names.len() + 1, "{printed}");
+    let mut errors = Vec::new();
     for (name, block) in names.iter().zip(&blocks) {
-        assert!(
-            block.contains(&format!("figures {name} --write")),
-            "{block}"
-        );
-        if block.contains(system_simulator::workshop::figures::NOT_MEASURED) {
-            // Only an exercise with a CPU quota of its own may be beyond a
-            // confined server (src/workshop/fit.rs says why); it says so.
-            let s = scenario::Scenario::load(name).unwrap();
+        let judge = |block: &str| -> Vec<String> {
             assert!(
-                !s.settings().cpu_quota.is_zero(),
-                "{name} not measured:\n{block}"
+                block.contains(&format!("figures {name} --write")),
+                "{block}"
             );
-            eprintln!("{confinement}: {name} not measured: {}", block.trim());
-            continue;
-        }
-        let fresh = tables(block);
-        assert!(!fresh.is_empty(), "{name}: no figures\n{block}");
-        errors.extend(verdict_errors(name, &fresh));
+            if block.contains(system_simulator::workshop::figures::NOT_MEASURED) {
+                // Only an exercise with a CPU quota of its own may be beyond a
+                // confined server (src/workshop/fit.rs says why); it says so.
+                let s = scenario::Scenario::load(name).unwrap();
+                assert!(
+                    !s.settings().cpu_quota.is_zero(),
+                    "{name} not measured:\n{block}"
+                );
+                eprintln!("{confinement}: {name} not measured: {}", block.trim());
+                return Vec::new();
+            }
+            let fresh = tables(block);
+            assert!(!fresh.is_empty(), "{name}: no figures\n{block}");
+            verdict_errors(name, &fresh)
+        };
+        errors.extend(judged_twice_if_wrong(
+            name,
+            confinement,
+            flags,
+            Some(block.to_string()),
+            judge,
+        ));
     }
     errors
 }

@@ -20,7 +20,9 @@
 //! - every other command runs in the foreground and must exit 0; a trace must
 //!   print what its script prints (stdout); a `PUT /admin/config` must be taken
 //!   (no error body: curl exits 0 on a 400); `workshop check` must pass after the
-//!   page applied its fix, and may say `not yet:` (exit 1) before.
+//!   page applied its fix (a check that says `not yet:` then is run once more,
+//!   and the second decides: other pages' loads run beside it), and may say
+//!   `not yet:` (exit 1) before.
 //!
 //! Blocks marked `<!-- not run: REASON -->` are not run; their flags are checked
 //! against the `--help` of the tool they name. Marked `<!-- output -->`, a block
@@ -281,9 +283,20 @@ impl PageRun<'_> {
             }
             Kind::Check => {
                 self.stop_loads();
-                let done = self
-                    .session
-                    .run(text, Some(SHORT), Duration::from_secs(180));
+                let within = Duration::from_secs(180);
+                let mut done = self.session.run(text, Some(SHORT), within);
+                // After the fix a verdict of "not yet:" is measured once more, and
+                // the second check decides: two other pages' loads run beside
+                // this one's check (CI saw slow-backend's p99 at 50.3 ms against
+                // 50 after its fix, 6.8-11.3 ms measured alone), while a fix
+                // that does not cure fails both.
+                if self.fixed && done.code == 1 && done.stdout.contains("not yet:") {
+                    eprintln!(
+                        "{}:{line}: checked again, after a first check that said:\n{}",
+                        self.page, done.stdout
+                    );
+                    done = self.session.run(text, Some(SHORT), within);
+                }
                 let not_yet = !self.fixed && done.code == 1 && done.stdout.contains("not yet:");
                 if done.code != 0 && !not_yet {
                     let why = format!("exit {}\n{}{}", done.code, done.stdout, done.stderr);

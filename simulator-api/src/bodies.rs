@@ -94,8 +94,8 @@ pub struct ConnectionCounts {
     pub write_pairs: u64,
     #[serde(default)]
     pub listen_queue: Option<u32>,
-    /// The longest the queue was at an accept over the last 100-200 ms (the
-    /// accept loop reads it at each; a reader ten times a second misses no peak).
+    /// The longest the queue was at an accept over the last 1.0-1.1 s (the
+    /// accept loop reads it at each; a reader once a second misses no peak).
     #[serde(default)]
     pub listen_queue_peak: Option<u32>,
     #[serde(default)]

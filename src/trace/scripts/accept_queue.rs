@@ -10,9 +10,11 @@
 //! - HANDSHAKES is ACCEPTED and the queue's growth over the second: a completed
 //!   handshake waits in the queue until it is accepted;
 //! - QUEUE-MAX is the longest queue of the second's readings, [`SAMPLES`] a
-//!   second, each the longest the accept loop saw at an accept over the last
-//!   100-200 ms (the script follows every handshake: it also sees a peak
-//!   that came and went without an accept, which the twin does not);
+//!   second, each the longest the accept loop saw at an accept over the second
+//!   before it (so a herd's peak shows in the line of the second after it too;
+//!   a reading late by up to most of a second on a saturated machine still
+//!   has it). The script follows every handshake: it also sees a peak that
+//!   came and went without an accept, which the twin does not;
 //! - DROPPED and SYN-AGAIN split the overflows: a SYN dropped at a full queue
 //!   counts once on the listener and once in the namespace's overflows, a
 //!   handshake's last ACK (or a request behind it) twice on the listener and
@@ -38,7 +40,7 @@ struct Reading {
     requests: u64,
     accepted: u64,
     queue: u64,
-    /// The longest the queue was at an accept over the last 100-200 ms.
+    /// The longest the queue was at an accept over the last second.
     queue_peak: u64,
     limit: u64,
     listener_drops: u64,
