@@ -212,7 +212,8 @@ def main():
     p.add_argument("--from", dest="files", nargs="+", metavar="FILE",
                    help="read saved `workshop figures` output instead of measuring")
     p.add_argument("--runs", type=int, default=1, help="rounds of every confinement (default 1)")
-    p.add_argument("--duration", default="6s", help="each window (default 6s, the tests' one-core and half-core runs)")
+    p.add_argument("--duration", default="6s", help="each window (default 6s, the tests' runs, and the shortest: "
+                        "the runtime canary's figures cover 5 s, so a shorter one is measured as 6 s)")
     p.add_argument("--bin", default="target/release/system-simulator")
     p.add_argument("--confinements", default="whole,one-core,half-core",
                    help="which of whole, one-core, half-core (comma separated)")
