@@ -58,6 +58,11 @@ pub struct ListenerSecond {
     pub drops_total: u64,
     /// Connections waiting to be accepted at the end of the second.
     pub queue: u32,
+    /// The longest the queue was at an accept over the second
+    /// (`/stats.connections.listen_queue_peak`): a herd fills it and the accept
+    /// loop empties it between two seconds' ends, where `queue` reads 0.
+    #[serde(default)]
+    pub queue_peak: u32,
     /// The accept queue's limit.
     pub backlog: u32,
 }

@@ -126,14 +126,16 @@ impl Sample {
     }
 }
 
-/// The second's drops at the listener, and its queue now.
+/// The second's drops at the listener, its queue now and its longest.
 fn listener_second(now: &Stats, earlier: &Stats) -> Option<ListenerSecond> {
     let c = &now.connections;
     let drops_total = c.listen_drops?;
+    let queue = c.listen_queue.unwrap_or(0);
     Some(ListenerSecond {
         drops: drops_total.saturating_sub(earlier.connections.listen_drops.unwrap_or(drops_total)),
         drops_total,
-        queue: c.listen_queue.unwrap_or(0),
+        queue,
+        queue_peak: c.listen_queue_peak.unwrap_or(0).max(queue),
         backlog: c.listen_backlog.unwrap_or(0),
     })
 }
