@@ -171,8 +171,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// The bound a reader that never reads costs: the shared ring (65,536 events of
-/// about 100 bytes with the ring's bookkeeping: 6.5 MiB, allocated at the first
-/// subscription), one batch (32 KiB) and hyper's write buffer for it, with room
+/// a 64-byte cache line each: 4 MiB, allocated at the first subscription), one batch (32 KiB) and hyper's write buffer for it, with room
 /// for the allocator's own: 16 MiB. Without the ring's bound the 30 s of
 /// events here (about 100,000 a second) would take hundreds of MiB.
 const STALLED_READER_BOUND_KIB: u64 = 16 * 1024;

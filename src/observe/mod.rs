@@ -20,6 +20,8 @@ pub mod runtime;
 pub(crate) mod shards;
 #[cfg(feature = "probes")]
 pub mod tap;
+#[cfg(feature = "probes")]
+mod tap_ring;
 
 pub use events::Events;
 

@@ -10,40 +10,30 @@
 //! benchmark's baseline has neither.
 //!
 //! Bounded: every subscriber reads one ring of [`TAP_BACKLOG`] events
-//! (`tokio::sync::broadcast`, allocated at the first subscription and shared by
-//! all), so a subscriber that stops reading costs no more memory however long it
-//! waits; when it falls a ring behind it loses the oldest events and is told how
-//! many (`broadcast`'s `Lagged(n)`). Sending never waits for a reader: the request
-//! path only takes the ring's lock for one slot's write. At most
+//! (`tap_ring.rs`, allocated at the first subscription and shared by all, each
+//! subscriber at a cursor of its own), so a subscriber that stops reading costs
+//! no more memory however long it waits; when it falls a ring behind it loses the
+//! oldest events and is told how many. Sending never waits for a reader and takes
+//! no lock: a claim of a position and one cache line written. At most
 //! [`MAX_SUBSCRIBERS`] subscribe at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
 
-use tokio::sync::broadcast;
+use quanta::Clock;
 
 use super::probes::ProbeId;
+use super::tap_ring::Ring as Events;
+pub use super::tap_ring::{Read, TapEvent};
 
 /// Events the ring holds: at 100,000 events a second (a flat-out load with every
-/// event asked for), 0.65 s of a reader's stall before it loses any. About 6 MiB
-/// (a slot is its 64-byte event and the ring's own bookkeeping).
+/// event asked for), 0.65 s of a reader's stall before it loses any. 4 MiB (a
+/// slot is one 64-byte cache line).
 pub const TAP_BACKLOG: usize = 1 << 16;
 
 /// Subscribers at once: a room's attendees each trace their own server, and one
 /// attendee runs a few scripts at a time.
 pub const MAX_SUBSCRIBERS: usize = 16;
-
-/// One event as the tap carries it: its probe (its place in
-/// `simulator_api::events::EVENTS`), when it fired (ns since the tap's first
-/// subscription, on the monotonic clock), and the probe's arguments, unused ones
-/// zero.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TapEvent {
-    pub probe: u8,
-    pub at_ns: u64,
-    pub args: [u64; 6],
-}
 
 /// The process's one tap, as the process has one set of probes.
 static TAP: Tap = Tap::new();
@@ -52,12 +42,32 @@ static TAP: Tap = Tap::new();
 /// subscription `args[0]`'s stream ends ([`Tap::end`]).
 pub const END_MARK: u8 = u8::MAX;
 
-/// A subscription: the events it asked for arrive on `receiver` until it is dropped.
+/// A subscription: the ring's events from its start, read at its own cursor
+/// ([`Subscription::read`]), until it is dropped.
 #[derive(Debug)]
 pub struct Subscription {
     pub id: u64,
     tap: &'static Tap,
-    pub receiver: broadcast::Receiver<TapEvent>,
+    ring: &'static Ring,
+    cursor: u64,
+}
+
+impl Subscription {
+    /// The next event in the ring (every subscriber's: the reader keeps the ones
+    /// it asked for), or how many it lost, or nothing yet.
+    pub fn read(&mut self) -> Read {
+        self.ring.events.read(&mut self.cursor)
+    }
+
+    /// Returns once [`read`](Self::read) has something.
+    pub async fn wait(&self) {
+        self.ring.events.wait(self.cursor).await
+    }
+
+    /// Events sent that this subscriber has still to read, about.
+    pub fn behind(&self) -> u64 {
+        self.ring.events.behind(self.cursor)
+    }
 }
 
 /// Why a subscription was refused.
@@ -78,8 +88,32 @@ pub struct Tap {
 
 #[derive(Debug)]
 struct Ring {
-    began: Instant,
-    sender: broadcast::Sender<TapEvent>,
+    clock: Clock,
+    /// The clock's raw reading when the ring began.
+    began: u64,
+    events: Events,
+}
+
+impl Ring {
+    fn new() -> Self {
+        let clock = Clock::new();
+        Ring {
+            began: clock.raw(),
+            clock,
+            events: Events::new(TAP_BACKLOG),
+        }
+    }
+
+    /// Ns since the ring began. quanta's clock, not std's `Instant`: it reads the
+    /// CPU's invariant TSC where there is one (the OS's monotonic clock where
+    /// not) without a call into the vDSO. Under one subscriber on every event the
+    /// std clock's reads were 2.0 % of the server's CPU, half the send's 4.3 %
+    /// (perf); this clock took a request's server CPU down 3.4 % (two builds
+    /// head to head, 7 runs each, 2026-11-27). Its calibration runs once, at the
+    /// first subscription: a few ms here, 200 ms at most (quanta's bound).
+    fn now_ns(&self) -> u64 {
+        self.clock.delta_as_nanos(self.began, self.clock.raw())
+    }
 }
 
 // Every event has a bit of the wanted word.
@@ -126,9 +160,8 @@ impl Tap {
     fn send<A: ProbeArgs>(&self, probe: u8, args: impl FnOnce() -> A) {
         let args = args().into_array();
         let Some(ring) = self.ring.get() else { return };
-        let at_ns = u64::try_from(ring.began.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // An error means no receiver is left (the last just unsubscribed): nothing to do.
-        let _ = ring.sender.send(TapEvent { probe, at_ns, args });
+        let at_ns = ring.now_ns();
+        ring.events.send(TapEvent { probe, at_ns, args });
     }
 
     pub fn subscribe(&'static self, wanted: u64) -> Result<Subscription, SubscribeError> {
@@ -136,19 +169,17 @@ impl Tap {
         if subscribers.len() >= MAX_SUBSCRIBERS {
             return Err(SubscribeError::Full);
         }
-        let ring = self.ring.get_or_init(|| Ring {
-            began: Instant::now(),
-            sender: broadcast::channel(TAP_BACKLOG).0,
-        });
+        let ring = self.ring.get_or_init(Ring::new);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        // Subscribed before the bits go up, so no event it asked for is sent unseen.
-        let receiver = ring.sender.subscribe();
+        // The cursor taken before the bits go up, so no event it asked for is sent unseen.
+        let cursor = ring.events.tail();
         subscribers.push((id, wanted));
         self.wanted.store(union(&subscribers), Ordering::Relaxed);
         Ok(Subscription {
             id,
             tap: self,
-            receiver,
+            ring,
+            cursor,
         })
     }
 
@@ -162,8 +193,8 @@ impl Tap {
             return false;
         }
         if let Some(ring) = self.ring.get() {
-            let at_ns = u64::try_from(ring.began.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            let _ = ring.sender.send(TapEvent {
+            let at_ns = ring.now_ns();
+            ring.events.send(TapEvent {
                 probe: END_MARK,
                 at_ns,
                 args: [id, 0, 0, 0, 0, 0],
@@ -256,9 +287,14 @@ pub fn wanted_of<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<u64, Ve
 
 #[cfg(test)]
 mod tests {
-    use tokio::sync::broadcast::error::TryRecvError;
-
     use super::*;
+
+    fn next_event(sub: &mut Subscription) -> TapEvent {
+        match sub.read() {
+            Read::Event(event) => event,
+            other => panic!("not an event: {other:?}"),
+        }
+    }
 
     fn tap() -> &'static Tap {
         Box::leak(Box::new(Tap::new()))
@@ -286,7 +322,7 @@ mod tests {
         });
         assert_eq!(made.get(), 0, "an event nobody asked for is not made");
         tap.emit(ProbeId::request__done, || (7u64, 9u64, 0u64, 0u64));
-        let event = sub.receiver.try_recv().unwrap();
+        let event = next_event(&mut sub);
         assert_eq!(event.probe, ProbeId::request__done as u8);
         assert_eq!(event.args, [7, 9, 0, 0, 0, 0]);
 
@@ -303,13 +339,13 @@ mod tests {
         for seq in 0..sent {
             tap.emit(ProbeId::canary__tick, || (seq, 0u64, 0u64));
         }
-        assert_eq!(sub.receiver.try_recv(), Err(TryRecvError::Lagged(100)));
-        let next = sub.receiver.try_recv().unwrap();
+        assert_eq!(sub.read(), Read::Lost(100));
+        let next = next_event(&mut sub);
         assert_eq!(
             next.args[0], 100,
             "the oldest went; the rest are kept in order"
         );
-        assert_eq!(sub.receiver.len(), TAP_BACKLOG - 1);
+        assert_eq!(sub.behind(), TAP_BACKLOG as u64 - 1);
     }
 
     #[test]
@@ -319,8 +355,8 @@ mod tests {
         tap.emit(ProbeId::request__start, || (1u64, 1u64));
         assert!(tap.end(sub.id));
         assert!(!tap.end(sub.id + 1), "no such subscription");
-        assert_eq!(sub.receiver.try_recv().unwrap().args[0], 1);
-        let mark = sub.receiver.try_recv().unwrap();
+        assert_eq!(next_event(&mut sub).args[0], 1);
+        let mark = next_event(&mut sub);
         assert_eq!((mark.probe, mark.args[0]), (END_MARK, sub.id));
     }
 

@@ -29,7 +29,7 @@ mod timings;
 /// One event off the tap.
 #[derive(Debug, Clone, Copy)]
 pub struct Event<'a> {
-    /// ns since the tap began, on the server's monotonic clock.
+    /// ns since the tap began, on the server's steady clock (the tap's: `observe/tap.rs`).
     pub at_ns: u64,
     pub probe: &'a str,
     /// The probe's arguments, arg0 first; unused ones are zero.
