@@ -23,7 +23,7 @@ use std::sync::{Mutex, OnceLock};
 use quanta::Clock;
 
 use super::probes::ProbeId;
-use super::tap_ring::Ring as Events;
+use super::tap_ring::EventRing;
 pub use super::tap_ring::{Read, TapEvent};
 
 /// Events the ring holds: at 100,000 events a second (a flat-out load with every
@@ -91,7 +91,7 @@ struct Ring {
     clock: Clock,
     /// The clock's raw reading when the ring began.
     began: u64,
-    events: Events,
+    events: EventRing,
 }
 
 impl Ring {
@@ -100,16 +100,16 @@ impl Ring {
         Ring {
             began: clock.raw(),
             clock,
-            events: Events::new(TAP_BACKLOG),
+            events: EventRing::new(TAP_BACKLOG),
         }
     }
 
     /// Ns since the ring began. quanta's clock, not std's `Instant`: it reads the
     /// CPU's invariant TSC where there is one (the OS's monotonic clock where
     /// not) without a call into the vDSO. Under one subscriber on every event the
-    /// std clock's reads were 2.0 % of the server's CPU, half the send's 4.3 %
-    /// (perf); this clock took a request's server CPU down 3.4 % (two builds
-    /// head to head, 7 runs each, 2026-11-27). Its calibration runs once, at the
+    /// std clock's reads were 2.0 % of the server's CPU, half of all the send
+    /// cost in that profile (perf); this clock took a request's server CPU down
+    /// 3.4 % (two builds head to head, 7 runs each, 2026-11-27). Its calibration runs once, at the
     /// first subscription: a few ms here, 200 ms at most (quanta's bound).
     fn now_ns(&self) -> u64 {
         self.clock.delta_as_nanos(self.began, self.clock.raw())

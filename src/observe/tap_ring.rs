@@ -7,9 +7,9 @@
 //! every sender shares, a write lock on the slot and a walk of its waiter list on
 //! every send: under one subscriber on every event at a flat-out load, 2.8 % of
 //! the server's CPU of the whole send's 4.1 % (perf, 2026-11-27); with this ring
-//! the whole send (the clock and the probe's figures included) is 1.8 %. crossbeam's `ArrayQueue` is
-//! consumed once, so each subscriber would need a queue of its own, found by the
-//! senders behind a reclamation scheme. Here a send is a `fetch_add` claiming a
+//! the whole send (the clock and the probe's figures included) is 1.8 %.
+//! crossbeam's `ArrayQueue` is consumed once, so each subscriber would need a
+//! queue of its own, found by the senders behind a reclamation scheme. Here a send is a `fetch_add` claiming a
 //! position and one cache line written under a sequence number (a seqlock per
 //! slot): the slot's `seq` is `2 * pos + 1` while position `pos` is written there
 //! and `2 * pos + 2` once it is, so a reader knows a slot's event is the one it
@@ -61,7 +61,7 @@ struct Slot {
 struct Tail(AtomicU64);
 
 #[derive(Debug)]
-pub struct Ring {
+pub struct EventRing {
     tail: Tail,
     slots: Box<[Slot]>,
     waiting: AtomicBool,
@@ -71,14 +71,14 @@ pub struct Ring {
 const PROBE_SHIFT: u32 = 56;
 const TIME_MASK: u64 = (1 << PROBE_SHIFT) - 1;
 
-impl Ring {
+impl EventRing {
     /// A ring of `capacity` events, a power of two.
     pub fn new(capacity: usize) -> Self {
         assert!(
             capacity.is_power_of_two(),
             "a ring's capacity is a power of two"
         );
-        Ring {
+        EventRing {
             tail: Tail::default(),
             slots: (0..capacity).map(|_| Slot::default()).collect(),
             waiting: AtomicBool::new(false),
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn a_reader_reads_what_was_sent_after_it_came_in_order() {
-        let ring = Ring::new(8);
+        let ring = EventRing::new(8);
         ring.send(event(1, 0));
         let mut cursor = ring.tail();
         assert_eq!(ring.read(&mut cursor), Read::Empty);
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn the_probe_and_a_large_time_survive_the_packing() {
-        let ring = Ring::new(2);
+        let ring = EventRing::new(2);
         let mut cursor = ring.tail();
         let sent = TapEvent {
             probe: u8::MAX,
@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_reader_lapped_loses_the_oldest_and_is_told_how_many() {
-        let ring = Ring::new(8);
+        let ring = EventRing::new(8);
         let mut cursor = ring.tail();
         for seq in 0..20 {
             ring.send(event(0, seq));
@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_claim_not_yet_written_holds_the_reader_until_a_lap_passes_it() {
-        let ring = Ring::new(4);
+        let ring = EventRing::new(4);
         let mut cursor = ring.tail();
         // A sender that claimed position 0 and stalled before writing it.
         ring.tail.0.fetch_add(1, Ordering::Relaxed);
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn every_event_of_four_threads_arrives_once_and_each_threads_in_its_order() {
-        let ring = Arc::new(Ring::new(1 << 16));
+        let ring = Arc::new(EventRing::new(1 << 16));
         let mut cursor = ring.tail();
         std::thread::scope(|s| {
             for thread in 0..4u8 {
@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn a_reader_beside_busy_senders_reads_whole_events_and_counts_the_rest() {
-        let ring = Ring::new(64);
+        let ring = EventRing::new(64);
         let sent = 200_000u64;
         let mut cursor = ring.tail();
         let (mut read, mut lost) = (0u64, 0u64);
@@ -323,7 +323,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_reader_wakes_for_the_next_event() {
-        let ring = Arc::new(Ring::new(8));
+        let ring = Arc::new(EventRing::new(8));
         let cursor = ring.tail();
         let waiter = tokio::spawn({
             let ring = ring.clone();
@@ -345,7 +345,7 @@ mod tests {
         // Events one at a time from another thread, the reader waiting each time it
         // has read everything: a wake-up lost between its look and its wait would
         // leave it waiting for an event already there, and the timeout fails it.
-        let ring = Arc::new(Ring::new(1 << 16));
+        let ring = Arc::new(EventRing::new(1 << 16));
         let mut cursor = ring.tail();
         let sent = 20_000u64;
         let sender = std::thread::spawn({
