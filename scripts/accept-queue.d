@@ -33,7 +33,7 @@
  *     the listener dropped each one's first SYN a second before, or two.
  *
  * DROPPED plus SYN-AGAIN is what nstat's TcpExtListenOverflows counts, the SYNs
- * a second or two late. Same rules as accept-queue.bt; tests/scripts_live.rs
+ * a second or two late. Same rules as accept-queue.bt; tests/suite/scripts_live.rs
  * holds both to nstat's totals over a run. HANDSHAKES, DROPPED and SYN-AGAIN
  * count every listener in the network namespace NETNS (its inode: `readlink
  * /proc/PID/ns/net`; scripts/trace passes the server's), as nstat does there;

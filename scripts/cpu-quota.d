@@ -29,7 +29,7 @@
  * thread; the kernel's throttled_time sums per CPU). Every cgroup with a quota has
  * a period timer of its own; the server's is the one most of its releases follow,
  * and only its periods count (PERIODS counts every group's until the first
- * release). Same rules as cpu-quota.bt; tests/scripts_live.rs holds both to
+ * release). Same rules as cpu-quota.bt; tests/suite/scripts_live.rs holds both to
  * cpu.stat's count over the same seconds.
  *
  * No root? /stats.cpu_cgroup and the cgroup's own cpu.stat say the same per

@@ -18,7 +18,7 @@
  * device while the delayed-ACK timer runs on that CPU, which is exactly when
  * nstat's TcpExtDelayedACKs counts one. The timer also fires without sending,
  * when it was moved later: those are not counted. Same rules as delayed-ack.bt;
- * tests/scripts_live.rs holds both to nstat's count over the same seconds.
+ * tests/suite/scripts_live.rs holds both to nstat's count over the same seconds.
  * DELAYED-ACKS counts every socket in the network namespace NETNS (its inode:
  * `readlink /proc/PID/ns/net`; scripts/trace passes the server's), as nstat
  * does there, or in every namespace without it: on one machine, the clients'

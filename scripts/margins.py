@@ -25,8 +25,8 @@ scenarios/*.toml names its margins beside it.
   python3 scripts/margins.py --from target/tmp/figures-*.txt   # what the tests measured
   python3 scripts/margins.py --rebound scenarios --from F...   # old figures, today's bounds
 
-The tests that measure the figures (tests/workshop_pages.rs on the whole
-machine, tests/exercises_anywhere.rs on one core and half a core) save what
+The tests that measure the figures (tests/suite/workshop_pages.rs on the whole
+machine, tests/suite/exercises_anywhere.rs on one core and half a core) save what
 `workshop figures` printed under target/tmp/, so every run of the full test
 tier adds to the spread. Half a core needs root (a cgroup of our own).
 Traffic goes only to 127.0.0.1.

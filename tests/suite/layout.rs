@@ -1,0 +1,334 @@
+//! The folders are the architecture, so imports go one way: no module of any crate
+//! in the workspace imports, through others, a module that imports it, and no
+//! folder imports a folder that imports it (a cycle of folders is one even when
+//! the files in it form none). And what docs/architecture.md says a folder never
+//! imports (its table "What never imports what", read by this test) it does not.
+//! Read from the source as text (every `crate::a::b` path and `super::x` sibling),
+//! per file; test modules are left out (a test may reach anywhere).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, keyed by its module path (`observe::events`).
+fn modules(dir: &Path) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel: PathBuf = path.strip_prefix(dir).unwrap().with_extension("");
+                let mut parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                if matches!(
+                    parts.last().map(String::as_str),
+                    Some("mod" | "lib" | "main")
+                ) {
+                    parts.pop();
+                }
+                // A test module in a file of its own (`worker/tests.rs`).
+                if parts.last().map(String::as_str) == Some("tests") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                // A file's own tests may import anything.
+                let text = match text.find("#[cfg(test)]\nmod tests") {
+                    Some(at) => text[..at].to_owned(),
+                    None => text,
+                };
+                found.insert(parts.join("::"), text);
+            }
+        }
+    }
+    found
+}
+
+/// The module paths that follow `prefix` in `text` (`crate::observe::events`).
+fn paths_after<'t>(text: &'t str, prefix: &str) -> impl Iterator<Item = String> + 't {
+    let prefix = prefix.to_owned();
+    text.match_indices(prefix.clone().as_str())
+        .map(move |(at, _)| {
+            text[at + prefix.len()..]
+                .chars()
+                .take_while(|c| {
+                    c.is_ascii_lowercase() || *c == '_' || *c == ':' || c.is_ascii_digit()
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// The import graph between the files of one crate's `src/`.
+fn graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mods = modules(dir);
+    let known = |path: &str| {
+        let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+        while !parts.is_empty() {
+            let candidate = parts.join("::");
+            if mods.contains_key(&candidate) {
+                return Some(candidate);
+            }
+            parts.pop();
+        }
+        None
+    };
+    let mut edges = BTreeMap::new();
+    for (module, text) in &mods {
+        let parent = module.rsplit_once("::").map_or("", |(p, _)| p);
+        let mut targets = BTreeSet::new();
+        for path in paths_after(text, "crate::") {
+            targets.extend(known(&path));
+        }
+        for path in paths_after(text, "super::") {
+            let sibling = match parent {
+                "" => path,
+                p => format!("{p}::{path}"),
+            };
+            targets.extend(known(&sibling));
+        }
+        // Importing a folder's own parent (`mod.rs`) or itself is not an edge
+        // between parts.
+        targets.retain(|t| t != module && !module.starts_with(&format!("{t}::")) && !t.is_empty());
+        edges.insert(module.clone(), targets);
+    }
+    edges
+}
+
+/// A cycle through `start`, if there is one.
+fn cycle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+    let mut stack = vec![(start.to_owned(), vec![start.to_owned()])];
+    let mut seen = BTreeSet::new();
+    while let Some((at, trail)) = stack.pop() {
+        for next in graph.get(&at).into_iter().flatten() {
+            if next == start {
+                return Some([trail.clone(), vec![start.to_owned()]].concat());
+            }
+            if seen.insert(next.clone()) {
+                stack.push((next.clone(), [trail.clone(), vec![next.clone()]].concat()));
+            }
+        }
+    }
+    None
+}
+
+/// The crates' sources, as the tests read them.
+const CRATES: [&str; 3] = ["src", "simulator-api/src", "simulator-clients/src"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The folder (or file) at a crate's top that holds `module`: `load::worker`
+/// is in `load`.
+fn folder(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
+/// The import graph between a crate's top-level folders and files.
+fn folder_graph(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut folders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, targets) in graph {
+        let from = folder(module);
+        let to = targets.iter().map(|t| folder(t)).filter(|t| *t != from);
+        folders
+            .entry(from.to_owned())
+            .or_default()
+            .extend(to.map(str::to_owned));
+    }
+    folders
+}
+
+/// `text` without its comment lines (`//`, `//!`, `///`): what the code uses.
+fn code_of(text: &str) -> String {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `code` uses the crate `name` (`hyper::...`, `::hyper::...`), not a
+/// longer name that ends like it (`no_hyper::`) or a module of that name inside
+/// another path (`crate::x::hyper::`).
+fn uses_crate(code: &str, name: &str) -> bool {
+    code.match_indices(&format!("{name}::")).any(|(at, _)| {
+        !code[..at]
+            .trim_end_matches("::")
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// One row of docs/architecture.md's table "What never imports what".
+#[derive(Debug)]
+struct Rule {
+    /// The crate's sources (`simulator-clients/src`) and the folder in it.
+    krate: &'static str,
+    folder: String,
+    /// Folders of the same crate, or crates, it never imports.
+    never: Vec<String>,
+}
+
+/// The table's rows, after its marker line.
+fn rules() -> Vec<Rule> {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let marker = "<!-- tests/suite/layout.rs reads this table -->";
+    let at = doc
+        .find(marker)
+        .expect("docs/architecture.md has the table of what never imports what");
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    doc[at + marker.len()..]
+        .lines()
+        .skip_while(|line| line.trim().is_empty())
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').collect();
+            let place = ticked(cells[1]).concat();
+            let krate = CRATES
+                .into_iter()
+                .filter(|k| place.starts_with(&format!("{k}/")))
+                .max_by_key(|k| k.len())
+                .unwrap_or_else(|| panic!("`{place}` is in no crate of {CRATES:?}"));
+            Rule {
+                krate,
+                folder: place[krate.len() + 1..].to_owned(),
+                never: ticked(cells[2]),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn no_crate_in_the_workspace_has_an_import_cycle() {
+    let mut cycles = Vec::new();
+    for krate in CRATES {
+        let graph = graph(&root().join(krate));
+        assert!(graph.len() > 5, "{krate}: too few modules read");
+        for module in graph.keys() {
+            if let Some(cycle) = cycle_through(&graph, module) {
+                cycles.push(format!("{krate}: {}", cycle.join(" -> ")));
+            }
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn a_cycle_is_found_when_there_is_one() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(m, to)| (m.to_owned(), to.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(
+        cycle_through(&graph, "a"),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    assert_eq!(cycle_through(&graph, "d"), None);
+}
+
+#[test]
+fn no_crate_in_the_workspace_has_a_cycle_of_folders() {
+    let mut cycles = Vec::new();
+    for krate in CRATES {
+        let folders = folder_graph(&graph(&root().join(krate)));
+        for start in folders.keys() {
+            if let Some(cycle) = cycle_through(&folders, start) {
+                cycles.push(format!("{krate}: {}", cycle.join(" -> ")));
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "folders that import each other (move the file that points up, or pass \
+         down what it needs):\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn a_cycle_of_folders_is_found_where_the_files_have_none() {
+    let files: BTreeMap<String, BTreeSet<String>> = [
+        ("a::x", vec!["b::y"]),
+        ("b::z", vec!["a::w"]),
+        ("a::w", vec![]),
+        ("b::y", vec![]),
+    ]
+    .into_iter()
+    .map(|(m, to)| (m.to_owned(), to.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert!(files.keys().all(|m| cycle_through(&files, m).is_none()));
+    assert_eq!(
+        cycle_through(&folder_graph(&files), "a"),
+        Some(vec!["a".into(), "b".into(), "a".into()])
+    );
+}
+
+#[test]
+fn no_folder_imports_what_docs_architecture_says_it_never_does() {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let rules = rules();
+    assert!(rules.len() >= 5, "too few rules read: {rules:?}");
+    let mut broken = Vec::new();
+    for rule in &rules {
+        let dir = root().join(rule.krate);
+        let (mods, graph) = (modules(&dir), graph(&dir));
+        let folders: BTreeSet<&str> = mods.keys().map(|m| folder(m)).collect();
+        assert!(
+            folders.contains(rule.folder.as_str()),
+            "docs/architecture.md names {}/{}, which is not a folder",
+            rule.krate,
+            rule.folder
+        );
+        for (module, targets) in graph.iter().filter(|(m, _)| folder(m) == rule.folder) {
+            for never in &rule.never {
+                let found = if folders.contains(never.as_str()) {
+                    targets.iter().any(|t| folder(t) == never)
+                } else {
+                    assert!(
+                        lock.contains(&format!("name = \"{never}\"")),
+                        "docs/architecture.md: `{never}` is neither a folder of {} nor a crate",
+                        rule.krate
+                    );
+                    uses_crate(&code_of(&mods[module]), never)
+                };
+                if found {
+                    broken.push(format!("{}: {module} imports {never}", rule.krate));
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "imports docs/architecture.md says never happen:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn a_crate_is_told_from_a_longer_name_that_ends_like_it() {
+    assert!(uses_crate("use hyper::header;", "hyper"));
+    assert!(uses_crate("let x = ::hyper::Body;", "hyper"));
+    assert!(!uses_crate("use crate::x::hyper::y;", "hyper"));
+    assert!(!uses_crate("use crate::no_hyper::x;", "hyper"));
+    assert!(!uses_crate(
+        &code_of("//! hyper::Body is not used"),
+        "hyper"
+    ));
+}

@@ -1,0 +1,83 @@
+//! The exercise pages say what the code does. Every bundled scenario has its page,
+//! docs/workshop/NN-NAME.md, carrying its ticket word for word, its world, its
+//! load, its win condition, naming every fix, and holding a figures block made by
+//! `workshop figures` with a table per fix. That the figures still hold is
+//! measured in tests/suite/exercises.rs, with the exercise's whole-machine run.
+
+use crate::common;
+
+use common::figures::{block_of, page_text, tables};
+use system_simulator::scenario;
+use system_simulator::workshop::figures::world_line;
+
+fn words(text: &str) -> String {
+    text.split_whitespace()
+        .map(|w| w.trim_start_matches('>'))
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
+    for scenario in scenario::bundled().unwrap() {
+        let page = page_text(&scenario);
+        assert!(
+            !scenario.ticket.trim().is_empty(),
+            "{}: no ticket",
+            scenario.name
+        );
+        assert!(
+            words(&page).contains(&words(&scenario.ticket)),
+            "{}: the page's ticket is not the scenario's",
+            scenario.name
+        );
+        assert!(
+            words(&page).contains(&words(&world_line(&scenario))),
+            "{}: the page does not state the world as the scenario has it (`workshop figures {} --write`)",
+            scenario.name,
+            scenario.name
+        );
+        // The load the page runs is the one `workshop start` prints, duration and all.
+        let load = format!(
+            "cargo run --release -- clients {}",
+            system_simulator::workshop::shell_line(scenario.load.words())
+        );
+        assert!(
+            page.contains(&load),
+            "{}: the page's load is not `{load}`",
+            scenario.name
+        );
+        for c in &scenario.check {
+            let bound = match (c.below, c.above) {
+                (Some(b), _) => format!("below {b:?}"),
+                (_, Some(a)) => format!("above {a:?}"),
+                _ => unreachable!("parse refuses a condition without a bound"),
+            };
+            let metric = serde_json::to_value(c.metric).unwrap();
+            let line = format!("- {} {bound}", metric.as_str().unwrap());
+            assert!(
+                page.contains(&line),
+                "{}: the page lacks the condition `{line}`",
+                scenario.name
+            );
+        }
+        let measured = tables(block_of(&page));
+        let names: Vec<&str> = measured.iter().map(|t| t.name.as_str()).collect();
+        let fixes: Vec<&str> = scenario.fixes.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names, fixes,
+            "{}: the page's figures cover every fix",
+            scenario.name
+        );
+        for table in &measured {
+            assert_eq!(
+                table.rows.len(),
+                scenario.check.len(),
+                "{}: {}",
+                scenario.name,
+                table.name
+            );
+        }
+    }
+}
