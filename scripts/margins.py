@@ -25,8 +25,8 @@ scenarios/*.toml names its margins beside it.
   python3 scripts/margins.py --from target/tmp/figures-*.txt   # what the tests measured
   python3 scripts/margins.py --rebound scenarios --from F...   # old figures, today's bounds
 
-The tests that measure the figures (tests/suite/workshop_pages.rs on the whole
-machine, tests/suite/exercises_anywhere.rs on one core and half a core) save what
+The test that measures the figures (tests/suite/exercises.rs: each exercise on
+the whole machine, on one core and at half a core) saves what
 `workshop figures` printed under target/tmp/, so every run of the full test
 tier adds to the spread. Half a core needs root (a cgroup of our own).
 Traffic goes only to 127.0.0.1.

@@ -1,7 +1,7 @@
 //! Whether this machine can show an exercise as its page tells it, and what to
 //! say plainly when it cannot, instead of a wrong lesson.
 //!
-//! Measured (tests/suite/exercises_anywhere.rs): every exercise shows its symptom and
+//! Measured (tests/suite/exercises.rs): every exercise shows its symptom and
 //! its cure with the server on one core and capped at half a core by a cgroup
 //! quota with a 10 ms period, and the CPU work is calibrated in CPU time, so a
 //! slower laptop costs the same (its closed-loop load slows with the server, so

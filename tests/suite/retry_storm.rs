@@ -15,8 +15,7 @@
 //!   client-side fix through the command an attendee types: it passes.
 //!
 //! Every fix of the scenario, on the whole machine and on one core and half a
-//! core, is judged by `workshop figures` in tests/suite/workshop_pages.rs and
-//! tests/suite/exercises_anywhere.rs. Tier C (the full suite only),
+//! core, is judged by `workshop figures` in tests/suite/exercises.rs. Tier C (the full suite only),
 //! 45 s: `scripts/test -E 'test(/^retry_storm::/)'`.
 
 use crate::common;
