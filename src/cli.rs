@@ -93,13 +93,13 @@ fn print_settings(markdown: bool) {
 
 fn print_scenarios() -> anyhow::Result<()> {
     for s in scenario::bundled()? {
-        println!("{} (seed {}): {}", s.name, s.seed, s.summary);
+        println!("{} ({}): {}", s.name, s.seed_words(), s.summary);
         println!("  symptom: {}", s.symptom);
         println!("  load:    sim-clients {}", s.load.words().join(" "));
         for fix in &s.fixes {
             let body = serde_json::to_string(&fix.config)?;
             println!("  fix {}: {}", fix.name, fix.summary);
-            println!("    curl -X PUT localhost:7878/admin/config --json '{body}'");
+            println!("    curl -X PUT localhost:7878/admin/config -H 'Content-Type: application/json' -d '{body}'");
         }
         println!();
     }

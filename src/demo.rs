@@ -275,10 +275,10 @@ async fn after_the_storm(
 fn announce(plan: &Plan, url: &str) {
     let pid = std::process::id();
     println!(
-        "demo: scenario {} (seed {}): {}\n  the data processor listens on {url} (pid {pid}); attach a tracer now if you like:",
-        plan.scenario.name, plan.scenario.seed, plan.scenario.summary
+        "demo: scenario {} ({}): {}\n  the data processor listens on {url} (pid {pid}); attach a tracer now if you like:",
+        plan.scenario.name, plan.scenario.seed_words(), plan.scenario.summary
     );
-    for command in probes::trace_commands(pid) {
+    for command in probes::trace_commands(pid, &plan.scenario.scripts) {
         println!("  {command}");
     }
     println!("  or watch it in a browser: {url}/live");

@@ -199,6 +199,15 @@ pub fn names() -> Vec<&'static str> {
 }
 
 impl Scenario {
+    /// Its seed as the listings print it: `seed 003`, or `no seed` for an
+    /// exercise that comes from none (`seed = "none"`).
+    pub fn seed_words(&self) -> String {
+        match self.seed.as_str() {
+            "none" => "no seed".into(),
+            seed => format!("seed {seed}"),
+        }
+    }
+
     /// A bundled scenario by name, or a file when `name_or_path` looks like a path.
     pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {
         if let Some((_, text)) = BUNDLED.iter().find(|(name, _)| *name == name_or_path) {

@@ -118,7 +118,10 @@ pub async fn serve_with(
         crate::request_path::work::figures(&config),
     );
     println!("  {}", machine::banner(&config, &machine));
-    for (i, command) in probes::trace_commands(pid).iter().enumerate() {
+    for (i, command) in probes::trace_commands(pid, &scenario.scripts)
+        .iter()
+        .enumerate()
+    {
         let lead = if i == 0 { "trace it:" } else { "" };
         println!("  {lead:<10} {command}");
     }

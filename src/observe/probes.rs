@@ -69,25 +69,28 @@ pub fn register() {
     tracing::warn!("built without the probes feature: no isim probes to trace");
 }
 
-/// Ready-to-paste commands that trace process `pid`, for the banners of `serve` and
-/// `demo`: the bundled scripts through `scripts/trace` (as root, and without root
-/// over the probe tap), and each tool by hand in the form this platform needs
-/// (DTrace for Linux only matches `isim$target`).
-pub fn trace_commands(pid: u32) -> Vec<String> {
+/// Ready-to-paste commands that trace process `pid` with `scripts`, the scenario's
+/// own (its page's, in its order; `count` where it names none), for the banners
+/// of `serve`, `demo` and `workshop start`: the first through `scripts/trace` (as
+/// root, and without root over the probe tap or the kernel's counters), the
+/// others named, and the first by hand in the form this platform needs.
+pub fn trace_commands(pid: u32, scripts: &[String]) -> Vec<String> {
     if cfg!(not(feature = "probes")) {
         return vec!["(built without the probes feature: nothing to trace; rebuild with the default features)".into()];
     }
+    let first = scripts.first().map_or("count", String::as_str);
+    let also = match scripts.get(1..).unwrap_or_default() {
+        [] => String::new(),
+        rest => format!("        (also {})", rest.join(", ")),
+    };
     let mut commands = vec![
-        format!("sudo scripts/trace count {pid}        (also request-lifetime, persist-time, permit-wait, in-flight, queue, runtime, size, retry, cpu-usage)"),
-        format!("scripts/trace count {pid}             (no root: the same report from the server's probe tap; `system-simulator doctor` says which way you trace)"),
+        format!("sudo scripts/trace {first} {pid}{also}"),
+        format!("scripts/trace {first} {pid}             (no root: the same report from the server's probe tap; `system-simulator doctor` says which way you trace)"),
     ];
     if cfg!(target_os = "linux") {
-        commands.push(format!("sudo bpftrace -p {pid} scripts/count.bt"));
-        commands.push(format!(
-            "sudo dtrace -p {pid} -n 'isim$target::: {{ @[probename] = count(); }}'"
-        ));
+        commands.push(format!("sudo bpftrace -p {pid} scripts/{first}.bt"));
     } else {
-        commands.push(format!("sudo dtrace -p {pid} -s scripts/count.d"));
+        commands.push(format!("sudo dtrace -p {pid} -s scripts/{first}.d"));
     }
     commands
 }

@@ -32,7 +32,8 @@ pub struct RoomArgs {
     #[arg(long, default_value = "0.0.0.0:7900")]
     pub listen: SocketAddr,
     /// The address attendees reach it at, as printed in their line [default:
-    /// http://THIS-HOST'S-NAME:PORT].
+    /// the address --listen names; listening on every interface, the address
+    /// of the one with the default route].
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
     /// Keep the room in FILE, and start from it when it exists (a restart
@@ -133,10 +134,18 @@ fn new_password() -> String {
     format!("{}-{}", word(4), word(4))
 }
 
-/// `http://HOSTNAME:PORT`, or the loopback address when that is all it listens on.
+/// The URL attendees' laptops reach the room at: the address it bound, where it
+/// bound one (loopback included); listening on every interface, the address of
+/// the one that holds the default route, which is the one the room's network
+/// reaches (the host's name, which this used before, resolves to `localhost` on
+/// macOS and to nothing on many classroom networks); the host's name only where
+/// there is no default route.
 fn default_url(bound: SocketAddr) -> String {
-    if bound.ip().is_loopback() {
+    if !bound.ip().is_unspecified() {
         return format!("http://{bound}");
+    }
+    if let Some(ip) = default_route_address(bound.is_ipv6()) {
+        return format!("http://{}", SocketAddr::new(ip, bound.port()));
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -145,6 +154,21 @@ fn default_url(bound: SocketAddr) -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
     format!("http://{host}:{}", bound.port())
+}
+
+/// This machine's address on the interface of its default route: a UDP socket
+/// "connected" to a documentation address (TEST-NET-1, RFC 5737; RFC 3849's for
+/// IPv6) takes the route's source address. A UDP connect sends nothing: the
+/// kernel only looks the route up. None without a default route.
+fn default_route_address(v6: bool) -> Option<std::net::IpAddr> {
+    let (local, remote) = match v6 {
+        true => ("[::]:0", "[2001:db8::1]:9"),
+        false => ("0.0.0.0:0", "192.0.2.1:9"),
+    };
+    let socket = std::net::UdpSocket::bind(local).ok()?;
+    socket.connect(remote).ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_unspecified() && !ip.is_loopback()).then_some(ip)
 }
 
 fn print_banner(args: &RoomArgs, room: &Room, bound: SocketAddr, url: &str, restarted: bool) {
@@ -168,4 +192,27 @@ fn print_banner(args: &RoomArgs, room: &Room, bound: SocketAddr, url: &str, rest
         room.password
     );
     println!("and every `workshop check` they run reports to the room.");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_join_line_names_an_address_another_laptop_can_reach() {
+        let at = |a: &str| default_url(a.parse().unwrap());
+        assert_eq!(at("127.0.0.1:7900"), "http://127.0.0.1:7900");
+        assert_eq!(at("192.168.1.20:7900"), "http://192.168.1.20:7900");
+        let every = at("0.0.0.0:7900");
+        assert!(
+            !every.contains("0.0.0.0") && every.ends_with(":7900"),
+            "{every}"
+        );
+        // On a machine with a default route, its interface's address; without
+        // one (nothing but loopback), the host's name stands in.
+        match default_route_address(false) {
+            Some(ip) => assert_eq!(every, format!("http://{ip}:7900")),
+            None => eprintln!("no default route here: {every}"),
+        }
+    }
 }

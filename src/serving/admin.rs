@@ -157,7 +157,7 @@ fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     match essence.as_deref() {
         Some("application/json") => Ok(()),
         _ => Err(ApiError::UnsupportedMediaType(format!(
-            "admin bodies are JSON: send content-type application/json (curl --json '{{...}}'), not {:?}",
+            "admin bodies are JSON: send content-type application/json (curl -H 'Content-Type: application/json' -d '{{...}}'), not {:?}",
             String::from_utf8_lossy(value.as_bytes())
         ))),
     }

@@ -132,10 +132,10 @@ fn list() -> anyhow::Result<ExitCode> {
     let machine = local_machine();
     for (i, s) in scenario::bundled()?.iter().enumerate() {
         println!(
-            "{:>2}. {:<22} (seed {}) {}",
+            "{:>2}. {:<22} ({}) {}",
             i + 1,
             s.name,
-            s.seed,
+            s.seed_words(),
             s.headline
         );
         for warning in fit::warnings(s, &machine) {
@@ -268,15 +268,15 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
         other => format!(" --target {other}"),
     };
     println!(
-        "\n=== exercise {} (seed {}) ===\n{}",
+        "\n=== exercise {} ({}) ===\n{}",
         s.name,
-        s.seed,
+        s.seed_words(),
         s.ticket.trim()
     );
     println!("\nput the ticket's load on it (another terminal):");
     println!("  cargo run --release -- clients --target {data_url} {load}");
     println!("look inside (root):");
-    for command in probes::trace_commands(pid) {
+    for command in probes::trace_commands(pid, &s.scripts) {
         println!("  {command}");
     }
     if let Some(incident) = s.incident.first() {

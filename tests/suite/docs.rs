@@ -48,7 +48,7 @@ fn every_scenario_fix_in_the_docs_is_a_valid_config_body() {
     let body = readme
         .lines()
         .find_map(|l| {
-            l.split("--json '")
+            l.split("-d '")
                 .nth(1)
                 .and_then(|rest| rest.split('\'').next())
         })
@@ -90,4 +90,34 @@ fn every_declared_counter_is_in_the_report_schema_and_the_api_docs() {
             );
         }
     }
+}
+
+/// `curl --json` came in curl 7.82 (March 2022); Ubuntu 22.04 ships 7.81, so a
+/// page that sends JSON spells the header and the body out.
+#[test]
+fn no_page_needs_curl_7_82() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    for dir in ["docs", "docs/workshop"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("curl") && line.contains(" --json") {
+                found.push(format!("{}:{}: {line}", page.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "curl --json needs curl 7.82:\n{}",
+        found.join("\n")
+    );
 }

@@ -19,6 +19,7 @@ mod docs;
 mod doctor;
 mod exercises;
 mod faults;
+mod kernel_facts;
 mod layout;
 mod live_view;
 mod model;

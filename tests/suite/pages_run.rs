@@ -620,7 +620,7 @@ fn commands_are_told_apart_as_a_person_runs_them() {
     );
     assert_eq!(kind("cargo run --release -- workshop check x"), Kind::Check);
     assert_eq!(
-        kind("curl -X PUT localhost:7879/admin/config --json '{\"permits\": 32}'"),
+        kind("curl -X PUT localhost:7879/admin/config -H 'Content-Type: application/json' -d '{\"permits\": 32}'"),
         Kind::Fix
     );
     assert_eq!(
@@ -633,7 +633,9 @@ fn commands_are_told_apart_as_a_person_runs_them() {
 fn a_pages_check_after_a_fix_of_its_own_is_refused() {
     let body = |cmd: &str| fix_body(cmd).unwrap();
     let check = |name: &str| format!("cargo run --release -- workshop check {name}");
-    let seed = body("curl -X PUT localhost:7879/admin/config --json '{\"permits\": 1080}'");
+    let seed = body(
+        "curl -X PUT localhost:7879/admin/config -H 'Content-Type: application/json' -d '{\"permits\": 1080}'",
+    );
     assert_eq!(
         fix_is_the_scenarios(&seed, &check("semaphore-starvation")),
         Ok(())

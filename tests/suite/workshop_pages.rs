@@ -81,3 +81,62 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
         }
     }
 }
+
+/// What an attendee reads before the first hint (the title, the ticket, how to
+/// observe it): the words in it that give the lesson away. A fix's name or a
+/// client flag a fix lays over the load, anywhere; a setting a fix changes, as a
+/// setting is written (`` `key` ``, `key =`, `"key"`, `--key`), not as a live
+/// view's badge reads (`permits 8/8`) or as an English word.
+fn spoilers_above_the_hints(scenario: &scenario::Scenario, page: &str) -> Vec<String> {
+    let above = &page[..page.find("<summary>Hint").unwrap_or(page.len())];
+    let mut giveaways: Vec<String> = Vec::new();
+    for fix in &scenario.fixes {
+        giveaways.push(fix.name.clone());
+        for key in fix.config.keys() {
+            giveaways.push(format!("`{key}`"));
+            giveaways.push(format!("{key} ="));
+            giveaways.push(format!("\"{key}\""));
+            giveaways.push(format!("--{}", key.replace('_', "-")));
+        }
+        giveaways.extend(fix.load.iter().filter(|w| w.starts_with("--")).cloned());
+    }
+    giveaways.sort();
+    giveaways.dedup();
+    let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || "_-".contains(c));
+    giveaways
+        .into_iter()
+        .filter(|word| {
+            above.match_indices(word.as_str()).any(|(at, _)| {
+                !joins(above[..at].chars().next_back())
+                    && !joins(above[at + word.len()..].chars().next())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn no_page_names_its_fix_above_the_hints() {
+    let mut found = Vec::new();
+    for scenario in scenario::bundled().unwrap() {
+        let page = page_text(&scenario);
+        let ticket = page.find("## The ticket");
+        let title_end = page.find('\n').unwrap_or(0);
+        // The ticket first: nothing but the title above it.
+        match ticket {
+            Some(at) if page[title_end..at].trim().is_empty() => {}
+            _ => found.push(format!(
+                "{}: the ticket is not the first thing under the title",
+                scenario.name
+            )),
+        }
+        let spoilers = spoilers_above_the_hints(&scenario, &page);
+        if !spoilers.is_empty() {
+            found.push(format!(
+                "{}: above the first hint: {}",
+                scenario.name,
+                spoilers.join(", ")
+            ));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -20,7 +20,7 @@
 //!   handshake's last ACK (or a request behind it) twice on the listener and
 //!   once in the overflows, so of the listener's drops `d` and the overflows `o`
 //!   over a second, `d - o` are ACKs and `2o - d` SYNs. The script counts the
-//!   SYN when the client sends it again, a second or three later; the twin when
+//!   SYN when the client sends it again, one to three seconds later; the twin when
 //!   it was dropped. Their sum is the overflows, as the script's is.
 //!
 //! LIMIT is the listener's limit once a handshake has been dropped, 0 before, as
