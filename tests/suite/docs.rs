@@ -96,22 +96,11 @@ fn every_declared_counter_is_in_the_report_schema_and_the_api_docs() {
 /// page that sends JSON spells the header and the body out.
 #[test]
 fn no_page_needs_curl_7_82() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pages = vec![root.join("README.md")];
-    for dir in ["docs", "docs/workshop"] {
-        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "md") {
-                pages.push(path);
-            }
-        }
-    }
     let mut found = Vec::new();
-    for page in pages {
-        let text = std::fs::read_to_string(&page).unwrap();
+    for (page, text) in crate::common::pages_read() {
         for (n, line) in text.lines().enumerate() {
             if line.contains("curl") && line.contains(" --json") {
-                found.push(format!("{}:{}: {line}", page.display(), n + 1));
+                found.push(format!("{page}:{}: {line}", n + 1));
             }
         }
     }

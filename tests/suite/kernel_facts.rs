@@ -8,8 +8,6 @@
 //! its own figures showed a connect p99 of 2,031 ms: this test reads the sysctl
 //! (absent before 6.5) and holds the pages to what this kernel does.
 
-use std::path::Path;
-
 use crate::common;
 use common::figures::{block_of, page_text, tables};
 use system_simulator::scenario::Scenario;
@@ -52,28 +50,6 @@ fn around(text: &str, at: usize, reach: usize) -> &str {
         end += 1;
     }
     &text[start..end]
-}
-
-/// The pages a person reads, with their text.
-fn pages() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut found = vec![root.join("README.md")];
-    for dir in ["docs", "docs/workshop", "scenarios"] {
-        let mut here: Vec<_> = std::fs::read_dir(root.join(dir))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md" || e == "toml"))
-            .collect();
-        here.sort();
-        found.extend(here);
-    }
-    found
-        .into_iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap();
-            (p.strip_prefix(root).unwrap().display().to_string(), text)
-        })
-        .collect()
 }
 
 #[test]
@@ -125,7 +101,12 @@ fn no_page_states_the_old_syn_retransmits_without_their_version() {
         "1 s or 3 s",
     ];
     let mut found = Vec::new();
-    for (name, text) in pages() {
+    let pages = common::repo_files(
+        &["README.md"],
+        &["docs", "docs/workshop", "scenarios"],
+        &[".md", ".toml"],
+    );
+    for (name, text) in pages {
         for phrase in old {
             for (at, _) in text.match_indices(phrase) {
                 let near = around(&text, at, 300);

@@ -458,3 +458,32 @@ pub fn is_root() -> bool {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
+
+/// Files under the repository's root, each with its path from there and its
+/// text: `first`, then those of `dirs` whose name ends in one of `endings`,
+/// sorted within each folder.
+pub fn repo_files(first: &[&str], dirs: &[&str], endings: &[&str]) -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found: Vec<std::path::PathBuf> = first.iter().map(|f| root.join(f)).collect();
+    for dir in dirs {
+        let mut here: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| endings.iter().any(|e| p.to_string_lossy().ends_with(e)))
+            .collect();
+        here.sort();
+        found.extend(here);
+    }
+    found
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p.strip_prefix(root).unwrap().display().to_string(), text)
+        })
+        .collect()
+}
+
+/// The pages a person reads: README.md, docs/*.md and docs/workshop/*.md.
+pub fn pages_read() -> Vec<(String, String)> {
+    repo_files(&["README.md"], &["docs", "docs/workshop"], &[".md"])
+}
