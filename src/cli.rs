@@ -45,6 +45,9 @@ pub enum Command {
     /// Which way this machine, as this user, can trace: bpftrace, DTrace, perf,
     /// the probe tap; and what each exercise's scripts will run as here.
     Doctor(crate::doctor::DoctorArgs),
+    /// A flame graph of a running server's CPU, taken by the server itself
+    /// (GET /admin/profile): no root, no perf.
+    Profile(crate::profile::command::ProfileArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
@@ -55,6 +58,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
         Command::Trace(args) => crate::trace::run(args).await,
         Command::Doctor(args) => crate::doctor::run(args).await,
+        Command::Profile(args) => crate::profile::command::run(args).await,
         Command::Room(args) => crate::room::run(args).await,
         Command::Settings { markdown } => {
             print_settings(markdown);

@@ -98,7 +98,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
 fn way(script: &str, tracer: Option<&'static str>) -> Way {
     match tracer {
         Some(tool) => Way::Tracer(tool),
-        None if TAP_SCRIPTS.contains(&script) => Way::Twin,
+        None if TAP_SCRIPTS.contains(&script) || script == crate::trace::PROFILE => Way::Twin,
         None => Way::None,
     }
 }
@@ -308,6 +308,7 @@ mod tests {
         assert_eq!(way("cpu-quota", Some("DTrace")), Way::Tracer("DTrace"));
         assert_eq!(way("count", None), Way::Twin);
         assert_eq!(way("delayed-ack", None), Way::Twin);
+        assert_eq!(way("profile", None), Way::Twin);
         assert_eq!(way("no-such-script", None), Way::None);
     }
 

@@ -4,7 +4,8 @@
 //! are the architecture (`docs/architecture.md` draws it):
 //!
 //! - `request_path/`: what happens to one request, cut into parts that each own
-//!   one decision: `network`, `work`, `admission`, `persistence`, `store`. Start
+//!   one decision: `network`, `normalise`, `work`, `admission`, `persistence`,
+//!   `store`. Start
 //!   reading at `request_path/mod.rs`, then `admission/semaphore.rs`, the
 //!   workshop's bottleneck.
 //! - `config/`: where the settings come from (defaults, scenario, file, flags);
@@ -15,6 +16,8 @@
 //! - `cgroup.rs`: the CPU cgroup a scenario's world puts the server in, and
 //!   the ones that confine a measured server.
 //! - `observe/`: probes, events, counters, Prometheus metrics, process CPU.
+//! - `profile/`: the server's CPU profile, sampled by itself (`profile`,
+//!   `GET /admin/profile`), folded and drawn as a flame graph.
 //! - `trace/`: the bundled scripts over the probe tap (`trace NAME`), for
 //!   attendees whose tracer cannot attach; `doctor.rs` tells each machine which
 //!   way it traces.
@@ -36,6 +39,7 @@ pub mod demo;
 pub mod doctor;
 pub mod model;
 pub mod observe;
+pub mod profile;
 pub mod request_path;
 pub mod room;
 pub mod scenario;

@@ -54,6 +54,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "nagle-delayed-ack",
         include_str!("../scenarios/nagle-delayed-ack.toml"),
     ),
+    (
+        "cpu-hot-spot",
+        include_str!("../scenarios/cpu-hot-spot.toml"),
+    ),
 ];
 
 /// A scenario, as its file says.
@@ -141,6 +145,10 @@ pub enum Metric {
     /// SYNs at a full accept queue and the handshakes it could not take; fails
     /// where the kernel does not give it (server, Linux).
     ListenDrops,
+    /// Share of the 2xx replies whose record digest is the reference's for
+    /// their id (`simulator_api::record`): 0 for a server that skips the step
+    /// (no digest) or cuts the record short (client).
+    RightDigestShare,
 }
 
 impl Metric {
@@ -158,6 +166,7 @@ impl Metric {
             Metric::P50Ms => "request latency p50 (ms)",
             Metric::ConnectP99Ms => "connect p99 (ms)",
             Metric::ListenDrops => "packets the listener dropped",
+            Metric::RightDigestShare => "replies with the record's right digest",
         }
     }
 }

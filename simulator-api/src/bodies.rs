@@ -19,6 +19,10 @@ pub struct Reply {
     pub blocked: bool,
     /// How long it waited (0 when it did not block).
     pub permit_wait_ns: u64,
+    /// With `normalise` on: the CRC-32 of the element's record normalised
+    /// (`record.rs`), which a client checks against the reference; `null` when
+    /// the service does not normalise.
+    pub digest: Option<u32>,
 }
 
 /// Every error answer: `{"error": "<kind>", "message": "<what to fix>"}`.

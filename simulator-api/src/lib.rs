@@ -5,7 +5,8 @@
 //! (`events.rs`: every one declared once, with the counters they move), a
 //! scenario's incident (`incident.rs`), a load, its flags declared once for the
 //! driver's command line and a scenario's words (`load/`), and the HTTP bodies
-//! (`bodies.rs`), and the workshop room's (`room.rs`). The clients depend on this crate and never on the server, so
+//! (`bodies.rs`), and the workshop room's (`room.rs`), and the record an element carries
+//! (`record.rs`). The clients depend on this crate and never on the server, so
 //! the two cannot drift apart silently: a field one writes and the other does not
 //! know fails to parse.
 
@@ -20,6 +21,7 @@ pub mod incident;
 pub mod live;
 pub mod load;
 pub mod max_duration;
+pub mod record;
 pub mod room;
 pub mod settings;
 pub mod value;

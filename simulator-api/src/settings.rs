@@ -166,6 +166,19 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// How the service normalises each element's record before admission.
+    Normalise {
+        /// Not at all (the original): replies carry no digest.
+        Off = "off",
+        /// Trims the record's end by trying each position from the front: is
+        /// everything after it whitespace?
+        ScanForward = "scan-forward",
+        /// Trims the record's end by walking back from its last byte.
+        ScanBack = "scan-back",
+    }
+}
+
+crate::choice! {
     /// Which threads do the work.
     WorkOn {
         /// The request's own task, on the runtime's async worker threads: while it
@@ -405,6 +418,15 @@ macro_rules! with_settings {
             /// Pace the CPU work to this share of the server's CPU quota: a work starts only while the works started in the last quota period (`cpu.max`'s, read from the server's own cgroup) and it come to at most this share of the quota, so the kernel never throttles the process for the work and the rest of the server keeps running; the work waits its turn instead (0 = no pacing; no quota, no pacing).
             work_budget: f64 = 0.0;
                 $crate::value::Bounds::Share; live; service; "request path";
+            /// How the service normalises each element's record (trimmed, one space between fields) before admission, on tokio's blocking pool: `off` (replies carry no digest), `scan-forward` or `scan-back` (the same text, found another way); the reply carries the normalised record's CRC-32.
+            normalise: $crate::settings::Normalise = $crate::settings::Normalise::Off;
+                $crate::value::Bounds::Any; live; service; "request path";
+            /// Share of synthetic elements whose record arrives in a partner's fixed-width layout (each field padded with spaces to its column) rather than delimited; which ones follows from the id.
+            records_fixed_width: f64 = 0.0;
+                $crate::value::Bounds::Share; live; world; "request path";
+            /// With `records_fixed_width`: the fixed-width note column is as wide as makes `scan-forward` spend this much CPU on one record on this machine, measured at start in thread CPU time as `work_cpu` is (0 = 80 columns).
+            record_padding_cpu: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_WORK_CPU }; live; world; "request path";
             /// What a request must obtain before its element is handed on: `semaphore`.
             admission: $crate::settings::AdmissionKind = $crate::settings::AdmissionKind::Semaphore;
                 $crate::value::Bounds::Any; restart; service; "request path";

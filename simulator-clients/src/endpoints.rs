@@ -181,6 +181,19 @@ pub async fn exchange(
     body: Bytes,
     token: Option<&str>,
 ) -> Result<String, EndpointError> {
+    exchange_within(target, method, path, body, token, Duration::from_secs(10)).await
+}
+
+/// [`exchange`], for a route that takes a while to answer (a profile's
+/// seconds): the whole exchange gets `within`.
+pub async fn exchange_within(
+    target: &str,
+    method: Method,
+    path: &str,
+    body: Bytes,
+    token: Option<&str>,
+    within: Duration,
+) -> Result<String, EndpointError> {
     use http_body_util::{BodyExt, Full};
     let (addr, host) = resolve(target).await?;
     let what = format!("{method} {target}{path}");
@@ -208,9 +221,12 @@ pub async fn exchange(
         }
         Ok(text)
     };
-    tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .map_err(|_| fail(&"no answer within 10 s"))?
+    tokio::time::timeout(within, exchange).await.map_err(|_| {
+        fail(&format!(
+            "no answer within {}",
+            humantime::format_duration(within)
+        ))
+    })?
 }
 
 /// An HTTP/1 connection to `addr`, its driver on a task of its own.

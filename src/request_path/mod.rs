@@ -1,13 +1,14 @@
 //! The request path: what happens to one request, part by part.
 //!
 //! ```text
-//! request-start ─ network in ─ work ─ admission ─┬─ persistence hand-off ─ network out ─ request-done
-//!                 (network.rs) (work.rs)          │  (persistence/)
-//!                              (admission/) ──────┘        └─ store (store/) ─ persist-done ─ permit back
+//! request-start ─ network in ─ normalise ─ work ─ admission ─┬─ persistence hand-off ─ network out ─ request-done
+//!                 (network.rs) (normalise/) (work/)            │  (persistence/)
+//!                                           (admission/) ──────┘        └─ store (store/) ─ persist-done ─ permit back
 //! ```
 //!
 //! Each part is a module that owns one decision and documents its contract:
-//! `network` (the simulated traverse, in and out), `work` (what is done to the
+//! `network` (the simulated traverse, in and out), `normalise` (the record
+//! trimmed, and the digest the reply carries), `work` (what is done to the
 //! element), `admission` (what a request must obtain before its element is handed
 //! on, and what happens when it cannot: the workshop's gate), `persistence` (how
 //! elements reach the store and how many at once) and `store` (simulated or files,
@@ -39,6 +40,7 @@ mod client;
 pub mod delay;
 mod element;
 pub mod network;
+pub mod normalise;
 pub mod persistence;
 mod run_to_end;
 pub mod store;
@@ -158,6 +160,7 @@ const CUT_SHORT_GRACE: Duration = Duration::from_secs(1);
 struct Progress {
     blocked: bool,
     waited: Duration,
+    digest: Option<u32>,
 }
 
 impl DataProcessor {
@@ -177,6 +180,8 @@ impl DataProcessor {
             reason: e.to_string(),
         })?;
         let work = Work::new(settings).map_err(SettingsError::Other)?;
+        // Measured here, when the setting is applied, never inside a request.
+        normalise::calibration::note_width(settings.record_padding_cpu);
         let events = Events::default();
         let backend = Arc::new(Backend {
             store,
@@ -279,6 +284,7 @@ impl DataProcessor {
             id,
             blocked: progress.blocked,
             permit_wait_ns: nanos(progress.waited),
+            digest: progress.digest,
         })
     }
 
@@ -293,6 +299,7 @@ impl DataProcessor {
     ) -> Result<(), RequestError> {
         let s = &*self.inner;
         network::traverse(&settings.network_delay, settings.timer_tick, stop).await?;
+        progress.digest = normalise::run(id, &element, &settings, stop).await?;
         self.work().run(id, &settings, &s.events, stop).await?;
 
         let admitted = s
@@ -407,6 +414,7 @@ impl DataProcessor {
             .follow(&next)
             .map_err(|e| SettingsError::Other(e.to_string()))?;
         s.backend.store.follow(&next);
+        normalise::calibration::note_width(next.record_padding_cpu);
         if let Some(work) = new_work {
             *s.work.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(work);
         }

@@ -1,6 +1,7 @@
 //! Admin routes: change the configuration live, reset the counters, and begin
-//! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`), and take a
-//! running check's progress for the live view (`PUT /admin/check`).
+//! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`), take a
+//! running check's progress for the live view (`PUT /admin/check`), and profile
+//! the server's CPU (`GET /admin/profile`, `crate::profile`).
 //!
 //! `PUT /admin/config` is how a workshop applies a fix (the seed's: more permits)
 //! while scripts are attached, and, with `{"scenario": NAME}`, switches to another
@@ -9,13 +10,14 @@
 //! caller must send `Authorization: Bearer <token>` (401 otherwise).
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::extract::rejection::ExtensionRejection;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, RawQuery, Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 
@@ -34,6 +36,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/admin/reset", post(reset))
         .route("/admin/incident", put(begin_incident))
         .route("/admin/check", put(report_check))
+        .route("/admin/profile", get(profile))
         .route("/admin/tap", get(tap_stream))
         .route("/admin/tap/{id}", delete(tap_end))
         .route_layer(middleware::from_fn_with_state(state, guard))
@@ -208,6 +211,71 @@ async fn report_check(
     }
     state.live.report_check(progress.clone());
     Ok(Json(progress))
+}
+
+/// `GET /admin/profile?seconds=N&format=svg|folded`: samples this server's
+/// stacks for N seconds (default 10, at most `profile::MAX_SECONDS`) and
+/// answers a flame graph (`image/svg+xml`) or the folded stacks (`text/plain`).
+/// 409 while another profile is being taken.
+async fn profile(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let (seconds, svg) = profile_query(query.as_deref().unwrap_or(""))?;
+    state
+        .live
+        .mark("profile", format!("profiling for {seconds} s"));
+    let folded = crate::profile::sample(Duration::from_secs(seconds))
+        .await
+        .map_err(|e| match e {
+            crate::profile::ProfileError::Busy => ApiError::Conflict(e.to_string()),
+            _ => ApiError::Internal(e.to_string()),
+        })?;
+    let (content_type, body) = match svg {
+        true => {
+            let title = format!(
+                "system-simulator, scenario {}: {} samples in {seconds} s at {} Hz of CPU",
+                state.scenario().name,
+                folded.total(),
+                crate::profile::FREQUENCY_HZ
+            );
+            ("image/svg+xml", folded.svg(&title))
+        }
+        false => ("text/plain; charset=utf-8", folded.text().into_bytes()),
+    };
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// A profile's query: its seconds, and whether it is to be an SVG.
+fn profile_query(query: &str) -> Result<(u64, bool), ApiError> {
+    let max = crate::profile::MAX_SECONDS;
+    let (mut seconds, mut svg) = (10, true);
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=').unwrap_or((pair, "")) {
+            ("seconds", n) => {
+                seconds = n
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| {
+                        ApiError::BadRequest(format!("seconds must be 1 to {max}, got {n:?}"))
+                    })?;
+            }
+            ("format", "svg") => svg = true,
+            ("format", "folded") => svg = false,
+            ("format", other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "format must be svg or folded, got {other:?}"
+                )))
+            }
+            (other, _) => {
+                return Err(ApiError::BadRequest(format!(
+                    "a profile takes seconds and format, not {other:?}"
+                )))
+            }
+        }
+    }
+    Ok((seconds, svg))
 }
 
 /// More than any scenario declares; bounds what a caller can make the page hold.

@@ -27,6 +27,11 @@ use scripts::{Event, Options, Script};
 
 pub use report::hist_rows;
 
+/// profile.bt's and profile.d's name: its twin is the server's own sampler, whose
+/// folded stacks `trace profile` prints, as `scripts/trace profile` prints the
+/// tracers' folded.
+pub const PROFILE: &str = "profile";
+
 /// Where `trace NAME` takes its report from, in a few words.
 pub fn source_of(name: &str) -> &'static str {
     match name {
@@ -34,6 +39,7 @@ pub fn source_of(name: &str) -> &'static str {
         "cpu-quota" => "the tap and the cgroup's cpu.stat in /stats",
         "accept-queue" => "the listener's queue and drops and nstat's counters in /stats",
         "delayed-ack" => "the server's writes and nstat's counters in /stats",
+        PROFILE => "the server's own CPU sampler (GET /admin/profile)",
         _ => "the tap",
     }
 }
@@ -44,7 +50,8 @@ pub struct TraceArgs {
     /// The script: count, request-lifetime, persist-time, permit-wait, in-flight,
     /// queue, runtime, size or retry (the ones built on the isim probes), or
     /// cpu-usage, cpu-quota, accept-queue or delayed-ack (the kernel's counts of
-    /// the server, from /stats).
+    /// the server, from /stats), or profile (the server's CPU profile, as folded
+    /// stacks: `system-simulator profile` draws it).
     pub name: String,
     /// The server: its data port or its operator port (both serve the tap).
     #[arg(long, default_value = "http://127.0.0.1:7878")]
@@ -70,6 +77,9 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     let seconds = max_duration::cut_and_say("trace", "--seconds", wanted, cap)
         .as_secs()
         .max(1);
+    if args.name == PROFILE {
+        return profile_twin(args, seconds).await;
+    }
     let options = Options {
         seconds,
         client_timeout_ms: if args.client_timeout == 0 {
@@ -134,6 +144,23 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
 }
 
 /// The script `trace NAME` runs, or why there is none.
+/// profile.bt's twin: the server's own sampler, its stacks folded on stdout.
+async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
+    eprintln!(
+        "trace: profile from the server's own sampler at {} (no tracer, no root)",
+        args.target
+    );
+    crate::profile::command::run(crate::profile::command::ProfileArgs {
+        target: args.target,
+        seconds: seconds.min(crate::profile::MAX_SECONDS),
+        out: "-".into(),
+        format: "folded".into(),
+        admin_token: args.admin_token,
+        stacks: None,
+    })
+    .await
+}
+
 fn script_named(name: &str, options: Options) -> anyhow::Result<Box<dyn Script>> {
     scripts::by_name(name, options).with_context(|| {
         format!(

@@ -584,6 +584,7 @@ impl Window<'_> {
             Metric::P99Ms => report.summary.latency.p99_ns as f64 / 1e6,
             Metric::P50Ms => report.summary.latency.p50_ns as f64 / 1e6,
             Metric::ConnectP99Ms => report.summary.connect.p99_ns as f64 / 1e6,
+            Metric::RightDigestShare => report.digests.right_share(),
             // Without the kernel's figure, NaN fails every bound.
             Metric::ListenDrops => self.listen_drops.unwrap_or(f64::NAN),
             Metric::PersistsPerS => per_s(server.persists_done),

@@ -208,7 +208,7 @@ impl SoFar<'_> {
             }
             Metric::P50Ms => self.p50_ms,
             Metric::ConnectP99Ms => self.connect_p99_ms,
-            Metric::P99Ms | Metric::RecoveryS => None,
+            Metric::P99Ms | Metric::RecoveryS | Metric::RightDigestShare => None,
         }
     }
 }

@@ -251,4 +251,5 @@ each_exercise!(
     cpu_quota,
     accept_queue,
     nagle_delayed_ack,
+    cpu_hot_spot,
 );

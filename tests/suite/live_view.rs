@@ -318,3 +318,45 @@ async fn the_entry_badge_shows_the_listen_queue_and_its_drops() {
     let _ = load.kill();
     wait_child(&mut load, Duration::from_secs(10));
 }
+
+/// Exercise 11 in the browser: the profile button asks the server for 5 s of
+/// its stacks and draws the flame graph, whose widest tower under load is the
+/// hot function. The picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live
+/// scripts/test -E 'test(=live_view::the_profile_button_draws_the_flame_graph)'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: a profile under load read in a real browser (Chromium)"]
+async fn the_profile_button_draws_the_flame_graph() {
+    if let Some(why) = browser::missing() {
+        return skip_or_fail(&why);
+    }
+    let server = Server::start(&["--scenario", "cpu-hot-spot"]);
+    let mut load = crate::profile::load(&server.url, 60);
+    let page = Browser::start(1600, 2400).await;
+    page.goto(&format!("{}/live?span=60", server.url)).await;
+    page.eval("document.getElementById('profile-go').click(); return true;")
+        .await;
+    page.wait_for(
+        "the flame graph drawn",
+        "return /^sampled/.test(document.getElementById('profile-state').textContent);",
+        Duration::from_secs(30),
+    )
+    .await;
+    let drawn = page
+        .eval(
+            "const f = document.getElementById('profile-frame'); \
+             return !f.hidden && f.contentDocument !== null \
+               && f.contentDocument.documentElement.outerHTML;",
+        )
+        .await;
+    let svg = drawn.as_str().unwrap_or_default();
+    assert!(svg.contains("<svg"), "no SVG in the frame: {drawn}");
+    assert!(
+        svg.contains(crate::profile::HOT),
+        "the hot function is not drawn"
+    );
+    page.eval("document.getElementById('profile-panel').scrollIntoView(); return true;")
+        .await;
+    screenshot(&page, "cpu-hot-spot.png", 0).await;
+    let _ = load.kill();
+    wait_child(&mut load, Duration::from_secs(10));
+}

@@ -26,6 +26,7 @@ mod model;
 mod open_loop;
 mod pages_run;
 mod probes;
+mod profile;
 mod prometheus;
 mod props;
 mod reliability;

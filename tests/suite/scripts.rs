@@ -23,6 +23,10 @@ const BUNDLED: [&str; 13] = [
     "retry",
 ];
 
+/// The scripts that count stacks, not labelled figures (exercise 11's profile):
+/// no labels to compare, checked by what they sample and aggregate instead.
+const STACKS: [&str; 1] = ["profile"];
+
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
@@ -94,7 +98,11 @@ fn every_d_script_has_a_bt_twin_printing_the_same_labels_from_the_same_probes() 
         .filter_map(|f| f.strip_suffix(".d").map(str::to_owned))
         .collect();
     d_scripts.sort();
-    let mut bundled: Vec<String> = BUNDLED.iter().map(|s| s.to_string()).collect();
+    let mut bundled: Vec<String> = BUNDLED
+        .iter()
+        .chain(&STACKS)
+        .map(|s| s.to_string())
+        .collect();
     bundled.sort();
     assert_eq!(d_scripts, bundled, "scripts/*.d and the bundled list");
 
@@ -151,6 +159,35 @@ fn every_script_documents_itself_and_pairs_by_request_id() {
             assert!(code.contains("$1"), "{file}: no way to change the duration");
             assert!(code.contains("END"), "{file}: nothing printed on Ctrl-C");
         }
+    }
+}
+
+#[test]
+fn the_stack_scripts_sample_the_servers_user_stacks_at_99_hz_in_both_tools() {
+    for name in STACKS {
+        let d = read(&script(&format!("{name}.d")));
+        let bt = read(&script(&format!("{name}.bt")));
+        for (file, text) in [(format!("{name}.d"), &d), (format!("{name}.bt"), &bt)] {
+            let header = &text[..text.find("*/").expect("a header comment")];
+            for section in ["USAGE:", "EXAMPLE", "scripts/trace", "frame pointers"] {
+                assert!(header.contains(section), "{file}: no {section} in header");
+            }
+            assert!(
+                code(text).contains("$1"),
+                "{file}: no way to change the duration"
+            );
+        }
+        let (d, bt) = (code(&d), code(&bt));
+        assert!(
+            d.contains("profile-99") && d.contains("/pid == $target/"),
+            "{name}.d"
+        );
+        assert!(d.contains("@[ustack()] = count();"), "{name}.d");
+        assert!(
+            bt.contains("profile:hz:99") && bt.contains("/pid == $2/"),
+            "{name}.bt"
+        );
+        assert!(bt.contains("@[ustack] = count();"), "{name}.bt");
     }
 }
 

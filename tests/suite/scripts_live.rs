@@ -522,6 +522,29 @@ both_tools! {
         assert!(got["canary wake-ups"] >= 100, "{output}");
         assert!(got["max canary lateness"] >= got["average canary lateness"]);
     };
+    profile_names_the_hot_function: |tool: Tool| async move {
+        if !tool.available() {
+            return;
+        }
+        let server = Server::start(&["--scenario", "cpu-hot-spot"]);
+        let mut driver = crate::profile::load(&server.url, 40);
+        let pid = server.pid;
+        // scripts/trace profile folds the tracer's stacks when it ends.
+        let output = tokio::task::spawn_blocking(move || {
+            Traced::start(tool, "profile", pid, &["--seconds", "6"]).wait_exit(Duration::from_secs(120))
+        })
+        .await
+        .unwrap();
+        let _ = driver.kill();
+        let _ = driver.wait();
+        let folded = system_simulator::profile::Folded::parse(&output).expect("folded stacks");
+        let (hot, path) = (crate::profile::HOT, crate::profile::REQUEST_PATH);
+        assert!(folded.samples_in(path) >= 50, "{tool:?}: too few samples\n{output}");
+        // The function's tower: every sample with it on the stack (in a debug
+        // build its own callees, such as Iter::all, sit on top of it).
+        let share = folded.share_within(hot, path);
+        assert!(share >= 0.5, "{tool:?}: {hot} held {share:.2} of the request path\n{output}");
+    };
     cpu_usage_agrees_with_proc: |tool| async move {
         let Some((sampled_ms, proc_ms, pid)) = cpu_run(tool).await else { return };
         // 1000 Hz sampling against the kernel's own accounting (10 ms ticks).

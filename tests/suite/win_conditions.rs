@@ -197,3 +197,63 @@ async fn a_cpu_limit_changed_by_hand_is_not_judged() {
         );
     }
 }
+
+/// Exercise 11: a service that skips the record's normalising is fast and
+/// wrong, and fails by its digests alone; a partner's layout moved (fewer
+/// fixed-width records, cheaper padding) is the world moved, not judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: two checks of real load"]
+async fn skipping_the_record_step_fails_and_a_moved_layout_is_not_judged() {
+    let client = client();
+    let scenario = Scenario::load("cpu-hot-spot").unwrap();
+    let server = Server::start(&["--scenario", &scenario.name, "--admin-listen", "off"]);
+    let skip = r#"{"normalise": "off"}"#;
+    let applied = put_json(&client, &format!("{}/admin/config", server.url), skip).await;
+    assert_eq!(applied.status, 200, "{}", applied.body);
+    let verdict = check::check(
+        &scenario,
+        &progress::Audience::server(&server.url),
+        WINDOW,
+        &[],
+    )
+    .await
+    .unwrap();
+    assert!(
+        !verdict.passed(),
+        "skipping the step passed:\n{}",
+        verdict.render()
+    );
+    for m in &verdict.measured {
+        let digests = m.condition.metric == Metric::RightDigestShare;
+        // Fast (the p99 holds) and answered, but no reply has a digest.
+        assert_eq!(
+            m.holds,
+            !digests,
+            "{:?}:\n{}",
+            m.condition.metric,
+            verdict.render()
+        );
+    }
+    for (moved, says) in [
+        (
+            r#"{"normalise": "scan-forward", "records_fixed_width": 0}"#,
+            "records_fixed_width moved from `0.1` to `0`",
+        ),
+        (
+            r#"{"records_fixed_width": 0.1, "record_padding_cpu": "1ms"}"#,
+            "record_padding_cpu moved from `150ms` to `1ms`",
+        ),
+    ] {
+        let applied = put_json(&client, &format!("{}/admin/config", server.url), moved).await;
+        assert_eq!(applied.status, 200, "{}", applied.body);
+        let url = server.url.clone();
+        let (code, printed) = tokio::task::spawn_blocking(move || check_cli("cpu-hot-spot", &url))
+            .await
+            .unwrap();
+        assert_eq!(code, Some(1), "{printed}");
+        assert!(
+            printed.contains("not checked: the world differs") && printed.contains(says),
+            "{printed}"
+        );
+    }
+}

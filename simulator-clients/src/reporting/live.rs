@@ -265,6 +265,7 @@ mod tests {
             id: 1,
             blocked: true,
             permit_wait_ns: 0,
+            digest: None,
         });
         live.record(
             &ok,

@@ -43,6 +43,45 @@ impl Errors {
     }
 }
 
+/// The replies' record digests (`normalise`), each checked against the reference
+/// for its id (`simulator_api::record`): what shows a server that skips or cuts
+/// short the step it is asked to do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Digests {
+    /// 2xx replies whose digest is the reference's.
+    pub right: u64,
+    /// 2xx replies with another digest.
+    pub wrong: u64,
+    /// 2xx replies with none (a server that does not normalise).
+    pub absent: u64,
+}
+
+impl Digests {
+    fn record(&mut self, reply: &Reply) {
+        match reply.digest {
+            None => self.absent += 1,
+            Some(d) if d == simulator_api::record::reference_digest(reply.id) => self.right += 1,
+            Some(_) => self.wrong += 1,
+        }
+    }
+
+    /// Adds `other`'s counts to these (`merge`).
+    pub fn add(&mut self, other: &Digests) {
+        self.right += other.right;
+        self.wrong += other.wrong;
+        self.absent += other.absent;
+    }
+
+    /// The share of the replies counted whose digest is right (0 of none).
+    pub fn right_share(&self) -> f64 {
+        let all = self.right + self.wrong + self.absent;
+        match all {
+            0 => 0.0,
+            _ => self.right as f64 / all as f64,
+        }
+    }
+}
+
 /// When one send happened against when it should have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
@@ -105,6 +144,8 @@ pub struct Tally {
     /// Requests that ended without a success: their last attempt failed and no
     /// retry was left, allowed by the budget, or curable (a 4xx).
     pub given_up: u64,
+    /// The 2xx replies' record digests, checked.
+    pub digests: Digests,
     /// The whole-run histograms, one per declared figure (`figures.rs`).
     pub histograms: PerFigure<Histogram<u64>>,
     /// The latest a closed-loop client's first send left after its due time.
@@ -126,6 +167,7 @@ impl Default for Tally {
             missed: 0,
             retries: 0,
             given_up: 0,
+            digests: Digests::default(),
             histograms: PerFigure::from_fn(|_| new_histogram()),
             start_spread: Duration::ZERO,
             pow2: [0; 64],
@@ -152,6 +194,7 @@ impl Tally {
                 self.completed += 1;
                 self.completed_after_window += u64::from(timing.after_window);
                 self.blocked += u64::from(reply.blocked);
+                self.digests.record(reply);
                 let ns = record_ns(&mut h.latency, timing.from_due);
                 self.pow2[63 - ns.leading_zeros() as usize] += 1;
                 if let Some(from_send) = timing.from_send {
@@ -369,6 +412,7 @@ mod tests {
             id: 1,
             blocked: true,
             permit_wait_ns: 0,
+            digest: None,
         });
         let on_time =
             |ns| Timing::on_time(Duration::from_nanos(ns), Some(Lag::timer(Duration::ZERO)));
@@ -393,6 +437,7 @@ mod tests {
             id: 1,
             blocked: false,
             permit_wait_ns: 0,
+            digest: None,
         });
         let ms = Duration::from_millis;
         let late = Timing {

@@ -179,6 +179,14 @@ impl Report {
             e.http_status,
             e.io
         );
+        let d = &self.digests;
+        if d.right + d.wrong > 0 {
+            let _ = writeln!(
+                out,
+                "  records normalised (reply digests): right {}, wrong {}, none {}",
+                d.right, d.wrong, d.absent
+            );
+        }
     }
 
     /// A row per declared figure (`figures.rs`) the run keeps and shows.

@@ -10,7 +10,7 @@ use crate::plan::{Arrivals, LoadPlan, Pacing, PayloadSize};
 use crate::plan::{Connections, RetryPolicy};
 use crate::reporting::figures::{PerFigure, Summaries};
 use crate::reporting::hdr;
-use crate::reporting::record::{Errors, Tally};
+use crate::reporting::record::{Digests, Errors, Tally};
 use crate::reporting::series::Second;
 use simulator_api::Counts;
 
@@ -67,6 +67,11 @@ pub struct Report {
     pub requests_nonblocked: u64,
     pub errors: u64,
     pub errors_by_kind: Errors,
+    /// The 2xx replies' record digests against the reference (a server with
+    /// `normalise = off` sends none: all `absent`). Reports of earlier versions
+    /// have none: read as 0.
+    #[serde(default)]
+    pub digests: Digests,
     /// Requests answered with success within their timeout, a second, over the
     /// window: the goodput (with retries a request counts once, however many
     /// attempts it took).
@@ -185,6 +190,7 @@ impl Report {
             requests_nonblocked: tally.completed - tally.blocked,
             errors: tally.errors.total(),
             errors_by_kind: tally.errors,
+            digests: tally.digests,
             throughput_per_s: in_window as f64 / secs,
             throughput_per_min: in_window as f64 * 60.0 / secs,
             timeout_ns: ns(plan.timeout),
@@ -273,6 +279,7 @@ pub(crate) mod tests {
                 id: 1,
                 blocked: true,
                 permit_wait_ns: 0,
+                digest: None,
             }),
             Timing {
                 from_due: ms(40),
@@ -374,6 +381,7 @@ pub(crate) mod tests {
             id: 1,
             blocked: false,
             permit_wait_ns: 0,
+            digest: None,
         });
         for ns in [6_631_194_623, 6_656_360_447, 850, 12_345, 1_380_000] {
             let d = Duration::from_nanos(ns);

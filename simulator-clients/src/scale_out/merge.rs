@@ -253,6 +253,7 @@ fn add_report(tally: &mut Tally, path: &Path, r: &Report) -> Result<(), MergeErr
     tally.unanswered += r.unanswered;
     tally.blocked += r.requests_blocked;
     tally.errors.add(&r.errors_by_kind);
+    tally.digests.add(&r.digests);
     tally.late += r.sends_late;
     tally.missed += r.sends_missed;
     tally.retries += r.retries;
@@ -426,6 +427,7 @@ mod tests {
                     id: k,
                     blocked: false,
                     permit_wait_ns: 0,
+                    digest: None,
                 }),
                 Timing {
                     from_due: ms(k + 3),

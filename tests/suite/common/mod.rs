@@ -89,6 +89,19 @@ impl Server {
         Self::spawn(&["serve"], "127.0.0.1:0", args, &[], true)
     }
 
+    /// A server as an unprivileged user: nobody (65534) when the test runs as
+    /// root, the test's own user otherwise.
+    pub fn start_unprivileged(args: &[&str]) -> Server {
+        Self::spawn_as(
+            unprivileged(BIN),
+            &["serve"],
+            "127.0.0.1:0",
+            args,
+            &[],
+            false,
+        )
+    }
+
     /// A server in a network namespace of the test's own: its port and its
     /// listening socket are seen only from there ([`Netns::command`]).
     pub fn start_in(netns: &Netns, args: &[&str]) -> Server {
@@ -452,6 +465,23 @@ pub fn have(program: &str) -> bool {
 }
 
 /// Whether this process runs as root (needed to attach tracers).
+/// `program` to run as an unprivileged user: under `setpriv` as nobody when
+/// the test runs as root (the file must be readable by all), as it is otherwise.
+pub fn unprivileged(program: &str) -> Command {
+    if !is_root() {
+        return Command::new(program);
+    }
+    let mut command = Command::new("setpriv");
+    command.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+        program,
+    ]);
+    command
+}
+
 pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")

@@ -35,6 +35,7 @@ impl Exchange for Fake {
                 id: 0,
                 blocked: false,
                 permit_wait_ns: 0,
+                digest: None,
             })
         }
     }
@@ -390,6 +391,7 @@ impl Exchange for Flaky {
                 id: 0,
                 blocked: false,
                 permit_wait_ns: 0,
+                digest: None,
             })
         }
     }

@@ -1,0 +1,110 @@
+//! `system-simulator profile`: a flame graph of a running server, taken by the
+//! server itself (`GET /admin/profile`), so it needs no root, no perf and no
+//! tracer: the route for every attendee. With `--stacks`, the same drawn from
+//! what `scripts/profile.bt` or `scripts/profile.d` printed (`stacks.rs`).
+//! Writes the SVG, or the folded stacks, where `--out` says.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use simulator_api::max_duration;
+
+/// What `profile` takes.
+#[derive(Debug, clap::Args)]
+pub struct ProfileArgs {
+    /// The server: its data port or its operator port.
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    pub target: String,
+    /// How long to sample, in seconds (1 to 120). SIMULATOR_MAX_DURATION cuts it.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// Where to write it; `-` for standard output.
+    #[arg(long, default_value = "flame.svg")]
+    pub out: PathBuf,
+    /// `svg` (a flame graph) or `folded` (the stacks, a line each, for inferno,
+    /// FlameGraph's scripts or a diff of two profiles).
+    #[arg(long, default_value = "svg", value_parser = ["svg", "folded"])]
+    pub format: String,
+    /// The server's admin token, when it was started with one.
+    #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Draw what scripts/profile.bt or scripts/profile.d printed (a file, or `-`
+    /// for standard input) instead of asking a server.
+    #[arg(long, value_name = "FILE")]
+    pub stacks: Option<PathBuf>,
+}
+
+pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.stacks {
+        return from_stacks(path, &args);
+    }
+    if args.seconds == 0 || args.seconds > super::MAX_SECONDS {
+        anyhow::bail!(
+            "--seconds must be 1 to {}, got {}",
+            super::MAX_SECONDS,
+            args.seconds
+        );
+    }
+    let cap = max_duration::from_env()?;
+    let seconds = max_duration::cut_and_say(
+        "profile",
+        "--seconds",
+        Duration::from_secs(args.seconds),
+        cap,
+    )
+    .as_secs()
+    .max(1);
+    eprintln!(
+        "profile: sampling {} for {seconds} s at {} Hz (the server samples itself; no root)",
+        args.target,
+        super::FREQUENCY_HZ
+    );
+    let path = format!("/admin/profile?seconds={seconds}&format={}", args.format);
+    let body = simulator_clients::endpoints::exchange_within(
+        &args.target,
+        hyper::Method::GET,
+        &path,
+        bytes::Bytes::new(),
+        args.admin_token.as_deref(),
+        Duration::from_secs(seconds + 30),
+    )
+    .await?;
+    write_out(&args.out, body.as_bytes())
+}
+
+/// A tracer's stacks, folded, written as `args.format` says.
+fn from_stacks(path: &std::path::Path, args: &ProfileArgs) -> anyhow::Result<()> {
+    let text = match path.as_os_str() == "-" {
+        true => std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?,
+        false => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+    };
+    let folded = super::stacks::fold(&text)
+        .with_context(|| format!("cannot fold the stacks in {}", path.display()))?;
+    let body = match args.format.as_str() {
+        "folded" => folded.text().into_bytes(),
+        _ => folded.svg(&format!(
+            "system-simulator: {} samples from {}",
+            folded.total(),
+            path.display()
+        )),
+    };
+    write_out(&args.out, &body)
+}
+
+/// Writes `body` to `out`, or to standard output for `-`.
+fn write_out(out: &std::path::Path, body: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    if out.as_os_str() == "-" {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(body)
+            .context("cannot write standard output")?;
+        stdout.flush().context("cannot write standard output")?;
+    } else {
+        std::fs::write(out, body).with_context(|| format!("cannot write {}", out.display()))?;
+        eprintln!("profile: wrote {}", out.display());
+    }
+    Ok(())
+}
