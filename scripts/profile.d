@@ -5,7 +5,7 @@
  *
  * USAGE:  sudo dtrace -p PID -s scripts/profile.d [SECONDS] > stacks.txt
  *         sudo scripts/trace profile [PID] [--seconds N]   (folded stacks)
- *         system-simulator profile --stacks stacks.txt --out flame.svg
+ *         system-simulator profile --stacks stacks.txt --pid PID --out flame.svg
  *
  * Needs the profile provider and -p (or -c) for $target; DTrace for Linux 2.0
  * or later on Linux, any DTrace elsewhere. ustack() walks frame pointers: the

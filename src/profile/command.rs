@@ -33,6 +33,10 @@ pub struct ProfileArgs {
     /// for standard input) instead of asking a server.
     #[arg(long, value_name = "FILE")]
     pub stacks: Option<PathBuf>,
+    /// With --stacks: the traced server's pid, while it runs, to name the frames
+    /// the tracer printed as bare addresses (from its memory map and symbols).
+    #[arg(long, requires = "stacks")]
+    pub pid: Option<u32>,
 }
 
 pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
@@ -80,7 +84,14 @@ fn from_stacks(path: &std::path::Path, args: &ProfileArgs) -> anyhow::Result<()>
         false => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?,
     };
-    let folded = super::stacks::fold(&text)
+    let mut names = match args.pid {
+        None => None,
+        Some(pid) => Some(
+            super::symbols::Symbolizer::of_process(pid)
+                .with_context(|| format!("cannot read process {pid}'s memory map"))?,
+        ),
+    };
+    let folded = super::stacks::fold(&text, names.as_mut())
         .with_context(|| format!("cannot fold the stacks in {}", path.display()))?;
     let body = match args.format.as_str() {
         "folded" => folded.text().into_bytes(),

@@ -27,6 +27,7 @@
 pub mod command;
 pub mod folded;
 pub mod stacks;
+pub mod symbols;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

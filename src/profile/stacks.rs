@@ -9,6 +9,7 @@
 //! this does once for both.
 
 use super::folded::{frame_name, Folded};
+use super::symbols::Symbolizer;
 
 /// The root frame every folded stack gets: the tracers print no thread names.
 const ROOT: &str = "system-simulator";
@@ -24,8 +25,10 @@ pub enum StacksError {
 
 /// Folds bpftrace's `@[\n frames\n]: COUNT` blocks or DTrace's blocks of
 /// frames followed by a count, whichever `text` holds; other lines (the
-/// scripts' own banner, bpftrace's "Attaching") are skipped.
-pub fn fold(text: &str) -> Result<Folded, StacksError> {
+/// scripts' own banner, bpftrace's "Attaching") are skipped. A frame printed
+/// as a bare address is named by `names` (the traced process's symbols), when
+/// given and when they know it.
+pub fn fold(text: &str, mut names: Option<&mut Symbolizer>) -> Result<Folded, StacksError> {
     let mut folded = Folded::default();
     let mut frames: Vec<String> = Vec::new();
     let mut in_block = false;
@@ -39,7 +42,7 @@ pub fn fold(text: &str) -> Result<Folded, StacksError> {
             frames.clear();
             in_block = false;
         } else if in_block {
-            frames.push(clean(line));
+            frames.push(clean(line, names.as_deref_mut()));
         } else if line.is_empty() {
             frames.clear();
         } else if raw.starts_with(char::is_whitespace) {
@@ -49,7 +52,7 @@ pub fn fold(text: &str) -> Result<Folded, StacksError> {
                     add(&mut folded, &frames, line, i)?;
                     frames.clear();
                 }
-                false => frames.push(clean(line)),
+                false => frames.push(clean(line, names.as_deref_mut())),
             }
         }
     }
@@ -82,7 +85,13 @@ fn add(
 /// One frame as the tracers print it (`module\`symbol+0x3e`, `symbol+62`,
 /// `0x5614db8455a0`), as a reader wants it: the symbol alone, demangled,
 /// without its offset or hash.
-fn clean(frame: &str) -> String {
+fn clean(frame: &str, names: Option<&mut Symbolizer>) -> String {
+    let named = frame
+        .strip_prefix("0x")
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+        .zip(names)
+        .and_then(|(address, names)| names.name(address));
+    let frame = named.as_deref().unwrap_or(frame);
     let symbol = frame.rsplit_once('`').map_or(frame, |(_, s)| s);
     let symbol = match symbol.rsplit_once('+') {
         Some((name, offset)) if is_offset(offset) => name,
@@ -146,7 +155,7 @@ mod tests {
             @[\n    system_simulator::request_path::normalise::trim::trim_end_scanning_forward::hef744039bf64868b+37\n    system_simulator::request_path::normalise::digest_of::h0123456789abcdef+30\n]: 4\n\
             @[\n    system_simulator::request_path::normalise::trim::trim_end_scanning_forward::hef744039bf64868b+55\n    system_simulator::request_path::normalise::digest_of::h0123456789abcdef+30\n]: 2\n\
             @[\n    epoll_wait+86\n    0x5614db8455a0\n]: 1\n";
-        let folded = fold(text).unwrap();
+        let folded = fold(text, None).unwrap();
         assert_eq!(folded.total(), 7);
         let widest = folded.stacks.iter().max_by_key(|(_, c)| **c).unwrap();
         assert_eq!(
@@ -164,20 +173,38 @@ mod tests {
             \x20             system-simulator`_ZN16system_simulator12request_path9normalise4trim25trim_end_scanning_forward17hef744039bf64868bE+0x3e\n\
             \x20             system-simulator`_ZN16system_simulator12request_path9normalise9digest_of17h0123456789abcdefE+0x1e\n\
             \x20              231\n";
-        let folded = fold(text).unwrap();
+        let folded = fold(text, None).unwrap();
         assert_eq!(folded.total(), 232);
         assert_eq!(folded.samples_in(HOT), 231);
         assert_eq!(folded.samples_in("epoll_wait"), 1);
     }
 
+    fn clean_alone(frame: &str) -> String {
+        clean(frame, None)
+    }
+
+    #[test]
+    fn an_address_is_named_from_the_process_symbols() {
+        let address = an_address_is_named_from_the_process_symbols as *const () as u64 + 2;
+        let mut names = Symbolizer::of_process(std::process::id()).unwrap();
+        let text = format!("@[\n    0x{address:x}\n    0x8\n]: 3\n");
+        let folded = fold(&text, Some(&mut names)).unwrap();
+        let (stack, _) = folded.stacks.iter().next().unwrap();
+        assert!(
+            stack.ends_with("stacks::tests::an_address_is_named_from_the_process_symbols"),
+            "{stack}"
+        );
+        assert!(stack.starts_with("system-simulator;0x8;"), "{stack}");
+    }
+
     #[test]
     fn escapes_a_cpp_demangler_left_are_undone() {
         assert_eq!(
-            clean("_$LT$tokio..runtime..blocking..task..BlockingTask$LT$T$GT$$u20$as$u20$core..future..future..Future$GT$::poll::h0123456789abcdef+12"),
+            clean_alone("_$LT$tokio..runtime..blocking..task..BlockingTask$LT$T$GT$$u20$as$u20$core..future..future..Future$GT$::poll::h0123456789abcdef+12"),
             "<tokio::runtime::blocking::task::BlockingTask<T> as core::future::future::Future>::poll"
         );
         assert_eq!(
-            clean("core::ops::function::FnOnce::call_once$u7b$$u7b$vtable.shim$u7d$$u7d$+3"),
+            clean_alone("core::ops::function::FnOnce::call_once$u7b$$u7b$vtable.shim$u7d$$u7d$+3"),
             "core::ops::function::FnOnce::call_once{{vtable.shim}}"
         );
     }
@@ -185,11 +212,11 @@ mod tests {
     #[test]
     fn output_without_stacks_is_refused() {
         assert!(matches!(
-            fold("Attaching 2 probes...\n"),
+            fold("Attaching 2 probes...\n", None),
             Err(StacksError::Empty)
         ));
         assert!(matches!(
-            fold("@[\n    f+1\n]: many\n"),
+            fold("@[\n    f+1\n]: many\n", None),
             Err(StacksError::BadCount { line: 3, .. })
         ));
     }

@@ -157,6 +157,7 @@ async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
         format: "folded".into(),
         admin_token: args.admin_token,
         stacks: None,
+        pid: None,
     })
     .await
 }
