@@ -110,6 +110,16 @@ def wrk(url, path="/requests", post=True, seconds=10, connections=64, threads=1)
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
 
+def wrk_with_cpu(pid, url, args, per_request):
+    """wrk's POST /requests against the server `pid` at `url` for args.seconds;
+    appends the server's CPU microseconds per request to `per_request` and
+    returns the requests per second."""
+    before = cpu_seconds(pid)
+    rps = wrk(url, "/requests", True, args.seconds, args.connections)
+    per_request.append((cpu_seconds(pid) - before) / (rps * args.seconds) * 1e6)
+    return rps
+
+
 def wrk_against(command, args, path="/requests", post=True):
     """A measurement for `alternate`: start the server `command` on a free port,
     wrk it for args.seconds over args.connections, stop it; returns requests/s."""

@@ -101,11 +101,8 @@ def measure(binary, traced, args, per_request, tapped=False):
         tracer = attach_count_bt(server.pid) if traced else None
         subscriber = subscribe_all(url) if tapped else None
         try:
-            cpu_before = benchlib.cpu_seconds(server.pid)
-            rps = benchlib.wrk(url, "/requests", True, args.seconds, args.connections)
-            cpu = benchlib.cpu_seconds(server.pid) - cpu_before
+            rps = benchlib.wrk_with_cpu(server.pid, url, args, per_request)
             requests = rps * args.seconds
-            per_request.append(cpu / requests * 1e6)
             if tracer:
                 Probes.fired += detach(tracer)
                 Probes.requests += requests

@@ -57,11 +57,7 @@ def measure(binary, args, per_request, profiled=False):
         stop = threading.Event()
         profiler = keep_profiling(url, stop) if profiled else None
         try:
-            cpu_before = benchlib.cpu_seconds(server.pid)
-            rps = benchlib.wrk(url, "/requests", True, args.seconds, args.connections)
-            cpu = benchlib.cpu_seconds(server.pid) - cpu_before
-            per_request.append(cpu / (rps * args.seconds) * 1e6)
-            return rps
+            return benchlib.wrk_with_cpu(server.pid, url, args, per_request)
         finally:
             stop.set()
             if profiler:
