@@ -98,7 +98,12 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
 fn way(script: &str, tracer: Option<&'static str>) -> Way {
     match tracer {
         Some(tool) => Way::Tracer(tool),
-        None if TAP_SCRIPTS.contains(&script) || script == crate::trace::PROFILE => Way::Twin,
+        None if TAP_SCRIPTS.contains(&script)
+            || script == crate::trace::PROFILE
+            || script == crate::trace::OFFCPU =>
+        {
+            Way::Twin
+        }
         None => Way::None,
     }
 }

@@ -17,6 +17,11 @@ fn main() -> anyhow::Result<std::process::ExitCode> {
     } else {
         tokio::runtime::Builder::new_multi_thread()
     };
+    // Whether each async worker is parked, for the no-root view of where the
+    // threads wait (`profile::threads`): two stores a park, nothing else.
+    runtime
+        .on_thread_park(system_simulator::profile::threads::note_park)
+        .on_thread_unpark(system_simulator::profile::threads::note_unpark);
     runtime.enable_all().build()?.block_on(run(cli))
 }
 

@@ -58,6 +58,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "cpu-hot-spot",
         include_str!("../scenarios/cpu-hot-spot.toml"),
     ),
+    (
+        "periodic-stall",
+        include_str!("../scenarios/periodic-stall.toml"),
+    ),
 ];
 
 /// A scenario, as its file says.
@@ -149,6 +153,11 @@ pub enum Metric {
     /// their id (`simulator_api::record`): 0 for a server that skips the step
     /// (no digest) or cuts the record short (client).
     RightDigestShare,
+    /// Compactions of the index completed a second (server).
+    CompactionsPerS,
+    /// Entries in the server's index at the window's end: only compactions
+    /// drop them (server).
+    IndexEntries,
 }
 
 impl Metric {
@@ -167,6 +176,8 @@ impl Metric {
             Metric::ConnectP99Ms => "connect p99 (ms)",
             Metric::ListenDrops => "packets the listener dropped",
             Metric::RightDigestShare => "replies with the record's right digest",
+            Metric::CompactionsPerS => "compactions of the index a second",
+            Metric::IndexEntries => "entries in the index",
         }
     }
 }

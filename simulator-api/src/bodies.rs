@@ -126,6 +126,10 @@ pub struct Stats {
     pub permits_waiting: u64,
     /// Writes holding one of the store's `store_concurrency` slots (null: no limit).
     pub store_slots_busy: Option<u64>,
+    /// Entries in the shared index (`index`; 0 without one): only compactions
+    /// drop them, so it stays bounded only while they run.
+    #[serde(default)]
+    pub index_entries: u64,
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,

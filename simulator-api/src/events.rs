@@ -17,7 +17,7 @@
 //!
 //! Every probe argument is a `u64`: bpftrace and DTrace for Linux take integers
 //! apart, not JSON. arg0 is the request id, except on `canary-tick`,
-//! `incident-start` and `incident-end`, which have no request.
+//! `incident-*` and `compaction-*`, which have no request.
 
 use serde::{Deserialize, Serialize};
 
@@ -196,6 +196,49 @@ macro_rules! with_events {
                     work_time "isim_work_seconds" "How long each element's CPU work ran.",
                     work_wait "isim_work_wait_seconds"
                         "How long work waited for a slot (work_limit) or a thread before it ran."
+                ];
+            lock__wait__start "lock-wait-start"
+                "a request found the index's lock held (`index = true`) and waits for it"
+                (id: "request id", entries: "entries in the index when it asked")
+                counters [
+                    lock_waits_started "isim_lock_waits_started_total"
+                        "Requests that found the index's lock held and waited (probe lock-wait-start)."
+                        (pair lock_waiters until lock_waits_done
+                            "isim_lock_waiters" "Requests waiting for the index's lock.")
+                ]
+                histograms [];
+            lock__wait__done "lock-wait-done" "a waiting request got the index's lock"
+                (id: "request id", wait_ns: "ns it waited")
+                counters [
+                    lock_waits_done "isim_lock_waits_done_total"
+                        "Waits for the index's lock that ended (probe lock-wait-done)."
+                ]
+                histograms [
+                    lock_wait "isim_lock_wait_seconds"
+                        "How long requests that found the index's lock held waited for it."
+                ];
+            compaction__start "compaction-start" "the compactor began a compaction of the index"
+                (seq: "compaction number since the server started (no request)",
+                 entries: "entries in the index")
+                counters [
+                    compactions_started "isim_compactions_started_total"
+                        "Compactions of the index begun (probe compaction-start)."
+                        (pair compactions_running until compactions_done
+                            "isim_compactions_running" "1 while a compaction runs.")
+                ]
+                histograms [];
+            compaction__done "compaction-done" "the compaction ended: its snapshot written, the index rebuilt"
+                (seq: "compaction number (no request)", entries: "entries left in the index",
+                 dropped: "expired entries it dropped",
+                 held_ns: "the longest it held the index's lock at once, ns",
+                 took_ns: "ns from compaction-start")
+                counters [
+                    compactions_done "isim_compactions_done_total"
+                        "Compactions of the index ended (probe compaction-done)."
+                ]
+                histograms [
+                    compaction_hold "isim_compaction_lock_hold_seconds"
+                        "The longest each compaction held the index's lock at once."
                 ];
             incident__start "incident-start"
                 "a scenario's incident began: its settings are in force until incident-end"

@@ -47,6 +47,15 @@ pub struct LiveSecond {
     /// The data port's listening socket this second (Linux; null elsewhere).
     #[serde(default)]
     pub listener: Option<ListenerSecond>,
+    /// The longest request that ended this second, in ms (exact, not a
+    /// bucket's bound); null when none ended. A stall of every request shows
+    /// here when the percentiles of a busy second still hide it.
+    #[serde(default)]
+    pub longest_ms: Option<f64>,
+    /// The longest any compaction of the index that ended this second held
+    /// its lock, in ms (`index`); null when none ended.
+    #[serde(default)]
+    pub compaction_hold_ms: Option<f64>,
 }
 
 /// One second of the data port's listening socket, as the kernel holds it.

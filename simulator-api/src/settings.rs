@@ -179,6 +179,22 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// How a compaction of the index (`index`) holds the index's lock.
+    Compaction {
+        /// For the whole compaction: the expired entries dropped, the snapshot
+        /// compressed and written, every request that needs the index waiting.
+        HoldingTheLock = "holding-the-lock",
+        /// Only to copy the index and, at the end, to swap the rebuilt one in:
+        /// the snapshot is compressed and written off the lock, and the entries
+        /// added meanwhile are carried over.
+        BuildAndSwap = "build-and-swap",
+        /// In `compaction_slices` pieces, the lock taken and given back for
+        /// each: the same work, in short holds; the snapshot written off the lock.
+        InSlices = "in-slices",
+    }
+}
+
+crate::choice! {
     /// Which threads do the work.
     WorkOn {
         /// The request's own task, on the runtime's async worker threads: while it
@@ -427,6 +443,24 @@ macro_rules! with_settings {
             /// With `records_fixed_width`: the fixed-width note column is as wide as makes `scan-forward` spend this much CPU on one record on this machine, measured at start in thread CPU time as `work_cpu` is (0 = 80 columns).
             record_padding_cpu: std::time::Duration = std::time::Duration::ZERO;
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_WORK_CPU }; live; world; "request path";
+            /// Every request records its element in a shared in-memory index before admission: a map behind one `std::sync::Mutex`, taken on the async worker that runs the request, each entry kept 10 s; a compactor thread drops the expired entries and writes a snapshot every `compaction_every` (false = no index, the original).
+            index: bool = false;
+                $crate::value::Bounds::Any; live; service; "index";
+            /// With `index`: how a compaction holds the index's lock: `holding-the-lock` (all of it), `build-and-swap` (a copy taken under the lock, the rest off it, the result swapped in) or `in-slices` (`compaction_slices` short holds).
+            compaction: $crate::settings::Compaction = $crate::settings::Compaction::HoldingTheLock;
+                $crate::value::Bounds::Any; live; service; "index";
+            /// With `index`: how often the compactor runs, from the end of one compaction to the start of the next (0 = never: the index keeps every entry).
+            compaction_every: std::time::Duration = std::time::Duration::from_secs(3);
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; service; "index";
+            /// With `compaction = in-slices`: the pieces a compaction is cut into, the lock taken and given back for each.
+            compaction_slices: usize = 32;
+                $crate::value::Bounds::Count { min: 1, max: 4096 }; live; service; "index";
+            /// With `index`: the CPU one compaction costs, compressing the index's snapshot with zstd; the bytes are measured on this machine at start, in thread CPU time, as `work_cpu`'s are (0 = the entries' own bytes only).
+            compaction_cpu: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_WORK_CPU }; live; world; "index";
+            /// With `index`: how long writing one compaction's snapshot to the store takes: the store's latency, a wait off the CPU.
+            snapshot_write: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN }; live; world; "index";
             /// What a request must obtain before its element is handed on: `semaphore`.
             admission: $crate::settings::AdmissionKind = $crate::settings::AdmissionKind::Semaphore;
                 $crate::value::Bounds::Any; restart; service; "request path";

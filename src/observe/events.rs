@@ -6,7 +6,7 @@
 //! argument carries.
 
 // The usdt probe macros expand, here at their call sites, into the inline assembly
-// that places each probe; that is the only unsafe code in the crate.
+// that places each probe: the unsafe code of this file.
 #![allow(unsafe_code)]
 
 use std::cell::LazyCell;
@@ -235,5 +235,49 @@ impl Events {
     pub fn incident_end(&self, seq: u64, lasted: Duration) {
         fire!(incident__end, || (seq, nanos(lasted)));
         self.counts.record(|c| c.incidents_ended += 1);
+    }
+}
+
+impl Events {
+    /// Request `id` found the index's lock held, with `entries` in the index.
+    pub fn lock_wait_start(&self, id: u64, entries: u64) {
+        fire!(lock__wait__start, || (id, entries));
+        self.counts.record(|c| c.lock_waits_started += 1);
+    }
+
+    /// Request `id` got the index's lock after waiting `waited`.
+    pub fn lock_wait_done(&self, id: u64, waited: Duration) {
+        fire!(lock__wait__done, || (id, nanos(waited)));
+        self.counts
+            .record_and_observe(|c| c.lock_waits_done += 1, |h| h.lock_wait.record(waited));
+    }
+
+    /// Compaction `seq` began on an index of `entries`.
+    pub fn compaction_start(&self, seq: u64, entries: u64) {
+        fire!(compaction__start, || (seq, entries));
+        self.counts.record(|c| c.compactions_started += 1);
+    }
+
+    /// Compaction `seq` ended after `took`, `entries` left and `dropped` gone;
+    /// `held`: the longest it held the index's lock at once.
+    pub fn compaction_done(
+        &self,
+        seq: u64,
+        entries: u64,
+        dropped: u64,
+        held: Duration,
+        took: Duration,
+    ) {
+        fire!(compaction__done, || (
+            seq,
+            entries,
+            dropped,
+            nanos(held),
+            nanos(took)
+        ));
+        self.counts.record_and_observe(
+            |c| c.compactions_done += 1,
+            |h| h.compaction_hold.record(held),
+        );
     }
 }

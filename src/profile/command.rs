@@ -1,7 +1,8 @@
 //! `system-simulator profile`: a flame graph of a running server, taken by the
 //! server itself (`GET /admin/profile`), so it needs no root, no perf and no
 //! tracer: the route for every attendee. With `--stacks`, the same drawn from
-//! what `scripts/profile.bt` or `scripts/profile.d` printed (`stacks.rs`).
+//! what `scripts/profile.bt` or `scripts/profile.d` printed (`stacks.rs`), or
+//! with `--off-cpu` what `scripts/offcpu.bt` or `.d` printed: time off the CPU.
 //! Writes the SVG, or the folded stacks, where `--out` says.
 
 use std::path::PathBuf;
@@ -29,14 +30,26 @@ pub struct ProfileArgs {
     /// The server's admin token, when it was started with one.
     #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// Draw what scripts/profile.bt or scripts/profile.d printed (a file, or `-`
-    /// for standard input) instead of asking a server.
+    /// Draw what scripts/profile.bt or scripts/profile.d printed, or what
+    /// scripts/trace folded of it (a file, or `-` for standard input), instead
+    /// of asking a server.
     #[arg(long, value_name = "FILE")]
     pub stacks: Option<PathBuf>,
     /// With --stacks: the traced server's pid, while it runs, to name the frames
     /// the tracer printed as bare addresses (from its memory map and symbols).
     #[arg(long, requires = "stacks")]
     pub pid: Option<u32>,
+    /// With --stacks: what scripts/offcpu.bt or scripts/offcpu.d printed, time
+    /// off the CPU in microseconds by stack; the threads waiting for work (the
+    /// runtime's parked workers, idle blocking threads, the compactor between
+    /// compactions) are left out, and how much is said.
+    #[arg(long, requires = "stacks")]
+    pub off_cpu: bool,
+    /// Where the server's threads are by the wall clock instead of where its
+    /// CPU goes (`GET /admin/threads`): the kernel's state of each thread every
+    /// 10 ms, and whether an async worker was parked or inside a task; no root.
+    #[arg(long, conflicts_with = "stacks")]
+    pub threads: bool,
 }
 
 pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
@@ -59,12 +72,24 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
     )
     .as_secs()
     .max(1);
-    eprintln!(
-        "profile: sampling {} for {seconds} s at {} Hz (the server samples itself; no root)",
-        args.target,
-        super::FREQUENCY_HZ
-    );
-    let path = format!("/admin/profile?seconds={seconds}&format={}", args.format);
+    let route = match args.threads {
+        false => {
+            eprintln!(
+                "profile: sampling {} for {seconds} s at {} Hz (the server samples itself; no root)",
+                args.target,
+                super::FREQUENCY_HZ
+            );
+            "profile"
+        }
+        true => {
+            eprintln!(
+                "profile: reading {}'s threads every 10 ms for {seconds} s (the server reads itself; no root)",
+                args.target
+            );
+            "threads"
+        }
+    };
+    let path = format!("/admin/{route}?seconds={seconds}&format={}", args.format);
     let body = simulator_clients::endpoints::exchange_within(
         &args.target,
         hyper::Method::GET,
@@ -79,6 +104,11 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
 
 /// A tracer's stacks, folded, written as `args.format` says.
 fn from_stacks(path: &std::path::Path, args: &ProfileArgs) -> anyhow::Result<()> {
+    // The title names the file, not where it was kept.
+    let source = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
     let text = match path.as_os_str() == "-" {
         true => std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?,
         false => std::fs::read_to_string(path)
@@ -91,15 +121,34 @@ fn from_stacks(path: &std::path::Path, args: &ProfileArgs) -> anyhow::Result<()>
                 .with_context(|| format!("cannot read process {pid}'s memory map"))?,
         ),
     };
-    let folded = super::stacks::fold(&text, names.as_mut())
-        .with_context(|| format!("cannot fold the stacks in {}", path.display()))?;
+    // Folded already (what scripts/trace prints, saved), or a tracer's own.
+    let folded = match super::Folded::parse(&text) {
+        Ok(folded) if folded.total() > 0 => folded,
+        _ => super::stacks::fold(&text, names.as_mut())
+            .with_context(|| format!("cannot fold the stacks in {}", path.display()))?,
+    };
+    let (folded, title, unit) = match args.off_cpu {
+        false => {
+            let title = format!("system-simulator: {} samples from {source}", folded.total(),);
+            (folded, title, "samples")
+        }
+        true => {
+            let (busy, idle) = folded.without_idle();
+            eprintln!(
+                "profile: {} ms off the CPU waiting for something, {} ms waiting for work left out",
+                busy.total() / 1000,
+                idle / 1000
+            );
+            let title = format!(
+                "system-simulator: {} ms off the CPU from {source} (threads waiting for work left out)",
+                busy.total() / 1000,
+            );
+            (busy, title, "us")
+        }
+    };
     let body = match args.format.as_str() {
         "folded" => folded.text().into_bytes(),
-        _ => folded.svg(&format!(
-            "system-simulator: {} samples from {}",
-            folded.total(),
-            path.display()
-        )),
+        _ => folded.svg_counting(&title, unit),
     };
     write_out(&args.out, &body)
 }

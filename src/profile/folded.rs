@@ -107,12 +107,32 @@ impl Folded {
         }
     }
 
+    /// The stacks of threads that are waiting for work, not for anything a
+    /// request needs (see [`IDLE`]), taken out: what is left, and the total
+    /// taken out.
+    pub fn without_idle(&self) -> (Folded, u64) {
+        let mut busy = Folded::default();
+        let mut idle = 0;
+        for (stack, count) in &self.stacks {
+            match IDLE.iter().any(|marker| stack.contains(marker)) {
+                true => idle += count,
+                false => busy.add(stack.clone(), *count),
+            }
+        }
+        (busy, idle)
+    }
+
     /// The flame graph, as an SVG: inferno's, titled `title`. An empty profile
     /// (an idle server) draws inferno's "no stack counts" picture.
     pub fn svg(&self, title: &str) -> Vec<u8> {
+        self.svg_counting(title, "samples")
+    }
+
+    /// The flame graph, its counts called `count_name` (`samples`, `us`).
+    pub fn svg_counting(&self, title: &str, count_name: &str) -> Vec<u8> {
         let mut options = inferno::flamegraph::Options::default();
         title.clone_into(&mut options.title);
-        options.count_name = "samples".into();
+        options.count_name = count_name.into();
         let text = self.text();
         let mut svg = Vec::new();
         // Writing to memory, from lines this type wrote: inferno fails only on
@@ -124,6 +144,18 @@ impl Folded {
         svg
     }
 }
+
+/// Where a thread waits for work rather than for something a request needs:
+/// a runtime worker parked with nothing to run (on its condvar or in the I/O
+/// driver's epoll), a blocking-pool thread between tasks, the compactor between
+/// compactions. An off-CPU profile of any server is mostly these; Brendan
+/// Gregg's off-CPU flame graphs filter them the same way. Each is a frame, or
+/// two adjacent frames, of a folded stack.
+pub const IDLE: &[&str] = &[
+    "tokio::runtime::scheduler::multi_thread::worker::Context::park_internal",
+    "tokio::runtime::blocking::pool::Inner::run;std::sync::poison::condvar::Condvar::wait",
+    "system_simulator::request_path::index::compactor::wait_for_next",
+];
 
 /// What an empty profile draws.
 const EMPTY_SVG: &str = r#"<svg xmlns="http://www.w3.org/2000/svg" width="600" height="60"><text x="10" y="35" font-family="sans-serif" font-size="16">No samples: the server spent no CPU in user code while it was profiled.</text></svg>"#;

@@ -28,6 +28,7 @@ pub mod command;
 pub mod folded;
 pub mod stacks;
 pub mod symbols;
+pub mod threads;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -44,10 +44,13 @@ impl Symbolizer {
     /// The symboliser of process `pid`, from its memory map now.
     pub fn of_process(pid: u32) -> std::io::Result<Self> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
-        Ok(Self::from_maps(&text))
+        Ok(Self::from_maps(&text, pid))
     }
 
-    fn from_maps(text: &str) -> Self {
+    /// A file replaced since it was mapped (a server rebuilt while it runs:
+    /// `path (deleted)`) is read through `/proc/PID/map_files`, which still
+    /// holds the mapped one (root only), not the new file at its path.
+    fn from_maps(text: &str, pid: u32) -> Self {
         let maps = text
             .lines()
             .filter_map(|line| {
@@ -56,11 +59,17 @@ impl Symbolizer {
                 let offset = fields.nth(1)?;
                 let path = fields.nth(2)?;
                 path.starts_with('/').then_some(())?;
+                let path = match fields.next() {
+                    Some("(deleted)") => {
+                        PathBuf::from(format!("/proc/{pid}/map_files/{start}-{end}"))
+                    }
+                    _ => PathBuf::from(path),
+                };
                 Some(Mapping {
                     start: u64::from_str_radix(start, 16).ok()?,
                     end: u64::from_str_radix(end, 16).ok()?,
                     offset: u64::from_str_radix(offset, 16).ok()?,
-                    path: PathBuf::from(path),
+                    path,
                 })
             })
             .collect();
@@ -137,11 +146,16 @@ mod tests {
     }
 
     #[test]
-    fn maps_lines_without_a_file_are_skipped() {
-        let maps =
-            "55d7-55d8 r--p 00000000 fe:00 1 /bin/x\n7ffc-7ffd rw-p 00000000 00:00 0 [stack]\n";
-        let symbols = Symbolizer::from_maps(maps);
-        assert_eq!(symbols.maps.len(), 1);
+    fn maps_lines_without_a_file_are_skipped_and_a_replaced_file_is_read_as_mapped() {
+        let maps = "55d7-55d8 r--p 00000000 fe:00 1 /bin/x\n\
+                    7ffc-7ffd rw-p 00000000 00:00 0 [stack]\n\
+                    55e0-55e9 r-xp 00001000 fe:00 2 /bin/y (deleted)\n";
+        let symbols = Symbolizer::from_maps(maps, 42);
+        assert_eq!(symbols.maps.len(), 2);
         assert_eq!(symbols.maps[0].path, PathBuf::from("/bin/x"));
+        assert_eq!(
+            symbols.maps[1].path,
+            PathBuf::from("/proc/42/map_files/55e0-55e9")
+        );
     }
 }

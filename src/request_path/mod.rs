@@ -1,14 +1,15 @@
 //! The request path: what happens to one request, part by part.
 //!
 //! ```text
-//! request-start ─ network in ─ normalise ─ work ─ admission ─┬─ persistence hand-off ─ network out ─ request-done
-//!                 (network.rs) (normalise/) (work/)            │  (persistence/)
-//!                                           (admission/) ──────┘        └─ store (store/) ─ persist-done ─ permit back
+//! request-start ─ network in ─ normalise ─ index ─ work ─ admission ─┬─ persistence hand-off ─ network out ─ request-done
+//!                 (network.rs) (normalise/) (index/) (work/)           │  (persistence/)
+//!                                                    (admission/) ─────┘        └─ store (store/) ─ persist-done ─ permit back
 //! ```
 //!
 //! Each part is a module that owns one decision and documents its contract:
 //! `network` (the simulated traverse, in and out), `normalise` (the record
-//! trimmed, and the digest the reply carries), `work` (what is done to the
+//! trimmed, and the digest the reply carries), `index` (the element recorded in
+//! a shared map behind a lock, and the compactor that holds it), `work` (what is done to the
 //! element), `admission` (what a request must obtain before its element is handed
 //! on, and what happens when it cannot: the workshop's gate), `persistence` (how
 //! elements reach the store and how many at once) and `store` (simulated or files,
@@ -39,6 +40,7 @@ pub mod admission;
 mod client;
 pub mod delay;
 mod element;
+pub mod index;
 pub mod network;
 pub mod normalise;
 pub mod persistence;
@@ -128,12 +130,16 @@ struct Inner {
     /// Replaced whole by a live change of `work`, `work_on` or `work_limit`.
     work: RwLock<Arc<Work>>,
     events: Events,
+    /// The shared index (`index`) and its compactor.
+    index: index::Index,
     settings: RwLock<Arc<Settings>>,
     next_id: AtomicU64,
     requests: TaskTracker,
     /// Cancelled at the drain deadline: every wait in the request path ends.
     abandon: CancellationToken,
     requests_cut_short: AtomicU64,
+    /// The longest request ended since the live view last read it, ns.
+    longest_ns: AtomicU64,
 }
 
 /// How shutdown went: what it had to cut short or leave unfinished at its deadline.
@@ -183,6 +189,7 @@ impl DataProcessor {
         // Measured here, when the setting is applied, never inside a request.
         normalise::calibration::note_width(settings.record_padding_cpu);
         let events = Events::default();
+        let index = index::Index::new(settings, &events);
         let backend = Arc::new(Backend {
             store,
             events: events.clone(),
@@ -196,11 +203,13 @@ impl DataProcessor {
                 backend,
                 work: RwLock::new(Arc::new(work)),
                 events,
+                index,
                 settings: RwLock::new(Arc::new(settings.clone())),
                 next_id: AtomicU64::new(first_id),
                 requests: TaskTracker::new(),
                 abandon: CancellationToken::new(),
                 requests_cut_short: AtomicU64::new(0),
+                longest_ns: AtomicU64::new(0),
             }),
         })
     }
@@ -275,8 +284,14 @@ impl DataProcessor {
         }
         let cancelled = outcome == Err(RequestError::Cancelled);
         // Every request-start gets its request-done, whatever happened in between.
+        let lifetime = started.elapsed();
         s.events
-            .request_done(id, started.elapsed(), progress.blocked, cancelled);
+            .request_done(id, lifetime, progress.blocked, cancelled);
+        // A read first: the shared line is written only by a new longest.
+        let ns = nanos(lifetime);
+        if ns > s.longest_ns.load(Ordering::Relaxed) {
+            s.longest_ns.fetch_max(ns, Ordering::Relaxed);
+        }
         if outcome == Err(RequestError::ShuttingDown) {
             s.requests_cut_short.fetch_add(1, Ordering::Relaxed);
         }
@@ -300,6 +315,10 @@ impl DataProcessor {
         let s = &*self.inner;
         network::traverse(&settings.network_delay, settings.timer_tick, stop).await?;
         progress.digest = normalise::run(id, &element, &settings, stop).await?;
+        if settings.index {
+            // On this async worker, as a handler that takes a std lock does.
+            s.index.record(id, element.len());
+        }
         self.work().run(id, &settings, &s.events, stop).await?;
 
         let admitted = s
@@ -382,6 +401,21 @@ impl DataProcessor {
         self.inner.backend.store.slots_busy()
     }
 
+    /// The longest request ended and the longest compaction hold since the
+    /// last call (the live view's, once a second); `None` where none ended.
+    pub fn take_longest(&self) -> (Option<Duration>, Option<Duration>) {
+        let some = |ns: u64| (ns > 0).then(|| Duration::from_nanos(ns));
+        (
+            some(self.inner.longest_ns.swap(0, Ordering::Relaxed)),
+            some(self.inner.index.take_longest_hold()),
+        )
+    }
+
+    /// Entries in the shared index now (0 without one).
+    pub fn index_entries(&self) -> u64 {
+        self.inner.index.entries()
+    }
+
     /// Elements queued for persistence, not yet taken by a worker.
     pub fn queued(&self) -> u64 {
         self.counts().queued()
@@ -415,6 +449,7 @@ impl DataProcessor {
             .map_err(|e| SettingsError::Other(e.to_string()))?;
         s.backend.store.follow(&next);
         normalise::calibration::note_width(next.record_padding_cpu);
+        s.index.follow(&next);
         if let Some(work) = new_work {
             *s.work.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(work);
         }

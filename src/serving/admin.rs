@@ -1,7 +1,8 @@
 //! Admin routes: change the configuration live, reset the counters, and begin
 //! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`), take a
 //! running check's progress for the live view (`PUT /admin/check`), and profile
-//! the server's CPU (`GET /admin/profile`, `crate::profile`).
+//! the server's CPU (`GET /admin/profile`, `crate::profile`), where its threads
+//! wait (`GET /admin/threads`).
 //!
 //! `PUT /admin/config` is how a workshop applies a fix (the seed's: more permits)
 //! while scripts are attached, and, with `{"scenario": NAME}`, switches to another
@@ -37,6 +38,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/admin/incident", put(begin_incident))
         .route("/admin/check", put(report_check))
         .route("/admin/profile", get(profile))
+        .route("/admin/threads", get(threads))
         .route("/admin/tap", get(tap_stream))
         .route("/admin/tap/{id}", delete(tap_end))
         .route_layer(middleware::from_fn_with_state(state, guard))
@@ -231,19 +233,52 @@ async fn profile(
             crate::profile::ProfileError::Busy => ApiError::Conflict(e.to_string()),
             _ => ApiError::Internal(e.to_string()),
         })?;
+    let title = || {
+        format!(
+            "system-simulator, scenario {}: {} samples in {seconds} s at {} Hz of CPU",
+            state.scenario().name,
+            folded.total(),
+            crate::profile::FREQUENCY_HZ
+        )
+    };
+    Ok(folded_answer(&folded, svg, title, "samples"))
+}
+
+/// Folded stacks as a flame graph (`svg`, titled by `title`, counting in
+/// `unit`) or as text.
+fn folded_answer(
+    folded: &crate::profile::Folded,
+    svg: bool,
+    title: impl FnOnce() -> String,
+    unit: &str,
+) -> Response {
     let (content_type, body) = match svg {
-        true => {
-            let title = format!(
-                "system-simulator, scenario {}: {} samples in {seconds} s at {} Hz of CPU",
-                state.scenario().name,
-                folded.total(),
-                crate::profile::FREQUENCY_HZ
-            );
-            ("image/svg+xml", folded.svg(&title))
-        }
+        true => ("image/svg+xml", folded.svg_counting(&title(), unit)),
         false => ("text/plain; charset=utf-8", folded.text().into_bytes()),
     };
-    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// `GET /admin/threads?seconds=N&format=svg|folded`: where this server's
+/// threads are by the wall clock for N seconds (default 10), read from the
+/// kernel every 10 ms (`profile::threads`), counted in ms: the no-root half of
+/// an off-CPU profile.
+async fn threads(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let (seconds, svg) = profile_query(query.as_deref().unwrap_or(""))?;
+    state
+        .live
+        .mark("threads", format!("reading its threads for {seconds} s"));
+    let folded = crate::profile::threads::sample(Duration::from_secs(seconds)).await;
+    let title = || {
+        format!(
+            "system-simulator, scenario {}: its threads by the wall clock for {seconds} s, ms (no root: the kernel's state and wchan)",
+            state.scenario().name,
+        )
+    };
+    Ok(folded_answer(&folded, svg, title, "ms"))
 }
 
 /// A profile's query: its seconds, and whether it is to be an SVG.

@@ -94,6 +94,7 @@ impl AppState {
             permits_total: p.admission().total(),
             permits_waiting: p.admission().waiting() as u64,
             store_slots_busy: p.store_slots_busy().map(|(busy, _)| busy as u64),
+            index_entries: p.index_entries(),
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             requests_done_ns: crate::observe::lifetime::requests_done_ns(),

@@ -31,6 +31,9 @@ pub use report::hist_rows;
 /// folded stacks `trace profile` prints, as `scripts/trace profile` prints the
 /// tracers' folded.
 pub const PROFILE: &str = "profile";
+/// offcpu.bt's and offcpu.d's name: its twin is the server's own reading of
+/// where its threads are (`GET /admin/threads`), folded the same way.
+pub const OFFCPU: &str = "offcpu";
 
 /// Where `trace NAME` takes its report from, in a few words.
 pub fn source_of(name: &str) -> &'static str {
@@ -40,6 +43,7 @@ pub fn source_of(name: &str) -> &'static str {
         "accept-queue" => "the listener's queue and drops and nstat's counters in /stats",
         "delayed-ack" => "the server's writes and nstat's counters in /stats",
         PROFILE => "the server's own CPU sampler (GET /admin/profile)",
+        OFFCPU => "the server's own reading of its threads' states (GET /admin/threads)",
         _ => "the tap",
     }
 }
@@ -49,9 +53,10 @@ pub fn source_of(name: &str) -> &'static str {
 pub struct TraceArgs {
     /// The script: count, request-lifetime, persist-time, permit-wait, in-flight,
     /// queue, runtime, size or retry (the ones built on the isim probes), or
-    /// cpu-usage, cpu-quota, accept-queue or delayed-ack (the kernel's counts of
-    /// the server, from /stats), or profile (the server's CPU profile, as folded
-    /// stacks: `system-simulator profile` draws it).
+    /// locks, cpu-usage, cpu-quota, accept-queue or delayed-ack (the kernel's counts of
+    /// the server, from /stats), profile (the server's CPU profile, as folded
+    /// stacks: `system-simulator profile` draws it) or offcpu (where its threads
+    /// are by the wall clock, the same way: `profile --threads`).
     pub name: String,
     /// The server: its data port or its operator port (both serve the tap).
     #[arg(long, default_value = "http://127.0.0.1:7878")]
@@ -77,7 +82,7 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     let seconds = max_duration::cut_and_say("trace", "--seconds", wanted, cap)
         .as_secs()
         .max(1);
-    if args.name == PROFILE {
+    if args.name == PROFILE || args.name == OFFCPU {
         return profile_twin(args, seconds).await;
     }
     let options = Options {
@@ -144,12 +149,22 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
 }
 
 /// The script `trace NAME` runs, or why there is none.
-/// profile.bt's twin: the server's own sampler, its stacks folded on stdout.
+/// profile.bt's twin: the server's own sampler, its stacks folded on stdout;
+/// offcpu.bt's: the server's own reading of where its threads are
+/// (`profile::threads`), which names the kernel function a thread sleeps in
+/// and whether an async worker was inside a task, not the user stack.
 async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
-    eprintln!(
-        "trace: profile from the server's own sampler at {} (no tracer, no root)",
-        args.target
-    );
+    let threads = args.name == OFFCPU;
+    match threads {
+        false => eprintln!(
+            "trace: profile from the server's own sampler at {} (no tracer, no root)",
+            args.target
+        ),
+        true => eprintln!(
+            "trace: offcpu without a tracer: where {}'s threads are by the wall clock, from the kernel's state of each (no root; it names where a thread sleeps, not the code that asked: `trace locks` counts the index's waits)",
+            args.target
+        ),
+    }
     crate::profile::command::run(crate::profile::command::ProfileArgs {
         target: args.target,
         seconds: seconds.min(crate::profile::MAX_SECONDS),
@@ -158,6 +173,8 @@ async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
         admin_token: args.admin_token,
         stacks: None,
         pid: None,
+        off_cpu: false,
+        threads,
     })
     .await
 }

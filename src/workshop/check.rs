@@ -467,6 +467,7 @@ async fn judge(
         runtime: &runtime,
         throttled_ms,
         listen_drops,
+        index_entries: after.index_entries as f64,
         incident_end_s: ran.incident_end_s,
         offered_per_s: match load.pacing {
             simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
@@ -558,6 +559,8 @@ struct Window<'a> {
     throttled_ms: Option<f64>,
     /// The data port's listener's drops over the window.
     listen_drops: Option<f64>,
+    /// Entries in the server's index at the window's end.
+    index_entries: f64,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
     /// The open loop's rate.
@@ -588,6 +591,8 @@ impl Window<'_> {
             // Without the kernel's figure, NaN fails every bound.
             Metric::ListenDrops => self.listen_drops.unwrap_or(f64::NAN),
             Metric::PersistsPerS => per_s(server.persists_done),
+            Metric::CompactionsPerS => per_s(server.compactions_done),
+            Metric::IndexEntries => self.index_entries,
             // Started minus done within the window: how much the backlog grew.
             Metric::InFlightGrowthPerS => {
                 (server.persists_started as f64 - server.persists_done as f64) / seconds.max(1e-9)

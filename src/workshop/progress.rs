@@ -192,6 +192,8 @@ impl SoFar<'_> {
         match metric {
             Metric::BlockedShare => Some(self.counts.blocked_share()),
             Metric::PersistsPerS => Some(per_s(self.counts.persists_done as f64)),
+            Metric::CompactionsPerS => Some(per_s(self.counts.compactions_done as f64)),
+            Metric::IndexEntries => Some(self.now.index_entries as f64),
             Metric::InFlightGrowthPerS => Some(per_s(
                 self.counts.persists_started as f64 - self.counts.persists_done as f64,
             )),

@@ -252,4 +252,5 @@ each_exercise!(
     accept_queue,
     nagle_delayed_ack,
     cpu_hot_spot,
+    periodic_stall,
 );

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::probe_names;
 
-const BUNDLED: [&str; 13] = [
+const BUNDLED: [&str; 14] = [
     "cpu-quota",
     "accept-queue",
     "delayed-ack",
@@ -21,11 +21,13 @@ const BUNDLED: [&str; 13] = [
     "runtime",
     "size",
     "retry",
+    "locks",
 ];
 
-/// The scripts that count stacks, not labelled figures (exercise 11's profile):
-/// no labels to compare, checked by what they sample and aggregate instead.
-const STACKS: [&str; 1] = ["profile"];
+/// The scripts that count stacks, not labelled figures (exercise 11's profile,
+/// exercise 12's offcpu): no labels to compare, checked by what they sample and
+/// aggregate instead.
+const STACKS: [&str; 2] = ["profile", "offcpu"];
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -162,9 +164,36 @@ fn every_script_documents_itself_and_pairs_by_request_id() {
     }
 }
 
+/// What each stack script must do in each tool: (D, bpftrace) pieces of code.
+const STACK_CODE: [(&str, &[&str], &[&str]); 2] = [
+    // profile: the server's user stacks sampled at 99 Hz, counted.
+    (
+        "profile",
+        &["profile-99", "/pid == $target/", "@[ustack()] = count();"],
+        &["profile:hz:99", "/pid == $2/", "@[ustack] = count();"],
+    ),
+    // offcpu: the time the server's threads spend blocked, summed in us by the
+    // user stack they blocked with.
+    (
+        "offcpu",
+        &[
+            "sched:::off-cpu",
+            "/pid == $target && self->insys/",
+            "@[ustack()] = sum((timestamp - self->left) / 1000);",
+        ],
+        &[
+            "tracepoint:sched:sched_switch",
+            "pid == $2 && args->prev_state != 0",
+            "@stack[tid] = ustack;",
+            "= sum((nsecs - $left) / 1000);",
+        ],
+    ),
+];
+
 #[test]
-fn the_stack_scripts_sample_the_servers_user_stacks_at_99_hz_in_both_tools() {
-    for name in STACKS {
+fn the_stack_scripts_sample_or_time_the_servers_user_stacks_in_both_tools() {
+    assert_eq!(STACK_CODE.map(|(name, _, _)| name), STACKS);
+    for (name, d_code, bt_code) in STACK_CODE {
         let d = read(&script(&format!("{name}.d")));
         let bt = read(&script(&format!("{name}.bt")));
         for (file, text) in [(format!("{name}.d"), &d), (format!("{name}.bt"), &bt)] {
@@ -178,16 +207,12 @@ fn the_stack_scripts_sample_the_servers_user_stacks_at_99_hz_in_both_tools() {
             );
         }
         let (d, bt) = (code(&d), code(&bt));
-        assert!(
-            d.contains("profile-99") && d.contains("/pid == $target/"),
-            "{name}.d"
-        );
-        assert!(d.contains("@[ustack()] = count();"), "{name}.d");
-        assert!(
-            bt.contains("profile:hz:99") && bt.contains("/pid == $2/"),
-            "{name}.bt"
-        );
-        assert!(bt.contains("@[ustack] = count();"), "{name}.bt");
+        for piece in d_code {
+            assert!(d.contains(piece), "{name}.d lacks {piece}");
+        }
+        for piece in bt_code {
+            assert!(bt.contains(piece), "{name}.bt lacks {piece}");
+        }
     }
 }
 

@@ -553,6 +553,56 @@ both_tools! {
         let share = folded.share_within(hot, path);
         assert!(share >= 0.5, "{tool:?}: {hot} held {share:.2} of the request path\n{output}");
     };
+    offcpu_puts_the_lock_wait_widest: |tool: Tool| async move {
+        if !tool.available() {
+            return;
+        }
+        let server = Server::start(&STALL_SERVER);
+        let mut driver = stall_load(&server.url);
+        let (pid, url) = (server.pid, server.url.clone());
+        // The trace ends by itself 10 s after its banner; the compactions come
+        // and go inside that.
+        let traced = tokio::task::spawn_blocking(move || {
+            Traced::start(tool, "offcpu", pid, &["--seconds", "10"]).until_banner()
+        })
+        .await
+        .unwrap();
+        let waited_ns = compactions_while_traced(&url, 3).await;
+        let output = tokio::task::spawn_blocking(move || traced.wait_exit(Duration::from_secs(90)))
+            .await
+            .unwrap();
+        let _ = driver.kill();
+        let _ = driver.wait();
+        let folded = system_simulator::profile::Folded::parse(&output).expect("folded stacks");
+        // The widest tower of the request path's (a stack's innermost frame of
+        // ours) is the wait under Index::take_lock.
+        let mut towers: Vec<(u64, &str)> = folded
+            .stacks
+            .iter()
+            .filter(|(stack, _)| stack.contains(crate::profile::REQUEST_PATH))
+            .map(|(stack, us)| (*us, innermost_of_ours(stack)))
+            .collect();
+        towers.sort_unstable();
+        let (widest_us, widest) = *towers.last().expect("request-path stacks");
+        let lock_us = folded.samples_in(LOCK_WAIT);
+        let probes_us = waited_ns / 1000;
+        eprintln!(
+            "{tool:?}: widest request-path tower {widest} ({widest_us} us); under {LOCK_WAIT}: {lock_us} us off the CPU; the lock probes' waits: {probes_us} us"
+        );
+        assert!(widest.ends_with(LOCK_WAIT), "{tool:?}: the widest tower is {widest}\n{output}");
+        // Both time the same waits: from the futex's sleep (sched_switch out,
+        // or off-cpu) to the thread running again (or its futex call's
+        // return), against from before lock() to after it. Margins, debug
+        // server, three compactions: bpftrace 1,179,399 us against the probes'
+        // 1,179,477 (0.01 % apart), DTrace 1,583,957 against 1,583,683 and
+        // 1,524,368 against 1,524,427 (0.02 %); at least 1.18 s waited (1.97x
+        // over 600 ms).
+        let apart = lock_us.abs_diff(probes_us) as f64 / probes_us.max(1) as f64;
+        assert!(
+            probes_us >= 600_000 && apart <= 0.10,
+            "{tool:?}: off-CPU {lock_us} us under {LOCK_WAIT}, the probes {probes_us} us\n{output}"
+        );
+    };
     cpu_usage_agrees_with_proc: |tool| async move {
         let Some((sampled_ms, proc_ms, pid)) = cpu_run(tool).await else { return };
         // 1000 Hz sampling against the kernel's own accounting (10 ms ticks).
@@ -562,6 +612,76 @@ both_tools! {
         );
         assert!(proc_ms > 0, "the load used no CPU?");
     };
+}
+
+/// periodic-stall with no compaction until a test asks for them, so every one
+/// falls inside what it traces.
+const STALL_SERVER: [&str; 4] = ["--scenario", "periodic-stall", "--compaction-every", "0s"];
+
+/// The frame an off-CPU stack of the index's lock ends in (ours: std's lock
+/// and the futex call sit above it).
+const LOCK_WAIT: &str = "system_simulator::request_path::index::Index::take_lock";
+
+/// periodic-stall's ticket load (100 a second, open loop) for 90 s at most, in the background.
+fn stall_load(url: &str) -> std::process::Child {
+    std::process::Command::new(BIN)
+        .args(["clients", "--target", url, "--n", "64", "--rate", "100"])
+        .args(["--arrivals", "poisson", "--duration", "90s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the load")
+}
+
+/// Turns the compactions on (every 2 s) until `n` have ended, off again, waits
+/// for the one running to end; the lock probes' waits over that, in ns (the
+/// server's `isim_lock_wait_seconds` histogram, which lock-wait-done records).
+async fn compactions_while_traced(url: &str, n: u64) -> u64 {
+    let http = client();
+    let waited = |metrics: String| -> u64 {
+        let seconds: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("isim_lock_wait_seconds_sum "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0);
+        (seconds * 1e9).round() as u64
+    };
+    let before = waited(get(&http, &format!("{url}/metrics")).await.body);
+    let config = format!("{url}/admin/config");
+    put_json(&http, &config, r#"{"compaction_every": "2s"}"#).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while stats(&http, url).await["compactions_done"]
+        .as_u64()
+        .unwrap()
+        < n
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} compactions within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    put_json(&http, &config, r#"{"compaction_every": "0s"}"#).await;
+    loop {
+        let s = stats(&http, url).await;
+        if s["compactions_started"] == s["compactions_done"] {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the last compaction ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    waited(get(&http, &format!("{url}/metrics")).await.body) - before
+}
+
+/// The innermost frame of a folded stack that is our crate's.
+fn innermost_of_ours(stack: &str) -> &str {
+    stack
+        .rsplit(';')
+        .find(|frame| frame.starts_with("system_simulator::"))
+        .unwrap_or("")
 }
 
 /// Like [`traced_run`] for cpu-usage (a line a second), with the server's CPU time

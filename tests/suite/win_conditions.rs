@@ -198,56 +198,43 @@ async fn a_cpu_limit_changed_by_hand_is_not_judged() {
     }
 }
 
-/// Exercise 11: a service that skips the record's normalising is fast and
-/// wrong, and fails by its digests alone; a partner's layout moved (fewer
-/// fixed-width records, cheaper padding) is the world moved, not judged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "tier C: two checks of real load"]
-async fn skipping_the_record_step_fails_and_a_moved_layout_is_not_judged() {
+/// Applies `change` to a fresh server of `scenario` and checks it: the
+/// verdict fails, and by `failing` alone, every other condition holding.
+async fn fails_by_one_condition(scenario: &Scenario, change: &str, failing: Metric) {
     let client = client();
-    let scenario = Scenario::load("cpu-hot-spot").unwrap();
     let server = Server::start(&["--scenario", &scenario.name, "--admin-listen", "off"]);
-    let skip = r#"{"normalise": "off"}"#;
-    let applied = put_json(&client, &format!("{}/admin/config", server.url), skip).await;
+    let applied = put_json(&client, &format!("{}/admin/config", server.url), change).await;
     assert_eq!(applied.status, 200, "{}", applied.body);
     let verdict = check::check(
-        &scenario,
+        scenario,
         &progress::Audience::server(&server.url),
         WINDOW,
         &[],
     )
     .await
     .unwrap();
-    assert!(
-        !verdict.passed(),
-        "skipping the step passed:\n{}",
-        verdict.render()
-    );
+    assert!(!verdict.passed(), "{change} passed:\n{}", verdict.render());
     for m in &verdict.measured {
-        let digests = m.condition.metric == Metric::RightDigestShare;
-        // Fast (the p99 holds) and answered, but no reply has a digest.
         assert_eq!(
             m.holds,
-            !digests,
-            "{:?}:\n{}",
+            m.condition.metric != failing,
+            "{change}, {:?}:\n{}",
             m.condition.metric,
             verdict.render()
         );
     }
-    for (moved, says) in [
-        (
-            r#"{"normalise": "scan-forward", "records_fixed_width": 0}"#,
-            "records_fixed_width moved from `0.1` to `0`",
-        ),
-        (
-            r#"{"records_fixed_width": 0.1, "record_padding_cpu": "1ms"}"#,
-            "record_padding_cpu moved from `150ms` to `1ms`",
-        ),
-    ] {
+}
+
+/// Moves the world of a server of `scenario` by each change in turn (kept, one
+/// after another): `workshop check` refuses each, saying what moved.
+async fn world_moves_are_not_judged(scenario: &str, moves: &[(&str, &str)]) {
+    let client = client();
+    let server = Server::start(&["--scenario", scenario, "--admin-listen", "off"]);
+    for &(moved, says) in moves {
         let applied = put_json(&client, &format!("{}/admin/config", server.url), moved).await;
         assert_eq!(applied.status, 200, "{}", applied.body);
-        let url = server.url.clone();
-        let (code, printed) = tokio::task::spawn_blocking(move || check_cli("cpu-hot-spot", &url))
+        let (name, url) = (scenario.to_owned(), server.url.clone());
+        let (code, printed) = tokio::task::spawn_blocking(move || check_cli(&name, &url))
             .await
             .unwrap();
         assert_eq!(code, Some(1), "{printed}");
@@ -256,4 +243,57 @@ async fn skipping_the_record_step_fails_and_a_moved_layout_is_not_judged() {
             "{printed}"
         );
     }
+}
+
+/// Exercise 11: a service that skips the record's normalising is fast and
+/// wrong, and fails by its digests alone; a partner's layout moved (fewer
+/// fixed-width records, cheaper padding) is the world moved, not judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: two checks of real load"]
+async fn skipping_the_record_step_fails_and_a_moved_layout_is_not_judged() {
+    let scenario = Scenario::load("cpu-hot-spot").unwrap();
+    // Fast (the p99 holds) and answered, but no reply has a digest.
+    let skip = r#"{"normalise": "off"}"#;
+    fails_by_one_condition(&scenario, skip, Metric::RightDigestShare).await;
+    world_moves_are_not_judged(
+        "cpu-hot-spot",
+        &[
+            (
+                r#"{"normalise": "scan-forward", "records_fixed_width": 0}"#,
+                "records_fixed_width moved from `0.1` to `0`",
+            ),
+            (
+                r#"{"records_fixed_width": 0.1, "record_padding_cpu": "1ms"}"#,
+                "record_padding_cpu moved from `150ms` to `1ms`",
+            ),
+        ],
+    )
+    .await;
+}
+
+/// Exercise 12: a service that stops compacting (compaction_every = 0: the
+/// stalls go) or drops the index (index = false) fails by its compactions
+/// alone, fast, answered and small as it is; a cheaper compaction or a faster
+/// snapshot write is the world moved, not judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: two checks of real load"]
+async fn not_compacting_fails_and_a_cheaper_compaction_is_not_judged() {
+    let scenario = Scenario::load("periodic-stall").unwrap();
+    for stop in [r#"{"compaction_every": "0s"}"#, r#"{"index": false}"#] {
+        fails_by_one_condition(&scenario, stop, Metric::CompactionsPerS).await;
+    }
+    world_moves_are_not_judged(
+        "periodic-stall",
+        &[
+            (
+                r#"{"compaction_cpu": "1ms"}"#,
+                "compaction_cpu moved from `60ms` to `1ms`",
+            ),
+            (
+                r#"{"compaction_cpu": "60ms", "snapshot_write": "0s"}"#,
+                "snapshot_write moved from `250ms` to `0s`",
+            ),
+        ],
+    )
+    .await;
 }

@@ -285,9 +285,15 @@ fn compress_in_pieces(bytes: usize, pieces: usize) -> usize {
     out.into_inner()
 }
 
+/// Makes the shared text long enough for [`compress`] of `bytes`, now rather
+/// than in the first compression (a compaction's snapshot: `index/`).
+pub(crate) fn make_text_for(bytes: usize) {
+    corpus::corpus(bytes.min(MAX_PIECE));
+}
+
 /// Compresses `bytes` of the shared text, in pieces of at most [`MAX_PIECE`];
 /// returns the compressed size.
-fn compress(bytes: usize) -> usize {
+pub(crate) fn compress(bytes: usize) -> usize {
     let text = corpus::corpus(bytes.min(MAX_PIECE));
     let mut left = bytes;
     let mut out = 0;

@@ -195,6 +195,8 @@ mod tests {
                 p999_ms: None,
                 cpu_quota: None,
                 listener: None,
+                longest_ms: None,
+                compaction_hold_ms: None,
             }),
             totals: Counts::default(),
             scenario: LiveScenario {

@@ -96,13 +96,22 @@ struct Sample {
     stats: Stats,
     /// The process's request lifetimes so far.
     lifetime: Histogram,
+    /// The longest request and compaction hold since the last reading.
+    longest: Option<Duration>,
+    hold: Option<Duration>,
 }
 
 impl Sample {
     fn take(state: &AppState) -> Self {
         let stats = state.stats();
         let lifetime = lifetime::read().histograms.request_lifetime;
-        Self { stats, lifetime }
+        let (longest, hold) = state.processor.take_longest();
+        Self {
+            stats,
+            lifetime,
+            longest,
+            hold,
+        }
     }
 
     fn second_since(&self, earlier: &Sample, t: u64) -> LiveSecond {
@@ -122,6 +131,8 @@ impl Sample {
             lifetime,
             cpu_quota: quota_second(s, &earlier.stats),
             listener: listener_second(s, &earlier.stats),
+            longest_ms: self.longest.map(|d| d.as_secs_f64() * 1e3),
+            compaction_hold_ms: self.hold.map(|d| d.as_secs_f64() * 1e3),
         }
     }
 }

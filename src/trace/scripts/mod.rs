@@ -19,6 +19,7 @@ mod cpu_quota;
 mod cpu_usage;
 mod delayed_ack;
 mod in_flight;
+mod locks;
 mod queue;
 mod readings;
 mod retry;
@@ -85,6 +86,7 @@ pub const NAMES: &[&str] = &[
     "cpu-quota",
     "accept-queue",
     "delayed-ack",
+    "locks",
 ];
 
 /// The script called `name`, or none.
@@ -103,6 +105,7 @@ pub fn by_name(name: &str, options: Options) -> Option<Box<dyn Script>> {
         "cpu-quota" => Box::new(cpu_quota::CpuQuota::new(options)),
         "accept-queue" => Box::new(accept_queue::AcceptQueue::new(options)),
         "delayed-ack" => Box::new(delayed_ack::DelayedAck::new(options)),
+        "locks" => Box::new(locks::Locks::new(options)),
         _ => return None,
     })
 }

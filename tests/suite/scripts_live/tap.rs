@@ -396,3 +396,62 @@ async fn the_cpu_twins_report_what_bpftrace_reports() {
         both(usage)
     );
 }
+
+/// The index's lock (exercise 12): `trace locks` as an unprivileged user,
+/// beside locks.bt, on periodic-stall under its ticket's load while three
+/// compactions come and go, all of them after both began and before both
+/// end (each holding the lock about 300 ms): the same counts, the same waits'
+/// buckets, and the milliseconds waited, summed over the lines a second,
+/// within 10 % of each other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: bpftrace attached as root beside the tap twin run as nobody"]
+async fn the_locks_twin_run_as_nobody_reports_what_bpftrace_reports() {
+    if !Tool::Bpftrace.available() {
+        return;
+    }
+    let server = Server::start(&STALL_SERVER);
+    let mut driver = stall_load(&server.url);
+    let (pid, url) = (server.pid, server.url.clone());
+    let (traced, twin) = tokio::task::spawn_blocking(move || {
+        let traced = Traced::start_until_begin(Tool::Bpftrace, "locks", pid, &[]);
+        let mut twin = common::unprivileged(BIN);
+        twin.args(["trace", "locks", "--target", &url, "--seconds", "600"]);
+        (traced, Traced::spawn(twin).until_begin())
+    })
+    .await
+    .unwrap();
+    compactions_while_traced(&server.url, 3).await;
+    let _ = driver.kill();
+    let _ = driver.wait();
+    settled_stats(&client(), &server.url).await;
+    // Each has printed the second the last compaction ended in before it stops.
+    let pair = tokio::task::spawn_blocking(move || {
+        let (mut traced, mut twin) = (traced, twin);
+        traced.next_line();
+        twin.next_line();
+        Pair {
+            script: "locks",
+            bpftrace: traced.interrupt(),
+            tap: twin.interrupt(),
+        }
+    })
+    .await
+    .unwrap();
+    drop(server);
+    assert_twins_agree(&pair);
+    let waited_ms = |output: &str| -> u64 {
+        output
+            .lines()
+            .filter(|l| l.len() > 8 && l.as_bytes()[2] == b':' && l.as_bytes()[5] == b':')
+            .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+            .sum()
+    };
+    let (traced_ms, twin_ms) = (waited_ms(&pair.bpftrace), waited_ms(&pair.tap));
+    eprintln!("locks: bpftrace's lines sum {traced_ms} ms waited, the tap's {twin_ms} ms");
+    assert!(
+        traced_ms >= 250 && traced_ms.abs_diff(twin_ms) as f64 <= 0.10 * traced_ms as f64,
+        "waited ms: bpftrace {traced_ms}, tap {twin_ms}\n--- bpftrace\n{}\n--- tap\n{}",
+        pair.bpftrace,
+        pair.tap
+    );
+}

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::common::{have, is_root, read_all, skip_or_fail, wait_child};
+use crate::common::{have, is_root, skip_or_fail, wait_child};
 
 const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace");
 
@@ -57,7 +57,22 @@ impl Tool {
 pub struct Traced {
     child: Child,
     stdout: mpsc::Receiver<String>,
+    /// stderr's lines as they come: the stack scripts' banner is there.
+    stderr: mpsc::Receiver<String>,
     lines: Vec<String>,
+}
+
+/// A thread that sends each line of `pipe` as it comes, until its end.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 impl Traced {
@@ -78,18 +93,12 @@ impl Traced {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the tracer");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let stdout = lines_of(child.stdout.take().unwrap());
+        let stderr = lines_of(child.stderr.take().unwrap());
         Traced {
             child,
-            stdout: rx,
+            stdout,
+            stderr,
             lines: Vec::new(),
         }
     }
@@ -121,6 +130,36 @@ impl Traced {
         }
     }
 
+    /// Returns once the stack script's banner (its BEGIN's line, which
+    /// `scripts/trace` passes to stderr: every probe attached) has printed.
+    pub fn until_banner(self) -> Traced {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) if line.contains(": timing pid") || line.contains(": sampling pid") => {
+                    return self;
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    let mut traced = self;
+                    traced.fail("printed no banner within 90 s")
+                }
+            }
+        }
+    }
+
+    /// Waits for the next line the script prints from now: for a script with a
+    /// line a second, that line holds every event that happened before this
+    /// call (earlier lines, already printed, are kept as they are).
+    pub fn next_line(&mut self) {
+        self.lines.extend(self.stdout.try_iter());
+        match self.stdout.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) => self.lines.push(line),
+            Err(_) => self.fail("printed no line for 10 s"),
+        }
+    }
+
     /// Polls `ready` (bounded) while the tracer is alive.
     pub fn wait_for(&mut self, within: Duration, mut ready: impl FnMut() -> bool) {
         let deadline = Instant::now() + within;
@@ -149,7 +188,7 @@ impl Traced {
     /// Waits for the tracer to end by itself and returns all it printed.
     pub fn wait_exit(mut self, within: Duration) -> String {
         let status = wait_child(&mut self.child, within);
-        let stderr = read_all(self.child.stderr.take().unwrap());
+        let stderr = self.stderr.iter().collect::<Vec<_>>().join("\n");
         self.lines.extend(self.stdout.iter());
         let output = self.lines.join("\n");
         assert!(
@@ -162,7 +201,7 @@ impl Traced {
     fn fail(&mut self, why: &str) -> ! {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let stderr = read_all(self.child.stderr.take().unwrap());
+        let stderr = self.stderr.try_iter().collect::<Vec<_>>().join("\n");
         panic!("the tracer {why}:\n{stderr}");
     }
 }
