@@ -47,6 +47,11 @@ pub struct LiveSecond {
     /// The data port's listening socket this second (Linux; null elsewhere).
     #[serde(default)]
     pub listener: Option<ListenerSecond>,
+    /// The ACKs the server's network namespace sent from the delayed-ACK timer
+    /// this second (`/stats.tcp.delayed_acks`' change, what `nstat` counts as
+    /// `TcpExtDelayedACKs`); null where the kernel does not give it.
+    #[serde(default)]
+    pub delayed_acks: Option<u64>,
     /// The longest request that ended this second, in ms (exact, not a
     /// bucket's bound); null when none ended. A stall of every request shows
     /// here when the percentiles of a busy second still hide it.

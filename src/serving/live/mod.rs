@@ -195,6 +195,7 @@ mod tests {
                 p999_ms: None,
                 cpu_quota: None,
                 listener: None,
+                delayed_acks: None,
                 longest_ms: None,
                 compaction_hold_ms: None,
             }),

@@ -131,10 +131,18 @@ impl Sample {
             lifetime,
             cpu_quota: quota_second(s, &earlier.stats),
             listener: listener_second(s, &earlier.stats),
+            delayed_acks: delayed_acks_second(s, &earlier.stats),
             longest_ms: self.longest.map(|d| d.as_secs_f64() * 1e3),
             compaction_hold_ms: self.hold.map(|d| d.as_secs_f64() * 1e3),
         }
     }
+}
+
+/// The delayed ACKs the server's namespace sent this second.
+fn delayed_acks_second(now: &Stats, earlier: &Stats) -> Option<u64> {
+    let now = now.tcp.as_ref()?.delayed_acks;
+    let was = earlier.tcp.as_ref().map_or(now, |t| t.delayed_acks);
+    Some(now.saturating_sub(was))
 }
 
 /// The second's drops at the listener, its queue now and its longest.
