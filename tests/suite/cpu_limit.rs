@@ -136,6 +136,12 @@ async fn a_pool_sized_to_the_quota_has_its_whole_cores() {
         stats(&http, &server.url).await["cpu_cgroup"]["quota_cores"],
         0.5
     );
+    // A thread names itself once it runs: on a busy machine the pool's may
+    // not have yet when the server answers (0 seen once, beside other tests).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads_named(server.pid, "isim-rayon") == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(
         threads_named(server.pid, "isim-rayon"),
         1,
