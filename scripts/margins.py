@@ -43,13 +43,16 @@ import tomllib
 CONFINEMENTS = {
     "whole": [],
     "one-core": ["--server-cpus", "0"],
-    "half-core": ["--server-cpu-quota", "0.5"],
+    # As tests/suite/exercises.rs confines it: on CPU 1, capped at half of it.
+    "half-core": ["--server-cpus", "1", "--server-cpu-quota", "0.5"],
 }
 
 FIX = re.compile(r"^Fix `([^`]+)`")
 ROW = re.compile(r"^\| (.+?) \| ([<>]) ([0-9.]+) \| ([0-9.naNinf]+) (pass|FAIL) \| ([0-9.naNinf]+) (pass|FAIL) \|$")
 NAME = re.compile(r"figures (\S+) --write")
-WHERE = re.compile(r"\((server (?:on CPU \S+ only|capped at [0-9.]+ cores|on the whole machine))")
+# The confinement as the block names it: `server on CPU 0 only`, `server on CPU 1
+# only, server capped at 0.5 cores`, `server on the whole machine`.
+WHERE = re.compile(r"\((server (?:on CPU \S+ only(?:, server capped at [0-9.]+ cores)?|capped at [0-9.]+ cores|on the whole machine))")
 
 
 def parse(text, source):

@@ -1,5 +1,5 @@
 //! Exercise 7, retry-storm: the failure outlives its trigger, and a fix makes it
-//! recover by itself. Three runs of the ticket's load at once, each on its own
+//! recover by itself. Two runs of the ticket's load at once, each on its own
 //! server, each with the incident begun 5 s in (`PUT /admin/incident`, which the
 //! server puts back 10 s later):
 //!
@@ -10,17 +10,21 @@
 //!   while it was in force and `/stats.model` says the retried load exceeds the
 //!   capacity;
 //! - `cancel-on-disconnect`: the same incident, and goodput is back within 15 s;
-//!   requests are cancelled and every request-start still has its request-done;
-//! - `workshop check retry-storm --client-change '--retry-budget 10%'`, the
-//!   client-side fix through the command an attendee types: it passes.
+//!   requests are cancelled and every request-start still has its request-done.
 //!
-//! Every fix of the scenario, on the whole machine and on one core and half a
-//! core, is judged by `workshop figures` in tests/suite/exercises.rs. Tier C (the full suite only),
-//! 45 s: `scripts/test -E 'test(/^retry_storm::/)'`.
+//! What it asks are counts the storm makes whatever CPU the servers get (a
+//! slower server only deepens the storm; the cure's recovery took 0-1.3 s of its
+//! 15 in the last CI runs' figures, on every confinement), so it runs beside the
+//! shared tests, in the heavy group. The verdict of
+//! every fix of the scenario (the client-side `--retry-budget 10%` among them,
+//! given to `workshop check` as `--client-change` gives it), on the whole machine
+//! and on one core and half a core, is `workshop figures`' in
+//! tests/suite/exercises.rs; page 07's `workshop check --client-change` runs as
+//! printed in tests/suite/pages_run.rs. Tier C (the full suite only), 45 s:
+//! `scripts/test -E 'test(/^retry_storm::/)'`.
 
 use crate::common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -82,15 +86,6 @@ async fn the_storm_outlives_its_trigger_and_a_fix_ends_it() {
         "--on-disconnect",
         "cancel",
     ]);
-    let budget = Server::start(&["--scenario", "retry-storm", "--admin-listen", "off"]);
-    let budget_url = budget.url.clone();
-    let by_cli = tokio::task::spawn_blocking(move || {
-        Command::new(BIN)
-            .args(["workshop", "check", "retry-storm", "--target", &budget_url])
-            .args(["--client-change", "--retry-budget 10%"])
-            .output()
-            .expect("run workshop check")
-    });
     let ((before, during), (after, _)) = tokio::join!(stormed(&bare.url), stormed(&cancel.url));
 
     // The incident, as /stats showed it while it was in force.
@@ -153,15 +148,4 @@ async fn the_storm_outlives_its_trigger_and_a_fix_ends_it() {
     let fixed = settled_stats(&client, &cancel.url).await;
     assert!(fixed["requests_cancelled"].as_u64().unwrap() > 0, "{fixed}");
     assert_eq!(fixed["requests_started"], fixed["requests_done"], "{fixed}");
-
-    // The client-side fix, as an attendee checks it.
-    let out = by_cli.await.unwrap();
-    let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{printed}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(printed.contains("--retry-budget '10%'"), "{printed}");
-    assert!(printed.contains("solved"), "{printed}");
 }
