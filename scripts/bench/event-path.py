@@ -9,7 +9,11 @@ two threads.
      min, max, and the ratio (target: not enabled within 1 % of compiled out);
   2. counting: the default build on 1 and 2 threads, with 14 us of other
      work per request (about a request's CPU in the server) and with none (the
-     worst case): the 2-thread / 1-thread throughput.
+     worst case): the 2-thread / 1-thread throughput;
+  3. tapped: the default build with a subscriber on every event reading the
+     probe tap in a thread of its own (`--tap`): ns per request on 1 and 2
+     threads, each event also sent into the tap's ring. Run at two commits to
+     compare two rings (docs/performance.md, "The probe tap's cost").
 
   python3 scripts/bench/event-path.py [--runs 5] [--requests 2000000] [--no-build]
 """
@@ -27,8 +31,8 @@ WITH = os.path.join(benchlib.RELEASE, "examples", "event_path")
 WITHOUT = os.path.join(NOPROBES_DIR, "release", "examples", "event_path")
 
 
-def lines(binary, requests, work_ns):
-    out = subprocess.run([binary, str(requests), "--work-ns", str(work_ns)],
+def lines(binary, requests, work_ns, tapped=False):
+    out = subprocess.run([binary, str(requests), "--work-ns", str(work_ns)] + (["--tap"] if tapped else []),
                          capture_output=True, text=True, check=True).stdout
     return {int(m.group(1)): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
         r"threads=(\d+) work_ns=\d+ ns_per_request_per_thread=([\d.]+) requests_per_s=([\d.]+)", out)}
@@ -62,6 +66,15 @@ def main():
             scaling["2 / 1"].append(r[2][1] / r[1][1])
         for name, values in scaling.items():
             print(benchlib.summary(name, values, "" if name == "2 / 1" else " req/s"))
+
+    print(f"\ntapped: one request's events, ns a thread, a subscriber reading every event ({args.requests // 2:,} requests a run)")
+    tapped = {"1 thread": [], "2 threads": []}
+    for _ in range(args.runs):
+        r = lines(WITH, args.requests // 2, 0, tapped=True)
+        tapped["1 thread"].append(r[1][0])
+        tapped["2 threads"].append(r[2][0])
+    for name, values in tapped.items():
+        print(benchlib.summary(name, values, " ns"))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 //! benchmark's baseline has neither.
 //!
 //! Bounded: every subscriber reads one ring of [`TAP_BACKLOG`] events
-//! (`tap_ring.rs`, allocated at the first subscription and shared by all, each
+//! (`tap_ring/`, allocated at the first subscription and shared by all, each
 //! subscriber at a cursor of its own), so a subscriber that stops reading costs
 //! no more memory however long it waits; when it falls a ring behind it loses the
 //! oldest events and is told how many. Sending never waits for a reader and takes

@@ -118,7 +118,7 @@ pub async fn measure(
         return Ok(not_measured(out, confinement, &why));
     }
     let runs = std::iter::once(None).chain(scenario.fixes.iter().map(Some));
-    let verdicts = match scenario.incident.is_empty() {
+    let verdicts = match !measures_its_fixes_at_once(scenario) {
         true => {
             let mut verdicts = Vec::new();
             for fix in runs {
@@ -191,6 +191,13 @@ fn not_measured(mut out: String, confinement: &Confinement, why: &str) -> String
 
 /// The win condition on a fresh server in the scenario, with `fix` applied
 /// (its server side live, its client side in the check's load) or without one.
+/// Whether `workshop figures` measures the exercise's "before" and every fix at
+/// once, each on its own server (an exercise with an incident: the module's
+/// comment says why), rather than one server after another.
+pub fn measures_its_fixes_at_once(scenario: &Scenario) -> bool {
+    !scenario.incident.is_empty()
+}
+
 async fn measure_one(
     scenario: &Scenario,
     fix: Option<&simulator_api::Fix>,

@@ -2,7 +2,9 @@
 //! in the workspace imports, through others, a module that imports it, and no
 //! folder imports a folder that imports it (a cycle of folders is one even when
 //! the files in it form none). And what docs/architecture.md says a folder never
-//! imports (its table "What never imports what", read by this test) it does not.
+//! imports (its table "What never imports what", read by this test) it does not,
+//! and every folder and top-level file of each crate has its row in the table
+//! that says what each owns.
 //! Read from the source as text (every `crate::a::b` path and `super::x` sibling),
 //! per file; test modules are left out (a test may reach anywhere).
 
@@ -174,40 +176,119 @@ struct Rule {
     never: Vec<String>,
 }
 
-/// The table's rows, after its marker line.
-fn rules() -> Vec<Rule> {
-    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
-    let marker = "<!-- tests/suite/layout.rs reads this table -->";
+/// The words in backticks of a table's cell.
+fn ticked(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The rows of the table after the line that begins with `marker` in `doc` (its
+/// head and rule left out).
+fn rows_after<'d>(doc: &'d str, marker: &str) -> Vec<&'d str> {
     let at = doc
         .find(marker)
-        .expect("docs/architecture.md has the table of what never imports what");
-    let ticked = |cell: &str| -> Vec<String> {
-        cell.split('`')
-            .skip(1)
-            .step_by(2)
-            .map(str::to_owned)
-            .collect()
-    };
-    doc[at + marker.len()..]
+        .unwrap_or_else(|| panic!("docs/architecture.md has no `{marker}`"));
+    doc[at..]
         .lines()
+        .skip(1)
         .skip_while(|line| line.trim().is_empty())
         .take_while(|line| line.starts_with('|'))
         .skip(2)
-        .map(|row| {
-            let cells: Vec<&str> = row.split('|').collect();
-            let place = ticked(cells[1]).concat();
-            let krate = CRATES
-                .into_iter()
-                .filter(|k| place.starts_with(&format!("{k}/")))
-                .max_by_key(|k| k.len())
-                .unwrap_or_else(|| panic!("`{place}` is in no crate of {CRATES:?}"));
-            Rule {
-                krate,
-                folder: place[krate.len() + 1..].to_owned(),
-                never: ticked(cells[2]),
-            }
-        })
         .collect()
+}
+
+fn architecture() -> String {
+    std::fs::read_to_string(root().join("docs/architecture.md")).unwrap()
+}
+
+/// The table's rows, after its marker line.
+fn rules() -> Vec<Rule> {
+    rows_after(
+        &architecture(),
+        "<!-- tests/suite/layout.rs reads this table -->",
+    )
+    .into_iter()
+    .map(|row| {
+        let cells: Vec<&str> = row.split('|').collect();
+        let place = ticked(cells[1]).concat();
+        let krate = CRATES
+            .into_iter()
+            .filter(|k| place.starts_with(&format!("{k}/")))
+            .max_by_key(|k| k.len())
+            .unwrap_or_else(|| panic!("`{place}` is in no crate of {CRATES:?}"));
+        Rule {
+            krate,
+            folder: place[krate.len() + 1..].to_owned(),
+            never: ticked(cells[2]),
+        }
+    })
+    .collect()
+}
+
+/// The marker of docs/architecture.md's first table, the one that gives every
+/// folder and top-level file its row.
+const ROWS_MARKER: &str = "<!-- tests/suite/layout.rs reads this table: a row for every folder";
+
+/// Every folder (`src/trace/`) and top-level file (`src/cli.rs`) of each
+/// crate's sources, named from the workspace's root.
+fn crate_entries() -> Vec<String> {
+    let mut entries = Vec::new();
+    for krate in CRATES {
+        for entry in std::fs::read_dir(root().join(krate)).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            match entry.file_type().unwrap().is_dir() {
+                true => entries.push(format!("{krate}/{name}/")),
+                false => entries.push(format!("{krate}/{name}")),
+            }
+        }
+    }
+    entries.sort();
+    entries
+}
+
+/// The entries that no row of the table after [`ROWS_MARKER`] in `doc` names in
+/// its first cell.
+fn entries_without_a_row(doc: &str, entries: &[String]) -> Vec<String> {
+    let named: BTreeSet<String> = rows_after(doc, ROWS_MARKER)
+        .into_iter()
+        .flat_map(|row| ticked(row.split('|').nth(1).unwrap_or_default()))
+        .collect();
+    entries
+        .iter()
+        .filter(|e| !named.contains(*e))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn every_folder_and_top_level_file_of_each_crate_has_its_row() {
+    let entries = crate_entries();
+    assert!(entries.contains(&"src/trace/".to_owned()), "{entries:?}");
+    assert!(entries.contains(&"simulator-api/src/settings.rs".to_owned()));
+    let missing = entries_without_a_row(&architecture(), &entries);
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md's first table has no row for {missing:?}: say what each owns"
+    );
+}
+
+#[test]
+fn a_folder_without_a_row_is_found() {
+    let doc = architecture();
+    let without: String = doc
+        .lines()
+        .filter(|line| !line.starts_with("| `src/trace/`"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_ne!(without, doc, "the table has a row for src/trace/");
+    assert_eq!(
+        entries_without_a_row(&without, &crate_entries()),
+        ["src/trace/"]
+    );
 }
 
 #[test]

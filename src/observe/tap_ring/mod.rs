@@ -16,149 +16,72 @@
 //! wants, not written yet, or a lap ahead (lost), and a read torn by a writer
 //! lapping it is seen and counted as lost. Everything is atomics; no `unsafe`.
 //!
+//! Each slot has one writer at a time: a sender claims its slot with a
+//! compare-and-swap from a resting mark older than its own, and gives its event
+//! up (a loss its readers count) when the slot is still being written a lap
+//! earlier or already holds a newer lap. Without that, a sender stopped between
+//! its claim and its last word for a whole lap wrote its remaining words over
+//! the newer event and published its own number, and a reader took the mix for
+//! an event. `loom_model.rs` runs the ring under the loom model checker (two
+//! senders a lap apart on one slot, a reader at either lap, a reader arming its
+//! wait): it finds that mix in the send without the claim, and nothing in this
+//! one. The ring is in `ring.rs`, which both include: std's atomics here, loom's
+//! there.
+//!
 //! A reader with nothing to read waits on a `Notify`: it raises `waiting` and
-//! looks again; a sender that publishes and then sees the flag lowers it and wakes
-//! every waiting reader (a fence on each side, so one of them sees the other's
-//! write). Senders with nobody waiting pay one load for it.
-
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+//! looks again (`Ring::arm`); a sender that publishes and then sees the flag
+//! lowers it and wakes every waiting reader (a fence on each side, so one of them
+//! sees the other's write). Senders with nobody waiting pay one load for it.
 
 use tokio::sync::Notify;
 
-/// One event as the tap carries it: its probe (its place in
-/// `simulator_api::events::EVENTS`, or the tap's end mark), when it fired,
-/// and the probe's arguments, unused ones zero.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TapEvent {
-    pub probe: u8,
-    /// Ns since the ring's clock began; below 2^56 (2.2 years).
-    pub at_ns: u64,
-    pub args: [u64; 6],
+mod seqlock {
+    use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+
+    include!("ring.rs");
 }
+#[cfg(test)]
+mod loom_model;
 
-/// What a reader's cursor finds.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Read {
-    Event(TapEvent),
-    /// This many events went past unread: the ring lapped the reader.
-    Lost(u64),
-    /// Nothing new (or the next event's sender is still writing it).
-    Empty,
-}
+pub use seqlock::{Read, TapEvent};
 
-/// A slot: its sequence number and the event in 7 words (the probe in the top
-/// byte of the time), one cache line.
-#[derive(Debug, Default)]
-#[repr(align(64))]
-struct Slot {
-    seq: AtomicU64,
-    words: [AtomicU64; 7],
-}
-
-/// The claim counter on cache lines of its own: every sender writes it.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct Tail(AtomicU64);
-
+/// The ring and its wake-up: a reader with nothing to read awaits the next event.
 #[derive(Debug)]
 pub struct EventRing {
-    tail: Tail,
-    slots: Box<[Slot]>,
-    waiting: AtomicBool,
+    ring: seqlock::Ring,
     wake: Notify,
 }
-
-const PROBE_SHIFT: u32 = 56;
-const TIME_MASK: u64 = (1 << PROBE_SHIFT) - 1;
 
 impl EventRing {
     /// A ring of `capacity` events, a power of two.
     pub fn new(capacity: usize) -> Self {
-        assert!(
-            capacity.is_power_of_two(),
-            "a ring's capacity is a power of two"
-        );
         EventRing {
-            tail: Tail::default(),
-            slots: (0..capacity).map(|_| Slot::default()).collect(),
-            waiting: AtomicBool::new(false),
+            ring: seqlock::Ring::new(capacity),
             wake: Notify::new(),
         }
     }
 
-    fn capacity(&self) -> u64 {
-        self.slots.len() as u64
-    }
-
-    fn slot(&self, pos: u64) -> &Slot {
-        &self.slots[(pos & (self.capacity() - 1)) as usize]
-    }
-
     /// The position the next event will take: a new reader's cursor.
     pub fn tail(&self) -> u64 {
-        self.tail.0.load(Ordering::Acquire)
+        self.ring.tail()
     }
 
-    /// Puts `event` after every event claimed before it; never waits.
+    /// Puts `event` after every event claimed before it (or gives it up, a loss
+    /// its readers count), waking the readers waiting for one; never waits.
     pub fn send(&self, event: TapEvent) {
-        let pos = self.tail.0.fetch_add(1, Ordering::Relaxed);
-        let slot = self.slot(pos);
-        slot.seq.store(2 * pos + 1, Ordering::Relaxed);
-        // The busy mark is seen before any of the new words (the seqlock's writer side).
-        fence(Ordering::Release);
-        let first = (u64::from(event.probe) << PROBE_SHIFT) | (event.at_ns & TIME_MASK);
-        slot.words[0].store(first, Ordering::Relaxed);
-        for (word, arg) in slot.words[1..].iter().zip(event.args) {
-            word.store(arg, Ordering::Relaxed);
-        }
-        slot.seq.store(2 * pos + 2, Ordering::Release);
-        // Pairs with the fence in `wait`: either that reader sees this event or
-        // this sender sees its flag.
-        fence(Ordering::SeqCst);
-        if self.waiting.load(Ordering::Relaxed) && self.waiting.swap(false, Ordering::AcqRel) {
+        if self.ring.send(event) {
             self.wake.notify_waiters();
         }
     }
 
     /// The event at `*cursor`, moving the cursor past it (or past what was lost).
     pub fn read(&self, cursor: &mut u64) -> Read {
-        let pos = *cursor;
-        let slot = self.slot(pos);
-        let ready = 2 * pos + 2;
-        let seq = slot.seq.load(Ordering::Acquire);
-        if seq == ready {
-            let first = slot.words[0].load(Ordering::Relaxed);
-            let mut args = [0; 6];
-            for (arg, word) in args.iter_mut().zip(&slot.words[1..]) {
-                *arg = word.load(Ordering::Relaxed);
-            }
-            // The words were read before the sequence is read again (the seqlock's
-            // reader side): unchanged means no writer touched them meanwhile.
-            fence(Ordering::Acquire);
-            if slot.seq.load(Ordering::Relaxed) == ready {
-                *cursor = pos + 1;
-                return Read::Event(TapEvent {
-                    probe: (first >> PROBE_SHIFT) as u8,
-                    at_ns: first & TIME_MASK,
-                    args,
-                });
-            }
-        } else if seq < ready && self.tail() <= pos + self.capacity() {
-            // Not written yet, or its sender is writing it now. (Lapped already
-            // when the tail is a ring ahead: a sender stalled between its claim and
-            // its write for a whole lap must not hold this reader forever.)
-            return Read::Empty;
-        }
-        // Lapped: go on from the oldest event the ring still holds.
-        let oldest = self.tail().saturating_sub(self.capacity());
-        let next = oldest.max(pos + 1);
-        *cursor = next;
-        Read::Lost(next - pos)
+        self.ring.read(cursor)
     }
 
     /// Events claimed past `cursor`: what a reader there has to read, about.
     pub fn behind(&self, cursor: u64) -> u64 {
-        self.tail().saturating_sub(cursor)
+        self.ring.behind(cursor)
     }
 
     /// Returns once the slot at `cursor` holds something to read (an event, or a
@@ -168,22 +91,14 @@ impl EventRing {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            self.waiting.store(true, Ordering::Relaxed);
-            // Pairs with the fence in `send`.
-            fence(Ordering::SeqCst);
-            if self.readable(cursor) {
+            if self.ring.arm(cursor) {
                 return;
             }
             notified.await;
-            if self.readable(cursor) {
+            if self.ring.readable(cursor) {
                 return;
             }
         }
-    }
-
-    fn readable(&self, cursor: u64) -> bool {
-        self.slot(cursor).seq.load(Ordering::Acquire) >= 2 * cursor + 2
-            || self.tail() > cursor + self.capacity()
     }
 }
 
@@ -223,7 +138,7 @@ mod tests {
         let mut cursor = ring.tail();
         let sent = TapEvent {
             probe: u8::MAX,
-            at_ns: TIME_MASK,
+            at_ns: seqlock::TIME_MASK,
             args: [u64::MAX; 6],
         };
         ring.send(sent);
@@ -249,7 +164,7 @@ mod tests {
         let ring = EventRing::new(4);
         let mut cursor = ring.tail();
         // A sender that claimed position 0 and stalled before writing it.
-        ring.tail.0.fetch_add(1, Ordering::Relaxed);
+        ring.ring.claim_without_writing();
         ring.send(event(0, 1));
         assert_eq!(ring.read(&mut cursor), Read::Empty, "in order: wait for 0");
         for seq in 2..6 {
