@@ -8,7 +8,8 @@
 //!
 //! Making a cgroup needs root (or a delegated one, which CI does not have): the
 //! tests that make one skip with the reason without it, and fail instead under CI.
-//! Tier A: seconds, on a tenth of a core.
+//! In the quick tier though it needs root (tier B by what it runs: real servers,
+//! seconds on a tenth of a core); without root each test skips with its reason.
 
 use crate::common;
 
