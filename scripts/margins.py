@@ -48,7 +48,7 @@ CONFINEMENTS = {
 }
 
 FIX = re.compile(r"^Fix `([^`]+)`")
-ROW = re.compile(r"^\| (.+?) \| ([<>]) ([0-9.]+) \| ([0-9.naNinf]+) (pass|FAIL) \| ([0-9.naNinf]+) (pass|FAIL) \|$")
+ROW = re.compile(r"^\| (.+?) \| ([<>]) ([0-9.]+) \| (-?[0-9.naNinf]+) (pass|FAIL) \| (-?[0-9.naNinf]+) (pass|FAIL) \|$")
 NAME = re.compile(r"figures (\S+) --write")
 # The confinement as the block names it: `server on CPU 0 only`, `server on CPU 1
 # only, server capped at 0.5 cores`, `server on the whole machine`.
@@ -117,8 +117,11 @@ def margin(op, bound, value, should_hold, label=""):
     """How far `value` is on its side of the bound, as a ratio: over 1.0 when it
     is on the side it should be (meets the bound when it should hold, misses it
     when it should not), under 1.0 when it is on the wrong side. A rate (its
-    label says "a second") is never a share, whatever its size."""
-    if value == 0 or bound == 0:
+    label says "a second") is never a share, whatever its size. A value on the
+    other side of zero from its bound (a pile that shrank, against a bound on
+    its growth) has no ratio: it is as far as it can be, on one side or the
+    other."""
+    if value == 0 or bound == 0 or (value < 0) != (bound < 0):
         meets = value < bound if op == "<" else value > bound
         return float("inf") if meets == should_hold else 0.0
     if op == ">" and 0 < bound < 1 and value <= 1 and "a second" not in label:

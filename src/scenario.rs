@@ -123,8 +123,12 @@ pub enum Metric {
     P99Ms,
     /// Persists completed a second (server).
     PersistsPerS,
-    /// How fast persists in flight grew, a second (server).
-    InFlightGrowthPerS,
+    /// How fast the elements answered and not yet written grew over the
+    /// window's second half, a second: the least-squares slope of the check's
+    /// reads of `/stats.acked_unwritten`, twice a second. Whatever holds them
+    /// (tasks, a queue), a bounded pile stops growing once full and an
+    /// unbounded one grows to the end (server).
+    UnwrittenGrowthPerS,
     /// The timer canary's p99 lateness in ms over the last 5 s (server runtime).
     CanaryP99Ms,
     /// The async workers' busy share over the last 5 s (server runtime).
@@ -158,6 +162,12 @@ pub enum Metric {
     /// Entries in the server's index at the window's end: only compactions
     /// drop them (server).
     IndexEntries,
+    /// The most elements answered and not yet written at once over the window
+    /// (`/stats.acked_unwritten_peak`, read twice a second), per slot of the
+    /// world's store (`store_concurrency`): up to 1 is what a gate sized to the
+    /// store holds; more is a write-behind buffer, whatever setting made it.
+    /// Fails in a world whose store has no limit (server).
+    AckedUnwrittenPerSlot,
 }
 
 impl Metric {
@@ -167,7 +177,7 @@ impl Metric {
             Metric::OkShare => "requests answered 2xx",
             Metric::P99Ms => "request latency p99 (ms)",
             Metric::PersistsPerS => "persists a second",
-            Metric::InFlightGrowthPerS => "persists in flight, growth a second",
+            Metric::UnwrittenGrowthPerS => "answered unwritten, growth a second",
             Metric::CanaryP99Ms => "timer canary lateness p99 (ms)",
             Metric::BusyShare => "runtime workers busy share",
             Metric::RecoveryS => "s after the incident to 95 % goodput",
@@ -178,6 +188,7 @@ impl Metric {
             Metric::RightDigestShare => "replies with the record's right digest",
             Metric::CompactionsPerS => "compactions of the index a second",
             Metric::IndexEntries => "entries in the index",
+            Metric::AckedUnwrittenPerSlot => "answered unwritten, peak per store slot",
         }
     }
 }

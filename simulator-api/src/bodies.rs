@@ -126,6 +126,17 @@ pub struct Stats {
     pub permits_waiting: u64,
     /// Writes holding one of the store's `store_concurrency` slots (null: no limit).
     pub store_slots_busy: Option<u64>,
+    /// Elements whose request was answered (or is being answered) while their
+    /// write is not yet made: handed to persistence without `durable`, until their
+    /// persist-done or their drop from the queue. A persist the store ends at
+    /// once, before the reply, is never counted.
+    #[serde(default)]
+    pub acked_unwritten: u64,
+    /// The most [`acked_unwritten`](Self::acked_unwritten) at once over the last
+    /// second (1.0-1.1 s) and now: read twice a second, its largest is a
+    /// window's peak.
+    #[serde(default)]
+    pub acked_unwritten_peak: u64,
     /// Entries in the shared index (`index`; 0 without one): only compactions
     /// drop them, so it stays bounded only while they run.
     #[serde(default)]

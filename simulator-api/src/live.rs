@@ -107,6 +107,12 @@ pub struct PartsNow {
     /// Elements in the persistence queue, not yet started (pool only).
     pub persists_queued: u64,
     pub persists_in_flight: u64,
+    /// Elements answered and not yet written, and the most at once over the
+    /// last second (`/stats.acked_unwritten`, `acked_unwritten_peak`).
+    #[serde(default)]
+    pub acked_unwritten: u64,
+    #[serde(default)]
+    pub acked_unwritten_peak: u64,
     /// Writes holding one of the store's `store_concurrency` slots (null: no limit).
     pub store_slots_busy: Option<u64>,
     pub store_slots_total: u64,

@@ -29,6 +29,8 @@ pub const CONNECTIONS_ACCEPTED: &str = "isim_connections_accepted_total";
 pub const CONNECTIONS_REFUSED: &str = "isim_connections_refused_total";
 const PERMITS_AVAILABLE: &str = "isim_permits_available";
 const PERMITS_CAPACITY: &str = "isim_permits_capacity";
+const ACKED_UNWRITTEN: &str = "isim_acked_unwritten";
+const ACKED_UNWRITTEN_PEAK: &str = "isim_acked_unwritten_peak";
 
 static HANDLE: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
 
@@ -76,12 +78,22 @@ fn describe() {
     );
     describe_gauge!(PERMITS_AVAILABLE, "Permits free right now.");
     describe_gauge!(PERMITS_CAPACITY, "The gate's configured capacity.");
+    describe_gauge!(
+        ACKED_UNWRITTEN,
+        "Elements answered while their write is not yet made (handed to persistence without durable, until persist-done or a drop from the queue)."
+    );
+    describe_gauge!(
+        ACKED_UNWRITTEN_PEAK,
+        "The most elements answered and not yet written at once over the last second."
+    );
 }
 
 /// The text exposition, gauges set first from the same snapshot `/stats` shows.
 pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
     gauge!(PERMITS_AVAILABLE).set(now.permits_available as f64);
     gauge!(PERMITS_CAPACITY).set(now.permits_total as f64);
+    gauge!(ACKED_UNWRITTEN).set(now.acked_unwritten as f64);
+    gauge!(ACKED_UNWRITTEN_PEAK).set(now.acked_unwritten_peak as f64);
     for pair in pairs() {
         gauge!(pair.gauge.name).set((pair.get)(&now.counts) as f64);
     }

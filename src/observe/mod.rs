@@ -5,7 +5,9 @@
 //! per-thread parts added up when read (`shards.rs`); `process.rs` reads the process's own CPU time, `runtime.rs` watches the
 //! async runtime (its metrics and a timer-lateness canary), `machine.rs` the cores,
 //! quota, timer and calibration an exercise's figures depend on, `netstat.rs` the
-//! kernel's TCP counters of the server's network namespace; `tap.rs` streams
+//! kernel's TCP counters of the server's network namespace, `recent_peak.rs` the
+//! largest of a figure over the last second (the accept queue's, the writes
+//! acknowledged and not yet made); `tap.rs` streams
 //! the same events as the probes in process, for tracing without root.
 
 pub mod events;
@@ -16,6 +18,7 @@ pub mod metrics;
 pub mod netstat;
 pub mod probes;
 pub mod process;
+pub mod recent_peak;
 pub mod runtime;
 pub(crate) mod shards;
 #[cfg(feature = "probes")]

@@ -195,6 +195,7 @@ impl DataProcessor {
             events: events.clone(),
             admission: admission.clone(),
             tasks: TaskTracker::new(),
+            unwritten: Arc::default(),
         });
         Ok(Self {
             inner: Arc::new(Inner {
@@ -355,6 +356,7 @@ impl DataProcessor {
             settings: Arc::clone(&settings),
             notify,
             client,
+            owed: None,
         };
         self.persistence().hand_off(job, stop).await?;
         drop(for_hand_off);
@@ -399,6 +401,13 @@ impl DataProcessor {
     /// The store's slots held right now and its limit (`None`: no limit).
     pub fn store_slots_busy(&self) -> Option<(usize, usize)> {
         self.inner.backend.store.slots_busy()
+    }
+
+    /// Elements acknowledged and not yet written: now, and the most at once
+    /// over the last second (`persistence/unwritten.rs`).
+    pub fn acked_unwritten(&self) -> (u64, u64) {
+        let unwritten = &self.inner.backend.unwritten;
+        (unwritten.now(), unwritten.recent_peak())
     }
 
     /// The longest request ended and the longest compaction hold since the

@@ -23,7 +23,7 @@
 //! What the kernel cannot say of one listener the loop counts itself, for
 //! `/stats.connections`: every write to a connection and the pairs among them
 //! (`counted_writes.rs`), and the accept queue's longest, read at each accept
-//! (`recent_peak.rs`).
+//! (`observe/recent_peak.rs`).
 //!
 //! Request bodies are timed by the router (`body.rs`), where the JSON 408 is made.
 //! HTTP/2 is not offered: the clients and the seed speak HTTP/1.1.
@@ -47,11 +47,11 @@ use simulator_api::settings::{HandshakeOn, ReplyWrites};
 use simulator_api::{ConnectionCounts, ErrorBody, Settings};
 
 use crate::observe::metrics as m;
+use crate::observe::recent_peak::RecentPeak;
 use crate::serving::counted_writes::{CountedWrites, Writes};
 use crate::serving::handshake;
 use crate::serving::head_first::HeadFirst;
 use crate::serving::listener;
-use crate::serving::recent_peak::RecentPeak;
 
 /// How the listener treats a connection it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -45,7 +45,6 @@ pub mod http;
 pub mod incidents;
 pub mod listener;
 pub mod live;
-pub mod recent_peak;
 pub mod shutdown;
 pub mod state;
 #[cfg(feature = "probes")]

@@ -82,6 +82,7 @@ impl AppState {
     pub fn stats(&self) -> Stats {
         let p = &self.processor;
         let counts = p.counts();
+        let (acked_unwritten, acked_unwritten_peak) = p.acked_unwritten();
         let settings = p.settings();
         let scenario = self.scenario();
         Stats {
@@ -94,6 +95,8 @@ impl AppState {
             permits_total: p.admission().total(),
             permits_waiting: p.admission().waiting() as u64,
             store_slots_busy: p.store_slots_busy().map(|(busy, _)| busy as u64),
+            acked_unwritten,
+            acked_unwritten_peak,
             index_entries: p.index_entries(),
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),

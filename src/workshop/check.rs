@@ -32,6 +32,7 @@ use simulator_clients::{endpoints, LoadPlan, Report};
 use tokio_util::sync::CancellationToken;
 
 use super::progress;
+use super::unwritten_watch::{self, Watched};
 use crate::scenario::{Condition, Metric, Scenario};
 
 /// The shortest window: the runtime canary's figures cover the last 5 s.
@@ -258,6 +259,8 @@ struct Ran {
     listen_drops_before: Option<u64>,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
+    /// The server's elements answered and not yet written, read through the window.
+    unwritten: Watched,
 }
 
 /// Runs the exercise's load against `target` for `window` and judges it; with
@@ -393,12 +396,14 @@ async fn run_window(
     let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
     let listen_drops_before = before.connections.listen_drops;
     let (reporter, lines) = progress::Reporter::start(scenario, audience, window, before);
+    let watch = unwritten_watch::Watch::start(target);
     let outputs = simulator_clients::Outputs {
         seconds: trigger.is_some(),
         lines: Some(lines),
         ..Default::default()
     };
     let report = simulator_clients::run_with(&plan, CancellationToken::new(), outputs).await;
+    let unwritten = watch.finish().await;
     reporter.finish().await;
     let report = report?;
     let incident_end_s = match (trigger, scenario.incident.first()) {
@@ -425,6 +430,7 @@ async fn run_window(
         throttled_us_before,
         listen_drops_before,
         incident_end_s,
+        unwritten,
     }))
 }
 
@@ -468,6 +474,13 @@ async fn judge(
         throttled_ms,
         listen_drops,
         index_entries: after.index_entries as f64,
+        // The watch's reads, and the one after the window for its last second.
+        acked_unwritten_peak: ran.unwritten.peak.max(after.acked_unwritten_peak) as f64,
+        unwritten_growth_per_s: unwritten_watch::growth_per_s(
+            &ran.unwritten.reads,
+            report.window_ns as f64 / 1e9,
+        ),
+        store_slots: scenario.settings().store_concurrency,
         incident_end_s: ran.incident_end_s,
         offered_per_s: match load.pacing {
             simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
@@ -561,6 +574,12 @@ struct Window<'a> {
     listen_drops: Option<f64>,
     /// Entries in the server's index at the window's end.
     index_entries: f64,
+    /// The most elements answered and not yet written at once in the window.
+    acked_unwritten_peak: f64,
+    /// How fast they grew over the window's second half, a second.
+    unwritten_growth_per_s: f64,
+    /// The world's store slots (`store_concurrency`; 0: no limit).
+    store_slots: usize,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
     /// The open loop's rate.
@@ -593,10 +612,12 @@ impl Window<'_> {
             Metric::PersistsPerS => per_s(server.persists_done),
             Metric::CompactionsPerS => per_s(server.compactions_done),
             Metric::IndexEntries => self.index_entries,
-            // Started minus done within the window: how much the backlog grew.
-            Metric::InFlightGrowthPerS => {
-                (server.persists_started as f64 - server.persists_done as f64) / seconds.max(1e-9)
-            }
+            // A store without a limit holds any pile: NaN fails every bound.
+            Metric::AckedUnwrittenPerSlot => match self.store_slots {
+                0 => f64::NAN,
+                slots => self.acked_unwritten_peak / slots as f64,
+            },
+            Metric::UnwrittenGrowthPerS => self.unwritten_growth_per_s,
             Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
             Metric::BusyShare => runtime.busy_share,
             // Without a cgroup to read, NaN fails every bound.

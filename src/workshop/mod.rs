@@ -18,6 +18,7 @@ pub mod confine;
 pub mod figures;
 pub mod fit;
 pub mod progress;
+pub mod unwritten_watch;
 
 use std::process::ExitCode;
 use std::time::Duration;

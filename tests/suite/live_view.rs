@@ -106,6 +106,9 @@ async fn the_page_shows_the_exercise_live_in_a_real_browser() {
         "page {shown} against /stats {done}"
     );
     assert!(page.text("v-permits").await.ends_with("/ 8"));
+    // Each permit is held until its element is written, and the reply leaves
+    // at the hand-off: the gate's 8 are answered and not yet written.
+    assert_eq!(number(&page, "v-unwritten").await, 8.0);
     // Every chart has its last second's figures as text beside it.
     for id in ["now-done", "now-requests_blocked", "now-capacity"] {
         let text = page.text(id).await;

@@ -80,6 +80,41 @@ async fn process_metrics_move_under_load() {
     );
 }
 
+/// Elements answered before their write, as the real server counts them: six
+/// requests into a store of three slots whose writes take two seconds are all
+/// answered at once, and for two seconds nothing is written, so `/stats`
+/// and `/metrics` read the same six, which are the store's own persists in
+/// flight; once written, none is owed.
+#[tokio::test]
+async fn answered_unwritten_elements_are_the_writes_the_store_owes() {
+    let server = Server::start(&[
+        "--persist-latency",
+        "2s",
+        "--store-concurrency",
+        "3",
+        "--network-delay",
+        "0",
+    ]);
+    let client = client();
+    let answered_at = std::time::Instant::now();
+    burst(&client, &server.url, 6).await;
+    let s = stats(&client, &server.url).await;
+    let text = get(&client, &format!("{}/metrics", server.url)).await.body;
+    assert!(
+        answered_at.elapsed() < Duration::from_millis(1900),
+        "the replies and reads took {:?}: no write may have ended yet",
+        answered_at.elapsed()
+    );
+    assert_eq!(s["acked_unwritten"], 6, "{s}");
+    assert_eq!(s["acked_unwritten"], s["persists_in_flight"], "{s}");
+    assert_eq!(s["acked_unwritten_peak"], 6, "{s}");
+    assert_eq!(sample(&text, "isim_acked_unwritten"), 6.0);
+    assert_eq!(sample(&text, "isim_acked_unwritten_peak"), 6.0);
+    let settled = settled_stats(&client, &server.url).await;
+    assert_eq!(settled["acked_unwritten"], 0, "{settled}");
+    assert_eq!(settled["persists_done"], 6, "{settled}");
+}
+
 #[tokio::test]
 async fn metrics_agree_with_stats_and_pass_promtool() {
     let server = Server::start(&["--persist-latency", "5ms"]);

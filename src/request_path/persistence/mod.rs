@@ -17,10 +17,13 @@
 //! workers behind a queue of `persist_queue` elements, persist-start when a worker
 //! takes the element). An enum, like admission: few strategies, static dispatch,
 //! every one named in each `match`. A live change of strategy or pool size starts
-//! a new one for new elements; the old one finishes what it holds.
+//! a new one for new elements; the old one finishes what it holds. Whichever
+//! holds an element whose request will not wait for its write, it is counted as
+//! owed until its write ends (`unwritten.rs`).
 
 mod pool;
 mod task_per_element;
+mod unwritten;
 
 use std::sync::Arc;
 
@@ -40,6 +43,7 @@ use crate::observe::Events;
 
 pub use pool::Pool;
 pub use task_per_element::TaskPerElement;
+pub use unwritten::{Owed, Unwritten};
 
 /// Why a hand-off did not take the element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +69,9 @@ pub struct Job {
     /// Whether the request's client has gone: a persist that ends after it did
     /// is wasted work.
     pub client: ClientWatch,
+    /// Set by the hand-off when the reply will not wait for the write
+    /// (`unwritten.rs`); `None` until then.
+    pub owed: Option<Owed>,
 }
 
 /// What every strategy persists through.
@@ -76,6 +83,8 @@ pub struct Backend {
     pub admission: Admission,
     /// Every persist task runs on this tracker, so shutdown can wait for them.
     pub tasks: TaskTracker,
+    /// Elements acknowledged and not yet written, whichever strategy holds them.
+    pub unwritten: Arc<Unwritten>,
 }
 
 /// The persistence strategy in force.
@@ -139,6 +148,12 @@ impl Persistence {
 }
 
 impl Backend {
+    /// What an element handed on owes until its write: nothing when its request
+    /// waits for the write (durable), one place in the count otherwise.
+    fn owed(&self, job: &Job) -> Option<Owed> {
+        job.notify.is_none().then(|| self.unwritten.owe())
+    }
+
     /// The element's write: whole, or (`part_bytes`, multipart) as parts of that
     /// size, `parts_at_once` at a time, as an object store's multipart upload
     /// does; the first failed part fails the element. Each part is a store write
@@ -209,6 +224,7 @@ impl Backend {
             settings,
             notify,
             client,
+            owed,
         } = job;
         let started = Instant::now();
         let timeout = settings.persist_timeout;
@@ -228,6 +244,9 @@ impl Backend {
             client.gone(),
             started.elapsed(),
         );
+        // Written (or failed for good): no longer owed, from the same moment
+        // persists in flight counts it done.
+        drop(owed);
         // persist-done fires before the permit goes back, as in the original.
         drop(permit);
         if let Some(notify) = notify {

@@ -33,14 +33,15 @@ use simulator_api::settings::{OnDisconnect, WhenFull};
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::{Backend, HandOffError, Job};
-use crate::observe::Events;
 
 #[derive(Debug, Clone)]
 pub struct Pool {
     /// Each element with the moment it was queued.
     queue: mpsc::Sender<(Job, Instant)>,
     workers: usize,
-    events: Events,
+    /// The events and the count of elements owed their write (queued elements
+    /// are answered already).
+    backend: Arc<Backend>,
     /// Shutdown: the queue takes nothing more and the workers end once it is empty.
     closing: CancellationToken,
 }
@@ -66,7 +67,7 @@ impl Pool {
             },
         );
         let tasks = backend.tasks.clone();
-        let events = backend.events.clone();
+        let shared = Arc::clone(&backend);
         tasks.spawn(async move {
             jobs.for_each_concurrent(workers, |(job, queued_at)| {
                 let backend = Arc::clone(&backend);
@@ -100,7 +101,7 @@ impl Pool {
         Self {
             queue,
             workers,
-            events,
+            backend: shared,
             closing,
         }
     }
@@ -117,7 +118,7 @@ impl Pool {
             WhenFull::Shed => match self.queue.try_reserve() {
                 Ok(slot) => slot,
                 Err(TrySendError::Full(())) => {
-                    self.events.queue_refuse(job.id);
+                    self.backend.events.queue_refuse(job.id);
                     return Err(HandOffError::QueueFull);
                 }
                 Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
@@ -127,7 +128,11 @@ impl Pool {
                 () = abandon.cancelled() => return Err(HandOffError::CutShort),
             },
         };
-        self.events.queue_enqueue(job.id);
+        self.backend.events.queue_enqueue(job.id);
+        // Queued, the request goes on to its reply: owed from here until a
+        // worker's persist-done, or its drop from the queue.
+        let mut job = job;
+        job.owed = self.backend.owed(&job);
         slot.send((job, Instant::now()));
         Ok(())
     }

@@ -27,18 +27,30 @@ impl TaskPerElement {
     /// its bound: so only where nothing can wait. Should it wait after all (a
     /// slot taken by a stalled write), it moves to its task, which polls it
     /// again: a future registers its waker anew at each poll.
-    pub fn hand_off(&self, job: Job) {
+    ///
+    /// An element whose persist leaves the request owes its write from here
+    /// (`unwritten.rs`); one run to its end here owes nothing. One that was
+    /// meant to end here and moved to its task owes from the move, and gives
+    /// its place back just after its permit.
+    pub fn hand_off(&self, mut job: Job) {
         self.backend.started(&job);
         let at_once = self.backend.store.ends_at_once();
         let backend = Arc::clone(&self.backend);
-        let persist = async move { backend.persist(job).await };
         if !at_once {
-            self.backend.tasks.spawn(persist);
+            job.owed = backend.owed(&job);
+            self.backend
+                .tasks
+                .spawn(async move { backend.persist(job).await });
             return;
         }
-        let mut persist = Box::pin(persist);
+        let owed_if_moved = (job.notify.is_none(), Arc::clone(&backend.unwritten));
+        let mut persist = Box::pin(async move { backend.persist(job).await });
         if (&mut persist).now_or_never().is_none() {
-            self.backend.tasks.spawn(persist);
+            let owed = owed_if_moved.0.then(|| owed_if_moved.1.owe());
+            self.backend.tasks.spawn(async move {
+                persist.await;
+                drop(owed);
+            });
         }
     }
 }

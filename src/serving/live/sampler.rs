@@ -188,6 +188,8 @@ fn parts_now(s: &Stats) -> PartsNow {
         work_in_flight: s.runtime.work_in_flight,
         persists_queued: s.persists_queued,
         persists_in_flight: s.persists_in_flight,
+        acked_unwritten: s.acked_unwritten,
+        acked_unwritten_peak: s.acked_unwritten_peak,
         store_slots_busy: s.store_slots_busy,
         store_slots_total: s.config.store_concurrency as u64,
         canary_late_p99_us: s.runtime.late_p99_us,

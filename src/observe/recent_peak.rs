@@ -1,7 +1,9 @@
 //! The largest of a value's samples over the last second: the accept queue's
 //! longest as the accept loop sees it at each accept, which a reader could not
 //! catch by reading the queue itself (a herd fills it and the loop empties it
-//! within a tenth of a second).
+//! within a tenth of a second); and the writes acknowledged and not yet made at
+//! each new one (`request_path/persistence/unwritten.rs`), whose peak a check
+//! reads twice a second and never misses.
 //!
 //! Time is cut into slots of [`SLOT`]; the last [`SLOTS`] are kept in a ring,
 //! each an atomic holding its slot's number and its largest sample, so a sample

@@ -1,0 +1,118 @@
+//! The elements answered and not yet written over a check's window, as the
+//! server counts them, read twice a second: their most at once
+//! (`/stats.acked_unwritten_peak`, the largest over the server's last 1.0-1.1 s,
+//! so consecutive reads overlap and no peak falls between two of them, however
+//! late a read comes back on a busy machine, up to half a second; the count only
+//! rises when an element is handed on, and each such moment lies in some read's
+//! second), and how fast the pile grew at the window's end ([`growth_per_s`]).
+
+use std::time::Duration;
+
+use simulator_clients::endpoints;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// How often the window's reads come.
+pub const EVERY: Duration = Duration::from_millis(500);
+
+/// Reads the server's recent peak until [`Watch::finish`].
+#[derive(Debug)]
+pub struct Watch {
+    stop: CancellationToken,
+    task: JoinHandle<Watched>,
+}
+
+/// What the reads saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Watched {
+    /// The largest recent peak any read gave.
+    pub peak: u64,
+    /// Each read's seconds since the watch began and the count then.
+    pub reads: Vec<(f64, u64)>,
+    /// Reads that got no answer: the window's peak is then a lower bound.
+    pub missed: u64,
+}
+
+/// How fast the pile grew over the second half of a window of `window_s`,
+/// elements a second: the least-squares slope of the reads from its middle on.
+/// A pile held by something bounded (a queue that refuses, workers) stops
+/// growing once full, however fast it filled at the start; one that nothing
+/// bounds grows at the load's excess over the store's capacity to the end.
+/// NaN with fewer than three reads there (NaN fails every bound).
+pub fn growth_per_s(reads: &[(f64, u64)], window_s: f64) -> f64 {
+    let late: Vec<(f64, f64)> = reads
+        .iter()
+        .filter(|(t, _)| *t >= window_s / 2.0)
+        .map(|&(t, n)| (t, n as f64))
+        .collect();
+    if late.len() < 3 {
+        return f64::NAN;
+    }
+    let count = late.len() as f64;
+    let mean_t = late.iter().map(|(t, _)| t).sum::<f64>() / count;
+    let mean_n = late.iter().map(|(_, n)| n).sum::<f64>() / count;
+    let (mut covariance, mut variance) = (0.0, 0.0);
+    for (t, n) in &late {
+        covariance += (t - mean_t) * (n - mean_n);
+        variance += (t - mean_t) * (t - mean_t);
+    }
+    if variance == 0.0 {
+        return f64::NAN;
+    }
+    covariance / variance
+}
+
+impl Watch {
+    pub fn start(target: &str) -> Watch {
+        let stop = CancellationToken::new();
+        let (target, until) = (target.to_owned(), stop.clone());
+        let task = tokio::spawn(async move {
+            let began = tokio::time::Instant::now();
+            let mut seen = Watched::default();
+            let mut every = tokio::time::interval(EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            loop {
+                tokio::select! {
+                    () = until.cancelled() => return seen,
+                    _ = every.tick() => {}
+                }
+                match endpoints::stats(&target).await {
+                    Ok(stats) => {
+                        seen.peak = seen.peak.max(stats.acked_unwritten_peak);
+                        let at = began.elapsed().as_secs_f64();
+                        seen.reads.push((at, stats.acked_unwritten));
+                    }
+                    Err(_) => seen.missed += 1,
+                }
+            }
+        });
+        Watch { stop, task }
+    }
+
+    /// Stops reading; what was seen. One last read after the window (the
+    /// check's own `/stats` after it) covers its last second.
+    pub async fn finish(self) -> Watched {
+        self.stop.cancel();
+        self.task.await.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_is_the_slope_of_the_second_half() {
+        let reads = |f: fn(f64) -> u64| -> Vec<(f64, u64)> {
+            (0..20).map(|i| i as f64 * 0.5).map(|t| (t, f(t))).collect()
+        };
+        // Filled fast, then full: no growth at the end.
+        let bounded = reads(|t| (t * 133.0).min(272.0) as u64);
+        assert!(growth_per_s(&bounded, 10.0).abs() < 1e-9);
+        // Nothing bounds it: the load's excess to the end.
+        let unbounded = reads(|t| (t * 133.0) as u64);
+        assert!((growth_per_s(&unbounded, 10.0) - 133.0).abs() < 1.0);
+        // Too few reads in the second half to say.
+        assert!(growth_per_s(&unbounded[..11], 10.0).is_nan());
+    }
+}
