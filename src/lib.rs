@@ -39,6 +39,7 @@ pub mod demo;
 pub mod doctor;
 pub mod model;
 pub mod observe;
+pub mod platform;
 pub mod profile;
 pub mod request_path;
 pub mod room;

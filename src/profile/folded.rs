@@ -21,20 +21,17 @@ pub struct FoldedError {
 }
 
 impl Folded {
-    /// pprof's report, folded: the thread's name, then its frames from the
-    /// outermost in; each frame's symbols (inlined ones first) by name,
-    /// without their hashes.
-    pub fn from_pprof(report: &pprof::Report) -> Self {
+    /// The sampler's stacks, folded: the thread's name, then its frames from
+    /// the outermost in, each symbol by name without its hash.
+    pub fn from_samples(stacks: &[crate::platform::stack_sampler::SampledStack]) -> Self {
         let mut folded = Folded::default();
-        for (frames, count) in &report.data {
-            let mut stack = frames.thread_name_or_id();
-            for frame in frames.frames.iter().rev() {
-                for symbol in frame.iter().rev() {
-                    stack.push(';');
-                    stack.push_str(&frame_name(&symbol.name()));
-                }
+        for sampled in stacks {
+            let mut stack = sampled.thread.clone();
+            for symbol in &sampled.symbols {
+                stack.push(';');
+                stack.push_str(&frame_name(symbol));
             }
-            folded.add(stack, u64::try_from(*count).unwrap_or(0));
+            folded.add(stack, sampled.count);
         }
         folded
     }

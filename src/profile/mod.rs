@@ -1,7 +1,8 @@
 //! CPU profiles of the server itself, without root: where its CPU goes, as
 //! folded stacks and as a flame graph.
 //!
-//! [`sample`] runs pprof-rs's sampler in this process for a while: a `SIGPROF`
+//! [`sample`] runs pprof-rs's sampler in this process for a while
+//! (`platform/stack_sampler.rs`; Unix only, and elsewhere it says why not): a `SIGPROF`
 //! timer (`setitimer(ITIMER_PROF)`, the process's CPU time, so an idle thread is
 //! never sampled and a busy one at about the rate asked, [`FREQUENCY_HZ`]), each
 //! signal unwinding the stack of the thread it lands on. Nothing runs while
@@ -34,6 +35,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use folded::Folded;
+
+use crate::platform::stack_sampler;
 
 /// Samples a second: 99, not 100, so the sampler does not run in lockstep with
 /// timers that fire at round rates (the usual choice: perf, bpftrace, DTrace).
@@ -76,25 +79,16 @@ pub async fn sample(seconds: Duration) -> Result<Folded, ProfileError> {
     let taking = Taking;
     // Building the guard starts the timer; it finds the shared libraries to
     // skip, which reads the process's maps: off the runtime's workers.
-    let guard = tokio::task::spawn_blocking(|| {
-        pprof::ProfilerGuardBuilder::default()
-            .frequency(FREQUENCY_HZ)
-            .blocklist(&BLOCKLIST)
-            .build()
-            .map_err(|e| ProfileError::Start(e.to_string()))
-    })
-    .await
-    .map_err(|e| ProfileError::Start(e.to_string()))??;
+    let running = tokio::task::spawn_blocking(|| stack_sampler::start(FREQUENCY_HZ, &BLOCKLIST))
+        .await
+        .map_err(|e| ProfileError::Start(e.to_string()))?
+        .map_err(ProfileError::Start)?;
     tokio::time::sleep(seconds).await;
     // Symbolising thousands of frames takes a while: on the blocking pool too;
-    // dropping the guard there stops the timer.
+    // taking the stacks there stops the timer.
     let folded = tokio::task::spawn_blocking(move || {
-        let report = guard
-            .report()
-            .build()
-            .map_err(|e| ProfileError::Report(e.to_string()))?;
-        drop(guard);
-        Ok(Folded::from_pprof(&report))
+        let stacks = running.stacks().map_err(ProfileError::Report)?;
+        Ok(Folded::from_samples(&stacks))
     })
     .await
     .map_err(|e| ProfileError::Report(e.to_string()))?;

@@ -48,10 +48,10 @@ use simulator_api::{ConnectionCounts, ErrorBody, Settings};
 
 use crate::observe::metrics as m;
 use crate::observe::recent_peak::RecentPeak;
+use crate::platform::{self, listener};
 use crate::serving::counted_writes::{CountedWrites, Writes};
 use crate::serving::handshake;
 use crate::serving::head_first::HeadFirst;
-use crate::serving::listener;
 
 /// How the listener treats a connection it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub struct ConnectionStats {
     refused: AtomicU64,
     /// A duplicate of the listener's descriptor: the same socket, read while
     /// the accept loop owns the listener.
-    listener: std::sync::OnceLock<std::os::fd::OwnedFd>,
+    listener: std::sync::OnceLock<platform::SocketHandle>,
     /// The backlog last asked of the kernel for it.
     backlog: AtomicU64,
     /// The connections' writes (`counted_writes.rs`), per thread.
@@ -165,8 +165,7 @@ impl ConnectionStats {
 
     /// Reads the kernel's figures of `listener` from now on.
     fn watch(&self, listener: &TcpListener) {
-        use std::os::fd::AsFd;
-        match listener.as_fd().try_clone_to_owned() {
+        match platform::duplicate(listener) {
             Ok(fd) => {
                 let _ = self.listener.set(fd);
             }

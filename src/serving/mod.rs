@@ -4,7 +4,7 @@
 //! view (`GET /live`), `tap.rs` the probe tap's stream (`GET /admin/tap`), `body.rs` reads request
 //! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop,
 //! its limits and how it treats each connection (`head_first.rs`: a reply in two
-//! writes; `handshake.rs`: a new connection's CPU and where it is spent), `listener.rs` the kernel's figures of the listening socket,
+//! writes; `handshake.rs`: a new connection's CPU and where it is spent), the kernel's figures of the listening socket (`platform/listener.rs`),
 //! `shutdown.rs` the signals and the final report, `error.rs` the
 //! one place an error becomes a status. This file runs them: bind, serve, and
 //! shut down without losing count.
@@ -43,7 +43,6 @@ pub mod handshake;
 pub mod head_first;
 pub mod http;
 pub mod incidents;
-pub mod listener;
 pub mod live;
 pub mod shutdown;
 pub mod state;

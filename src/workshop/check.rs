@@ -347,6 +347,12 @@ async fn preflight(
     if let Some(reason) = cpu_limit_moved(stats.cpu_cgroup.as_ref(), scenario) {
         return refuse(reason);
     }
+    if let Some(why) = figure_missing(scenario, stats.connections.listen_drops) {
+        return refuse(format!(
+            "this server cannot show exercise {}: {why}",
+            scenario.name
+        ));
+    }
     if let Some(why) = super::fit::cannot_judge(scenario, &stats.machine) {
         return refuse(format!(
             "this machine cannot show exercise {}: {why}",
@@ -368,6 +374,20 @@ async fn preflight(
             "the server started {new} requests before the check sent any: stop any other load (the check brings its own) and check again"
         )),
     }
+}
+
+/// Why the server cannot give a figure one of the scenario's conditions reads,
+/// where it cannot: the listener's drops come from the kernel of one OS
+/// (`platform/listener.rs`), so elsewhere the condition could never hold, and
+/// the attendee hears so before any load rather than after a window.
+fn figure_missing(scenario: &Scenario, listen_drops: Option<u64>) -> Option<String> {
+    let reads_drops = scenario
+        .check
+        .iter()
+        .any(|c| c.metric == Metric::ListenDrops);
+    (reads_drops && listen_drops.is_none()).then(|| {
+        "its condition on the packets the listener dropped needs the kernel's count for one socket (`SO_MEMINFO`), which this server's OS does not give (Linux does; /stats.connections.listen_drops is null)".to_owned()
+    })
 }
 
 /// The check's load for `window`, with the scenario's incident begun on time
@@ -709,6 +729,16 @@ mod tests {
                 "{reason}"
             );
         }
+    }
+
+    #[test]
+    fn an_exercise_whose_figure_this_os_lacks_is_refused_before_any_load() {
+        let accept_queue = Scenario::load("accept-queue").unwrap();
+        let why = figure_missing(&accept_queue, None).unwrap();
+        assert!(why.contains("SO_MEMINFO"), "{why}");
+        assert_eq!(figure_missing(&accept_queue, Some(0)), None);
+        let other = Scenario::load("retry-storm").unwrap();
+        assert_eq!(figure_missing(&other, None), None);
     }
 
     #[test]

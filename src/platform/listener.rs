@@ -11,9 +11,9 @@
 //! `TcpExtListenOverflows` (an ACK dropped so counts twice on the socket, once in
 //! `tcp_listendrop` and once as it is freed). Neither rustix nor socket2 wraps either option, hence
 //! this module's two getsockopt calls through libc; elsewhere than Linux the
-//! figures are `None`.
+//! figures are `None`, and `/stats` says null.
 
-use std::os::fd::AsFd;
+use super::SocketHandle;
 
 /// The listener's figures at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,7 +27,7 @@ pub struct ListenerFigures {
 }
 
 /// The listener's figures, or `None` where the kernel does not give them.
-pub fn figures(listener: impl AsFd) -> Option<ListenerFigures> {
+pub fn figures(listener: &SocketHandle) -> Option<ListenerFigures> {
     #[cfg(target_os = "linux")]
     {
         linux::figures(listener)
@@ -41,7 +41,7 @@ pub fn figures(listener: impl AsFd) -> Option<ListenerFigures> {
 
 /// The accept queue's length now (one `getsockopt`), or `None` where the kernel
 /// does not give it.
-pub fn queued(listener: impl AsFd) -> Option<u32> {
+pub fn queued(listener: &SocketHandle) -> Option<u32> {
     #[cfg(target_os = "linux")]
     {
         linux::tcp_info(listener).map(|info| info.tcpi_unacked)
@@ -120,8 +120,9 @@ mod tests {
         socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let listener = socket.listen(1).unwrap();
         let addr = listener.local_addr().unwrap();
+        let handle = crate::platform::duplicate(&listener).unwrap();
         assert_eq!(
-            figures(&listener),
+            figures(&handle),
             Some(ListenerFigures {
                 queued: 0,
                 backlog: 1,
@@ -138,7 +139,7 @@ mod tests {
         )
         .await;
         assert!(third.is_err(), "the third connect waits for a retransmit");
-        let now = figures(&listener).unwrap();
+        let now = figures(&handle).unwrap();
         assert_eq!((now.queued, now.backlog), (2, 1));
         assert!(now.drops >= 1, "{now:?}");
     }
