@@ -43,10 +43,12 @@ impl TaskPerElement {
                 .spawn(async move { backend.persist(job).await });
             return;
         }
-        let owed_if_moved = (job.notify.is_none(), Arc::clone(&backend.unwritten));
+        // A bool, not a clone of the count's Arc: this is the zero-cost
+        // serving path, where a shared refcount per request costs cross-core traffic.
+        let owes_if_moved = job.notify.is_none();
         let mut persist = Box::pin(async move { backend.persist(job).await });
         if (&mut persist).now_or_never().is_none() {
-            let owed = owed_if_moved.0.then(|| owed_if_moved.1.owe());
+            let owed = owes_if_moved.then(|| self.backend.unwritten.owe());
             self.backend.tasks.spawn(async move {
                 persist.await;
                 drop(owed);
