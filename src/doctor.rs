@@ -12,6 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::platform::os::{Os, THIS as THIS_OS};
 use crate::scenario;
 use crate::trace::scripts::NAMES as TAP_SCRIPTS;
 
@@ -76,11 +77,15 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     println!(
         "\nwhat you will run for each exercise's scripts (the tap prints the script's report, no root needed):"
     );
+    let machine = crate::workshop::local_machine();
     for exercise in scenario::bundled()?
         .iter()
         .filter(|s| !s.scripts.is_empty())
     {
         println!("  {}:", exercise.name);
+        if let Some(why) = crate::workshop::fit::cannot_judge(exercise, &machine) {
+            println!("    cannot be shown on this machine: {why}");
+        }
         for script in &exercise.scripts {
             println!(
                 "    {:<17} {}",
@@ -145,7 +150,7 @@ fn output(program: &str, args: &[&str]) -> Option<String> {
 
 fn bpftrace(root: bool) -> Route {
     let name = "bpftrace, as root";
-    if !cfg!(target_os = "linux") {
+    if THIS_OS != Os::Linux {
         return Route {
             name,
             works: false,
@@ -181,7 +186,7 @@ fn bpftrace(root: bool) -> Route {
 fn dtrace(root: bool) -> Route {
     let name = "DTrace";
     let Some(version) = output("dtrace", &["-V"]) else {
-        let better = if cfg!(target_os = "linux") {
+        let better = if THIS_OS == Os::Linux {
             "DTrace for Linux: https://github.com/oracle/dtrace-utils (bpftrace does the same here)"
         } else {
             "DTrace ships with macOS, illumos and FreeBSD"
@@ -193,7 +198,7 @@ fn dtrace(root: bool) -> Route {
             better: Some(better.into()),
         };
     };
-    let sip = cfg!(target_os = "macos")
+    let sip = (THIS_OS == Os::MacOs)
         .then(|| output("csrutil", &["status"]))
         .flatten();
     let blocked_by_sip = sip.as_deref().is_some_and(|s| s.contains("enabled."));
@@ -293,7 +298,7 @@ fn platform_steps() -> Vec<String> {
                 .to_owned(),
         );
     }
-    if cfg!(target_os = "macos") {
+    if THIS_OS == Os::MacOs {
         steps.push(
             "macOS: with SIP on, `sudo dtrace` may not see the probes; the tap needs nothing, \
              or trace in a Lima VM (limactl start; limactl shell default; sudo apt-get install bpftrace)."

@@ -13,8 +13,10 @@
 //! - `scenario.rs` and `model.rs`: named bundles of settings (`scenarios/*.toml`)
 //!   and what queueing theory predicts from the settings in force.
 //! - `serving/`: HTTP, connections, admin, shutdown, errors.
-//! - `cgroup.rs`: the CPU cgroup a scenario's world puts the server in, and
-//!   the ones that confine a measured server.
+//! - `platform/`: all that differs from one OS to another, and the only
+//!   place that names one: the CPU cgroups (a world's quota, a measured
+//!   server's confinement), the listener's kernel figures, the namespace's TCP
+//!   counters, the server's own stack sampler, files and signals.
 //! - `observe/`: probes, events, counters, Prometheus metrics, process CPU.
 //! - `profile/`: the server's CPU profile, sampled by itself (`profile`,
 //!   `GET /admin/profile`), folded and drawn as a flame graph.
@@ -32,7 +34,6 @@
 // aside; one that reads better whole says why where it allows more.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
-pub mod cgroup;
 pub mod cli;
 pub mod config;
 pub mod demo;

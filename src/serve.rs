@@ -13,9 +13,9 @@ use clap::Args;
 use simulator_api::settings::AdminListen;
 use simulator_api::Settings;
 
-use crate::cgroup::{CpuMax, ServerGroup};
 use crate::config::{self, SettingFlags};
 use crate::observe::{machine, probes};
+use crate::platform::cgroup::{CpuMax, ServerGroup};
 use crate::scenario::{self, Scenario};
 use crate::serving::answers::Answers;
 use crate::serving::incidents::IncidentMode;

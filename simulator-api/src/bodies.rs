@@ -235,6 +235,42 @@ pub struct Machine {
     pub zstd_bytes_per_cpu_s: Option<f64>,
     /// Bytes one work compresses under the settings in force; null with `work = none`.
     pub work_bytes: Option<u64>,
+    /// The server's OS, as Rust names it (`linux`, `macos`, `windows`...).
+    #[serde(default)]
+    pub os: String,
+    /// What of the kernel's figures that OS does not give the server (empty on
+    /// Linux): an exercise whose world or check needs one cannot run there.
+    #[serde(default)]
+    pub os_lacks: Vec<OsFeature>,
+}
+
+/// A figure or control of the kernel's that some OSes do not give a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OsFeature {
+    /// CPU cgroups: a quota of the server's own and its `cpu.stat` (Linux).
+    Cgroups,
+    /// The packets the kernel dropped for one listening socket (`SO_MEMINFO`, Linux).
+    ListenerDrops,
+    /// The network namespace's TCP counters (`/proc/net/netstat`, Linux).
+    TcpCounters,
+}
+
+impl OsFeature {
+    /// What it is, in a sentence's words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OsFeature::Cgroups => {
+                "CPU cgroups (a CPU quota of the server's own and its throttling counts)"
+            }
+            OsFeature::ListenerDrops => {
+                "the kernel's count of packets dropped for one listening socket (`SO_MEMINFO`)"
+            }
+            OsFeature::TcpCounters => {
+                "the kernel's TCP counters (`/proc/net/netstat`: listen overflows, delayed ACKs)"
+            }
+        }
+    }
 }
 
 /// The tokio runtime the server runs on, from its stable metrics, and the

@@ -12,6 +12,8 @@
 //! - `sweep/`: the seed's sweep of client counts, its tables and chart;
 //! - `scale_out/`: load beyond one machine (`docs/scale-out.md`): starting
 //!   together, adding reports up;
+//! - `platform/`: what differs by OS (the precise timer, a socket option, the
+//!   clock's synchronisation), the only place that names one;
 //! - `cli/`: the flags (`flags.rs`) and the commands they run;
 //! - `endpoints.rs`: the server's `/stats` and `/admin` routes, as the driver reads them.
 //!
@@ -25,6 +27,7 @@ pub mod cli;
 pub mod endpoints;
 mod load;
 mod plan;
+mod platform;
 mod reporting;
 mod scale_out;
 mod sweep;

@@ -4,7 +4,7 @@
 //! banner show it, so a figure that differs from a page's can be read against the
 //! machine that made it.
 //!
-//! The quota is read from the cgroup files (`crate::cgroup`): the standard
+//! The quota is read from the cgroup files (`crate::platform::cgroup`): the standard
 //! library folds it into `available_parallelism` but rounds it to whole cores.
 
 use std::time::Duration;
@@ -71,13 +71,13 @@ pub fn pool_size(size: simulator_api::settings::PoolSize) -> usize {
 /// The CPU a cgroup quota allows this process, in cores, where one is set (the
 /// tightest of its group and the groups above it).
 pub fn cpu_quota_cores() -> Option<f64> {
-    crate::cgroup::tightest_quota_cores()
+    crate::platform::cgroup::tightest_quota_cores()
 }
 
 /// `/stats.cpu_cgroup`: the group this process's CPU is accounted in now, its
 /// limit and its `cpu.stat`; `None` where no cgroup cpu controller is mounted.
 pub fn cpu_cgroup() -> Option<simulator_api::CpuCgroup> {
-    let group = crate::cgroup::CpuGroup::of_this_process()?;
+    let group = crate::platform::cgroup::CpuGroup::of_this_process()?;
     let max = group.cpu_max();
     let stat = group.cpu_stat().unwrap_or_default();
     let own = format!("isim-serve-{}", std::process::id());
@@ -112,6 +112,8 @@ pub fn snapshot(timer_overshoot: Duration, work: WorkFigures) -> Machine {
         timer_overshoot_us: timer_overshoot.as_micros() as u64,
         zstd_bytes_per_cpu_s: work.zstd_bytes_per_cpu_s,
         work_bytes: work.work_bytes,
+        os: crate::platform::os::NAME.to_owned(),
+        os_lacks: crate::platform::os::lacks(),
     }
 }
 

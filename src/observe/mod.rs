@@ -4,8 +4,8 @@
 //! `/metrics`) in one call, so the three views never disagree; both kept in
 //! per-thread parts added up when read (`shards.rs`); `process.rs` reads the process's own CPU time, `runtime.rs` watches the
 //! async runtime (its metrics and a timer-lateness canary), `machine.rs` the cores,
-//! quota, timer and calibration an exercise's figures depend on, `netstat.rs` the
-//! kernel's TCP counters of the server's network namespace, `recent_peak.rs` the
+//! quota, timer and calibration an exercise's figures depend on (the kernel's own
+//! figures, which differ by OS, are read in `platform/`), `recent_peak.rs` the
 //! largest of a figure over the last second (the accept queue's, the writes
 //! acknowledged and not yet made); `tap.rs` streams
 //! the same events as the probes in process, for tracing without root.
@@ -15,7 +15,6 @@ pub mod lifetime;
 pub mod live_counts;
 pub mod machine;
 pub mod metrics;
-pub mod netstat;
 pub mod probes;
 pub mod process;
 pub mod recent_peak;

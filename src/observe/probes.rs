@@ -87,7 +87,7 @@ pub fn trace_commands(pid: u32, scripts: &[String]) -> Vec<String> {
         format!("sudo scripts/trace {first} {pid}{also}"),
         format!("scripts/trace {first} {pid}             (no root: the same report from the server's probe tap; `system-simulator doctor` says which way you trace)"),
     ];
-    if cfg!(target_os = "linux") {
+    if crate::platform::os::THIS == crate::platform::os::Os::Linux {
         commands.push(format!("sudo bpftrace -p {pid} scripts/{first}.bt"));
     } else {
         commands.push(format!("sudo dtrace -p {pid} -s scripts/{first}.d"));

@@ -1,18 +1,25 @@
 //! What differs from one operating system to another, kept here so the rest of
-//! the crate names no OS. Today: the data port's listening socket as the kernel
-//! holds it (`listener.rs`: its accept queue, limit and drops, which Linux gives
-//! for one socket and other systems do not), read through an owned duplicate of
-//! the socket ([`SocketHandle`], a descriptor on Unix and a socket handle on
-//! Windows); and the server's own stack sampler (`stack_sampler.rs`: a SIGPROF
-//! timer, Unix only). Where an OS lacks a figure the answer is `None`, which
-//! `/stats` shows as null and a check that needs it reads as a failed
-//! condition; where it lacks a tool, the error says so.
-//!
-//! Still elsewhere, each behind its own `cfg` (issue 55 moves them here): the
-//! cgroup's CPU quota (`cgroup.rs`), the namespace's TCP counters
-//! (`observe/netstat.rs`), and the clients' socket options (simulator-clients).
+//! the crate names no OS (`tests/suite/platform.rs` holds it to that): which OS
+//! this is and which of the kernel's figures it gives (`os.rs`); the CPU
+//! cgroups of a world's quota and of the workshop's confinement (`cgroup.rs`,
+//! Linux's); the data port's listening socket as the kernel holds it
+//! (`listener.rs`: its accept queue, limit and drops, which Linux gives for one
+//! socket and other systems do not), read through an owned duplicate of the
+//! socket ([`SocketHandle`], a descriptor on Unix and a socket handle on
+//! Windows); the network namespace's TCP counters (`netstat.rs`, Linux's
+//! `/proc`); the server's own stack sampler (`stack_sampler.rs`: a SIGPROF
+//! timer, Unix only); a thread's kernel id and the stop signal (`process.rs`);
+//! files only their owner reads (`files.rs`). Where an OS lacks a figure the
+//! answer is `None`, which `/stats` shows as null, and `/stats.machine.os_lacks`
+//! names it, so `workshop list`, `start` and `check` say up front which
+//! exercise cannot run there; where it lacks a tool, the error says so.
 
+pub mod cgroup;
+pub mod files;
 pub mod listener;
+pub mod netstat;
+pub mod os;
+pub mod process;
 pub mod stack_sampler;
 
 /// An owned duplicate of a socket: the same kernel object, read while another

@@ -34,25 +34,13 @@ static WORKERS: Mutex<Vec<(u32, Arc<AtomicBool>)>> = Mutex::new(Vec::new());
 thread_local! {
     static PARKED: Arc<AtomicBool> = {
         let flag = Arc::new(AtomicBool::new(false));
-        let tid = this_thread_id();
+        let tid = crate::platform::process::thread_id();
         WORKERS
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((tid, Arc::clone(&flag)));
         flag
     };
-}
-
-/// The kernel's id of this thread (Linux; 0 elsewhere, where there is no
-/// `/proc/self/task` to read either).
-#[allow(unsafe_code)]
-fn this_thread_id() -> u32 {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid has no preconditions and cannot fail.
-    let tid = unsafe { libc::gettid() } as u32;
-    #[cfg(not(target_os = "linux"))]
-    let tid = 0;
-    tid
 }
 
 /// The runtime's `on_thread_park` hook: this worker has nothing to run.
@@ -111,7 +99,7 @@ pub async fn sample(seconds: Duration) -> Folded {
 
 fn read_for(seconds: Duration) -> Folded {
     let mut folded = Folded::default();
-    let me = this_thread_id();
+    let me = crate::platform::process::thread_id();
     let ticks = (seconds.as_millis() / PERIOD.as_millis()).max(1);
     let began = std::time::Instant::now();
     for tick in 0..ticks {
@@ -147,7 +135,7 @@ mod tests {
 
     #[test]
     fn a_worker_asleep_outside_a_park_is_inside_a_task() {
-        let tid = this_thread_id();
+        let tid = crate::platform::process::thread_id();
         let mut parked = HashMap::new();
         // This test's own thread is on a CPU while it reads itself.
         assert_eq!(

@@ -52,29 +52,9 @@ pub fn write(path: &Path, room: &Room) -> anyhow::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".new");
     let temporary = std::path::PathBuf::from(temporary);
-    write_private(&temporary, &text)
+    crate::platform::files::write_private(&temporary, &text)
         .and_then(|()| std::fs::rename(&temporary, path))
         .with_context(|| format!("writing the room to {}", path.display()))
-}
-
-/// Writes a file only its owner can read (it holds tokens).
-#[cfg(unix)]
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
-#[cfg(not(unix))]
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::write(path, bytes)
 }
 
 #[cfg(test)]
@@ -92,12 +72,10 @@ mod tests {
         let back = read(&path).unwrap().unwrap();
         assert_eq!(back.seat_of("t"), Some("alice"));
         assert_eq!((back.key.as_str(), back.started_ms), ("key", 5));
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
+        assert_ne!(
+            crate::platform::files::is_private(&path).unwrap(),
+            Some(false)
+        );
         std::fs::write(&path, "{\"seats\": 3}").unwrap();
         let refused = read(&path).unwrap_err().to_string();
         assert!(refused.contains("not a room's state file"), "{refused}");

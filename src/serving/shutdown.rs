@@ -19,20 +19,7 @@ pub async fn signal() {
             std::future::pending::<()>().await;
         }
     };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(err) => {
-                tracing::error!(%err, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
+    let term = crate::platform::process::terminate_requested();
     tokio::select! {
         () = ctrl_c => tracing::info!("SIGINT: shutting down"),
         () = term => tracing::info!("SIGTERM: shutting down"),

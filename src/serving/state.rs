@@ -101,7 +101,7 @@ impl AppState {
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             requests_done_ns: crate::observe::lifetime::requests_done_ns(),
-            tcp: crate::observe::netstat::tcp_counters(),
+            tcp: crate::platform::netstat::tcp_counters(),
             runtime: self.runtime.snapshot(counts.work_in_flight()),
             machine: machine::snapshot(
                 crate::request_path::delay::overshoot(),

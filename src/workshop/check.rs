@@ -347,15 +347,15 @@ async fn preflight(
     if let Some(reason) = cpu_limit_moved(stats.cpu_cgroup.as_ref(), scenario) {
         return refuse(reason);
     }
-    if let Some(why) = figure_missing(scenario, stats.connections.listen_drops) {
-        return refuse(format!(
-            "this server cannot show exercise {}: {why}",
-            scenario.name
-        ));
-    }
     if let Some(why) = super::fit::cannot_judge(scenario, &stats.machine) {
         return refuse(format!(
             "this machine cannot show exercise {}: {why}",
+            scenario.name
+        ));
+    }
+    if let Some(why) = figure_missing(scenario, stats.connections.listen_drops) {
+        return refuse(format!(
+            "this server cannot show exercise {}: {why}",
             scenario.name
         ));
     }
@@ -376,17 +376,18 @@ async fn preflight(
     }
 }
 
-/// Why the server cannot give a figure one of the scenario's conditions reads,
-/// where it cannot: the listener's drops come from the kernel of one OS
-/// (`platform/listener.rs`), so elsewhere the condition could never hold, and
-/// the attendee hears so before any load rather than after a window.
+/// Why the server does not give a figure one of the scenario's conditions
+/// reads, on an OS that should (`fit::cannot_judge` has told the other OSes
+/// already): the listener's drops need `SO_MEMINFO`'s drop count
+/// (`platform/listener.rs`), so without it the condition could never
+/// hold, and the attendee hears so before any load rather than after a window.
 fn figure_missing(scenario: &Scenario, listen_drops: Option<u64>) -> Option<String> {
     let reads_drops = scenario
         .check
         .iter()
         .any(|c| c.metric == Metric::ListenDrops);
     (reads_drops && listen_drops.is_none()).then(|| {
-        "its condition on the packets the listener dropped needs the kernel's count for one socket (`SO_MEMINFO`), which this server's OS does not give (Linux does; /stats.connections.listen_drops is null)".to_owned()
+        "its condition on the packets the listener dropped needs the kernel's count for one socket (`SO_MEMINFO`), which this server's kernel did not give (/stats.connections.listen_drops is null)".to_owned()
     })
 }
 

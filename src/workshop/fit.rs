@@ -20,11 +20,16 @@
 //! throttling then happens up there, where the server's `cpu.stat` does not
 //! count it). There the check refuses to judge and the figures are not measured
 //! ([`cannot_judge`]).
+//!
+//! An exercise whose world or check needs a figure of the kernel's that the
+//! server's OS does not give (a cgroup, the listener's drops: `platform/os.rs`)
+//! cannot be shown there either, and `list`, `start` and `check` say so before
+//! any load rather than after a window.
 
 use simulator_api::settings::WorkKind;
-use simulator_api::Machine;
+use simulator_api::{Machine, OsFeature};
 
-use crate::scenario::Scenario;
+use crate::scenario::{Metric, Scenario};
 
 /// What this machine cannot show of `scenario`, in words; empty when it can.
 pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
@@ -48,8 +53,36 @@ pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
     said
 }
 
-/// Why `machine` cannot show `scenario`'s own CPU quota at all, where it cannot.
+/// The kernel's figures `scenario` cannot be shown without: its world's CPU
+/// quota and its conditions' readings.
+pub fn needs(scenario: &Scenario) -> Vec<OsFeature> {
+    let mut needs = Vec::new();
+    let reads = |metric| scenario.check.iter().any(|c| c.metric == metric);
+    if !scenario.settings().cpu_quota.is_zero() || reads(Metric::ThrottledMsPerS) {
+        needs.push(OsFeature::Cgroups);
+    }
+    if reads(Metric::ListenDrops) {
+        needs.push(OsFeature::ListenerDrops);
+    }
+    needs
+}
+
+/// Why `machine` cannot show `scenario` at all, where it cannot: its OS lacks a
+/// figure the exercise needs, or its CPUs or an outer quota hide the
+/// exercise's own quota.
 pub fn cannot_judge(scenario: &Scenario, machine: &Machine) -> Option<String> {
+    let lacking: Vec<&str> = needs(scenario)
+        .into_iter()
+        .filter(|need| machine.os_lacks.contains(need))
+        .map(OsFeature::describe)
+        .collect();
+    if !lacking.is_empty() {
+        return Some(format!(
+            "it needs {}, which the kernel gives on Linux and not on {}: not on this OS (docs/workshop/README.md's table says what runs where)",
+            lacking.join(" and "),
+            if machine.os.is_empty() { "this server's OS" } else { machine.os.as_str() }
+        ));
+    }
     let settings = scenario.settings();
     if settings.cpu_quota.is_zero() {
         return None;
@@ -130,5 +163,31 @@ mod tests {
         assert!(outer.contains("tighter CPU quota (0.50 cores)"), "{outer}");
         let other = scenario::Scenario::load("blocking-runtime").unwrap();
         assert_eq!(cannot_judge(&other, &machine(1, Some(0.5))), None);
+    }
+
+    #[test]
+    fn an_os_without_the_kernels_figures_is_told_which_exercises_it_cannot_show() {
+        let elsewhere = Machine {
+            os: "macos".into(),
+            os_lacks: vec![
+                OsFeature::Cgroups,
+                OsFeature::ListenerDrops,
+                OsFeature::TcpCounters,
+            ],
+            ..machine(8, None)
+        };
+        let mut refused = Vec::new();
+        for s in scenario::bundled().unwrap() {
+            if let Some(why) = cannot_judge(&s, &elsewhere) {
+                assert!(why.contains("not on macos"), "{why}");
+                assert_eq!(warnings(&s, &elsewhere), vec![why]);
+                refused.push(s.name.clone());
+            }
+            // Linux gives them all.
+            assert_eq!(cannot_judge(&s, &machine(8, None)), None, "{}", s.name);
+        }
+        assert_eq!(refused, ["cpu-quota", "accept-queue"]);
+        let quota = cannot_judge(&scenario::Scenario::load("cpu-quota").unwrap(), &elsewhere);
+        assert!(quota.unwrap().contains("CPU cgroups"));
     }
 }

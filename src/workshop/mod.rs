@@ -248,7 +248,7 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 
 /// This machine as a server started here would see it (no calibration: a
 /// scenario's CPU work is stated in time).
-fn local_machine() -> simulator_api::Machine {
+pub fn local_machine() -> simulator_api::Machine {
     crate::observe::machine::snapshot(
         std::time::Duration::ZERO,
         crate::request_path::work::figures(&simulator_api::Settings::default()),

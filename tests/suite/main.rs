@@ -25,6 +25,7 @@ mod live_view;
 mod model;
 mod open_loop;
 mod pages_run;
+mod platform;
 mod probes;
 mod profile;
 mod prometheus;

@@ -52,7 +52,7 @@ async fn the_open_loop_keeps_its_rate_within_2_percent_over_10_s() {
     assert_eq!(server_done, report.requests_completed);
 }
 
-/// `--precise-pacing`'s one shared timer (`precise.rs`) loses no wait: every
+/// `--precise-pacing`'s one shared timer (`platform/precise_timer.rs`) loses no wait: every
 /// send of the timetable leaves or is counted missed, with no slack and with the
 /// default one, and a closed loop's think times end too. Correctness only; how
 /// exactly it paces is measured by scripts/bench/pacing.py.

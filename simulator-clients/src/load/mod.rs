@@ -1,12 +1,10 @@
 //! Running a load (the plan it runs is `crate::plan`): the clients themselves
 //! (`worker.rs`), their connections (`connection.rs`), the open loop's timetable
-//! (`schedule.rs`) and the sub-millisecond pacing of `--precise-pacing`
-//! (`precise.rs`); here, [`run`], which opens the connections, starts the clients
+//! (`schedule.rs`; the sub-millisecond pacing of `--precise-pacing` is the
+//! OS's, in `platform/precise_timer.rs`); here, [`run`], which opens the connections, starts the clients
 //! and returns the [`Report`].
 
 pub mod connection;
-#[cfg(target_os = "linux")]
-pub mod precise;
 pub mod retry;
 pub mod schedule;
 pub mod worker;

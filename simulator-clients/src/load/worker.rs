@@ -72,10 +72,9 @@ pub struct RunState {
     in_flight: AtomicU64,
     /// The retry budget every client draws on (`--retry-budget`).
     budget: Option<RetryBudget>,
-    /// `--precise-pacing`'s timer, which every client waits on (`precise.rs`);
-    /// `None`: tokio's.
-    #[cfg(target_os = "linux")]
-    precise: Option<crate::load::precise::SharedPacer>,
+    /// `--precise-pacing`'s timer, which every client waits on
+    /// (`platform/precise_timer.rs`); `None`: tokio's.
+    precise: Option<crate::platform::SharedPacer>,
 }
 
 impl RunState {
@@ -109,16 +108,14 @@ impl RunState {
             _ => None,
         };
         let budget = plan.retry.budget_percent.map(RetryBudget::new);
-        #[cfg(target_os = "linux")]
         let precise = plan.precise_pacing.map(|slack| {
-            crate::load::precise::SharedPacer::start(slack)
+            crate::platform::SharedPacer::start(slack)
                 .map_err(|e| {
                     eprintln!("sim-clients: no precise timer ({e}); pacing by tokio's timer")
                 })
                 .ok()
         });
         Self {
-            #[cfg(target_os = "linux")]
             precise: precise.flatten(),
             recorder,
             plan,
@@ -159,7 +156,6 @@ impl RunState {
         };
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         // A reply woke the driver: sends due by now leave in this wake-up.
-        #[cfg(target_os = "linux")]
         if let Some(precise) = &self.precise {
             precise.nudge();
         }
@@ -167,9 +163,8 @@ impl RunState {
     }
 
     /// Sleeps until `at`: on tokio's timer (1 ms ticks), or with
-    /// `--precise-pacing` on the run's precise timer (`precise.rs`).
+    /// `--precise-pacing` on the run's precise timer.
     async fn pace_until(&self, at: Instant) {
-        #[cfg(target_os = "linux")]
         if let Some(precise) = &self.precise {
             return precise.sleep_until(at).await;
         }

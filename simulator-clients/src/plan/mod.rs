@@ -55,7 +55,7 @@ pub struct LoadPlan {
     /// kernel choose. Several give more ephemeral ports than one address has.
     pub bind: Vec<IpAddr>,
     /// Wait for sends and think times on a timer of nanosecond resolution
-    /// (`precise.rs`, Linux) instead of tokio's millisecond wheel, each wait
+    /// (`platform/precise_timer.rs`, Linux) instead of tokio's millisecond wheel, each wait
     /// ending at most this slack late; `None`: tokio's timer.
     pub precise_pacing: Option<Duration>,
 }
@@ -163,7 +163,7 @@ impl LoadPlan {
         if poisson && shard.count > 1 && self.shared_seed().is_none() {
             return Err(PlanError::ShardSeed);
         }
-        if self.precise_pacing.is_some() && !cfg!(target_os = "linux") {
+        if self.precise_pacing.is_some() && !crate::platform::HAS_PRECISE_TIMER {
             return Err(PlanError::PreciseElsewhere);
         }
         if self
@@ -286,9 +286,11 @@ mod tests {
         assert_eq!(no_stop.validate(), Err(PlanError::NoStop));
     }
 
-    #[cfg(target_os = "linux")]
     #[test]
     fn a_pacing_slack_is_at_most_a_millisecond() {
+        if !crate::platform::HAS_PRECISE_TIMER {
+            return; // refused whatever its slack: PreciseElsewhere
+        }
         let with = |slack| LoadPlan {
             precise_pacing: Some(slack),
             ..LoadPlan::default()

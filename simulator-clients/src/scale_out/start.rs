@@ -6,7 +6,8 @@
 //! late it really started. A shard that comes up after the time starts at once,
 //! its schedule still counted from the common time, so its lateness shows as
 //! schedule lag instead of shifting its share of the load. Wall-clock agreement is
-//! only as good as the machines' clocks: on Linux the kernel's own view of its
+//! only as good as the machines' clocks: where the OS gives it (Linux,
+//! `platform/clock.rs`), the kernel's own view of its
 //! synchronisation (adjtimex: the unsynchronised flag and the maximum error) is
 //! read and a warning printed when it is poor.
 
@@ -14,6 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+pub use crate::platform::clock::{status as clock_status, ClockStatus};
 
 /// A clock error bound above this gets a warning: shards would start that far apart.
 pub const CLOCK_ERROR_WARNING: Duration = Duration::from_millis(10);
@@ -117,15 +120,6 @@ pub async fn wait_for(at: SystemTime, cancel: &CancellationToken) -> (Instant, D
     }
 }
 
-/// What the kernel says of the system clock's synchronisation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClockStatus {
-    /// No time daemon has marked the clock synchronised (STA_UNSYNC).
-    pub unsynchronised: bool,
-    /// The kernel's bound on the clock's error.
-    pub max_error: Duration,
-}
-
 /// A warning for `status`, when shards relying on the clock may start apart.
 pub fn warning(status: ClockStatus) -> Option<String> {
     if status.unsynchronised {
@@ -140,43 +134,6 @@ pub fn warning(status: ClockStatus) -> Option<String> {
             crate::reporting::units::duration(u64::try_from(status.max_error.as_nanos()).unwrap_or(u64::MAX))
         )
     })
-}
-
-/// The clock's status on Linux; `None` elsewhere or when the kernel does not say.
-pub fn clock_status() -> Option<ClockStatus> {
-    #[cfg(target_os = "linux")]
-    {
-        linux::clock_status()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod linux {
-    use std::time::Duration;
-
-    use super::ClockStatus;
-
-    /// adjtimex(2) with `modes` = 0 only reads the kernel's clock state. No crate
-    /// wraps it safely (nix and rustix do not have it), hence one unsafe call.
-    #[allow(unsafe_code)]
-    pub fn clock_status() -> Option<ClockStatus> {
-        // SAFETY: `timex` is plain integers, for which all zeroes is a valid value
-        // and, with modes = 0, the documented read-only query; the kernel writes
-        // only into the struct we own for the duration of the call.
-        let mut timex: libc::timex = unsafe { std::mem::zeroed() };
-        let state = unsafe { libc::adjtimex(&mut timex) };
-        if state < 0 {
-            return None;
-        }
-        Some(ClockStatus {
-            unsynchronised: state == libc::TIME_ERROR || timex.status & libc::STA_UNSYNC != 0,
-            max_error: Duration::from_micros(u64::try_from(timex.maxerror).unwrap_or(0)),
-        })
-    }
 }
 
 #[cfg(test)]
@@ -237,12 +194,6 @@ mod tests {
             ..good
         };
         assert!(warning(unsync).unwrap().contains("not synchronised"));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_kernel_answers_for_its_clock() {
-        assert!(clock_status().is_some());
     }
 
     #[tokio::test(start_paused = true)]

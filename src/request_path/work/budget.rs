@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::cgroup::CpuMax;
+use crate::platform::cgroup::CpuMax;
 use crate::request_path::network::CutShort;
 
 /// The works started in the last window, and the line of works waiting to start.

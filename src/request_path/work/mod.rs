@@ -109,7 +109,8 @@ impl Work {
             // Measured here, when the setting is applied, never inside a request.
             corpus::corpus(bytes_per_work(settings).min(MAX_PIECE as u64) as usize);
         }
-        let own_limit = crate::cgroup::CpuGroup::of_this_process().and_then(|g| g.cpu_max());
+        let own_limit =
+            crate::platform::cgroup::CpuGroup::of_this_process().and_then(|g| g.cpu_max());
         Ok(Self {
             kind: settings.work,
             place,

@@ -6,6 +6,10 @@
 //! periods, throttled periods, throttled time), for `/stats`, `/metrics`, the
 //! work's pacing and `workshop check`.
 //!
+//! Linux's alone: elsewhere [`CpuGroup::of_this_process`] and
+//! [`CpuGroup::root`] find no group, and [`ServerGroup::enter`] says the OS has
+//! none, so a world with a CPU limit refuses to start there with that reason.
+//!
 //! Written by hand: no crate in the project's set manages cgroups, and this is a
 //! handful of file reads and writes. The standard library folds a quota into
 //! `available_parallelism` but rounds it to whole cores, and half a core is the
@@ -125,6 +129,9 @@ pub struct CpuGroup {
 impl CpuGroup {
     /// The cgroup this process's CPU is accounted in now, where one is mounted.
     pub fn of_this_process() -> Option<Self> {
+        if !super::os::HAS_CGROUPS {
+            return None;
+        }
         let table = std::fs::read_to_string("/proc/self/cgroup").ok()?;
         Self::from_table(&table, Path::new(ROOT))
     }
@@ -161,6 +168,9 @@ impl CpuGroup {
     /// made for a confined server: v2's root if its children can have the cpu
     /// controller, else v1's cpu mount.
     pub fn root() -> Option<Self> {
+        if !super::os::HAS_CGROUPS {
+            return None;
+        }
         let root = Path::new(ROOT);
         let v2_has_cpu = std::fs::read_to_string(root.join("cgroup.subtree_control"))
             .is_ok_and(|c| c.split_whitespace().any(|w| w == "cpu"));
@@ -332,6 +342,12 @@ impl ServerGroup {
     /// (`systemd-run --scope -p CPUQuota=...`, a container). Call before the
     /// process starts the work that should count against the limit.
     pub fn enter(max: CpuMax) -> Result<Self, String> {
+        if !super::os::HAS_CGROUPS {
+            return Err(format!(
+                "a CPU limit is a Linux cgroup's, and this server runs on {}: not on this OS",
+                super::os::NAME
+            ));
+        }
         let current = CpuGroup::of_this_process().ok_or_else(|| {
             "this machine has no cgroup cpu controller mounted (neither v2's cpu.max nor v1's cpu.cfs_quota_us under /sys/fs/cgroup)".to_owned()
         })?;
