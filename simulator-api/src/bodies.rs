@@ -144,6 +144,12 @@ pub struct Stats {
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
+    /// Time the server's threads spent runnable and waiting for a CPU, summed
+    /// over threads, since the server began (Linux's `schedstat`; null
+    /// elsewhere): a CPU shared with someone else, where the process's own CPU
+    /// time looks lower than usual.
+    #[serde(default)]
+    pub runqueue_wait_ns: Option<u64>,
     /// The time inside the server of every request done since the process
     /// started, summed (request-start to request-done; `/metrics`'
     /// `isim_request_lifetime_seconds_sum`): its change over the change of
@@ -254,6 +260,8 @@ pub enum OsFeature {
     ListenerDrops,
     /// The network namespace's TCP counters (`/proc/net/netstat`, Linux).
     TcpCounters,
+    /// The threads' time runnable and waiting for a CPU (`/proc/PID/task/*/schedstat`, Linux).
+    RunQueueWait,
 }
 
 impl OsFeature {
@@ -268,6 +276,9 @@ impl OsFeature {
             }
             OsFeature::TcpCounters => {
                 "the kernel's TCP counters (`/proc/net/netstat`: listen overflows, delayed ACKs)"
+            }
+            OsFeature::RunQueueWait => {
+                "the kernel's count of the time the server's threads waited for a CPU (`schedstat`)"
             }
         }
     }

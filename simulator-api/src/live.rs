@@ -52,6 +52,12 @@ pub struct LiveSecond {
     /// `TcpExtDelayedACKs`); null where the kernel does not give it.
     #[serde(default)]
     pub delayed_acks: Option<u64>,
+    /// Time the server's threads waited for a CPU while runnable this second,
+    /// summed over threads, in ms (`/stats.runqueue_wait_ns`' change); null
+    /// where the kernel does not give it. Beside `cpu_quota.throttled_ms` it
+    /// tells a CPU taken by someone else from a quota spent.
+    #[serde(default)]
+    pub runqueue_wait_ms: Option<f64>,
     /// The longest request that ended this second, in ms (exact, not a
     /// bucket's bound); null when none ended. A stall of every request shows
     /// here when the percentiles of a busy second still hide it.

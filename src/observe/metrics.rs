@@ -114,6 +114,15 @@ pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
     if let Some(group) = &now.cpu_cgroup {
         write_cpu_cgroup(&mut text, group);
     }
+    if let Some(ns) = now.runqueue_wait_ns {
+        super::process::write_family(
+            &mut text,
+            "isim_runqueue_wait_seconds_total",
+            "counter",
+            "Time the server's threads were runnable and waited for a CPU, summed over threads (schedstat): a CPU shared with someone else.",
+            ns as f64 / 1e9,
+        );
+    }
     write_listener(&mut text, &now.connections);
     text
 }

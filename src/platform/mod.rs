@@ -7,7 +7,7 @@
 //! socket and other systems do not), read through an owned duplicate of the
 //! socket ([`SocketHandle`], a descriptor on Unix and a socket handle on
 //! Windows); the network namespace's TCP counters (`netstat.rs`, Linux's
-//! `/proc`); the server's own stack sampler (`stack_sampler.rs`: a SIGPROF
+//! `/proc`); the threads' run-queue wait (`schedstat.rs`, Linux's `/proc`); the server's own stack sampler (`stack_sampler.rs`: a SIGPROF
 //! timer, Unix only); a thread's kernel id and the stop signal (`process.rs`);
 //! files only their owner reads (`files.rs`). Where an OS lacks a figure the
 //! answer is `None`, which `/stats` shows as null, and `/stats.machine.os_lacks`
@@ -20,6 +20,7 @@ pub mod listener;
 pub mod netstat;
 pub mod os;
 pub mod process;
+pub mod schedstat;
 pub mod stack_sampler;
 
 /// An owned duplicate of a socket: the same kernel object, read while another

@@ -38,6 +38,7 @@ pub fn lacks() -> Vec<OsFeature> {
             OsFeature::Cgroups,
             OsFeature::ListenerDrops,
             OsFeature::TcpCounters,
+            OsFeature::RunQueueWait,
         ]
     }
 }

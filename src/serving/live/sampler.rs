@@ -132,10 +132,18 @@ impl Sample {
             cpu_quota: quota_second(s, &earlier.stats),
             listener: listener_second(s, &earlier.stats),
             delayed_acks: delayed_acks_second(s, &earlier.stats),
+            runqueue_wait_ms: runqueue_wait_second(s, &earlier.stats),
             longest_ms: self.longest.map(|d| d.as_secs_f64() * 1e3),
             compaction_hold_ms: self.hold.map(|d| d.as_secs_f64() * 1e3),
         }
     }
+}
+
+/// The time the server's threads waited for a CPU this second, in ms.
+fn runqueue_wait_second(now: &Stats, earlier: &Stats) -> Option<f64> {
+    let now = now.runqueue_wait_ns?;
+    let was = earlier.runqueue_wait_ns.unwrap_or(now);
+    Some(now.saturating_sub(was) as f64 / 1e6)
 }
 
 /// The delayed ACKs the server's namespace sent this second.
