@@ -48,6 +48,10 @@ pub enum Command {
     /// A flame graph of a running server's CPU, taken by the server itself
     /// (GET /admin/profile): no root, no perf.
     Profile(crate::profile::command::ProfileArgs),
+    /// A noisy neighbour: CPU-bound threads in a process of their own, printing
+    /// the work they do every 25 ms (a world with `neighbour_threads_per_cpu`
+    /// starts one beside the server).
+    Neighbour(crate::neighbour::NeighbourArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
@@ -60,6 +64,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Profile(args) => crate::profile::command::run(args).await,
         Command::Room(args) => crate::room::run(args).await,
+        Command::Neighbour(args) => crate::neighbour::run(&args),
         Command::Settings { markdown } => {
             print_settings(markdown);
             Ok(())
@@ -115,7 +120,7 @@ impl Command {
     /// takes a few reports a second, and a pool's workers waking each other for
     /// them cost it more CPU than its work (`scripts/bench/room.py`).
     pub fn runs_on_one_thread(&self) -> bool {
-        matches!(self, Command::Room(_))
+        matches!(self, Command::Room(_) | Command::Neighbour(_))
     }
 
     /// The log level unless RUST_LOG says otherwise: a server (`serve`, `workshop

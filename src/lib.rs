@@ -39,6 +39,7 @@ pub mod config;
 pub mod demo;
 pub mod doctor;
 pub mod model;
+pub mod neighbour;
 pub mod observe;
 pub mod platform;
 pub mod profile;

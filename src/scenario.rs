@@ -62,6 +62,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "periodic-stall",
         include_str!("../scenarios/periodic-stall.toml"),
     ),
+    (
+        "noisy-neighbour",
+        include_str!("../scenarios/noisy-neighbour.toml"),
+    ),
 ];
 
 /// A scenario, as its file says.
@@ -168,6 +172,18 @@ pub enum Metric {
     /// store holds; more is a write-behind buffer, whatever setting made it.
     /// Fails in a world whose store has no limit (server).
     AckedUnwrittenPerSlot,
+    /// The time the server's threads were runnable and waited for a CPU over
+    /// the window (`/stats.runqueue_wait_ns`, Linux's schedstat, summed over
+    /// threads) per unit of CPU time they got (`process_cpu_ns`): how long its
+    /// work waits for each millisecond it runs. A ratio, so a laptop 3x slower
+    /// (which spends 3x the CPU on the same requests, and waits in proportion)
+    /// reads the same; fails where the kernel does not give it (server).
+    RunqueueWaitPerCpu,
+    /// The world's neighbour's work a second in the window over its work a
+    /// second alone, measured just before the window with the server idle: a
+    /// fix that kills or stops it keeps none; fails without a neighbour
+    /// (`workshop/neighbour_share.rs`; the neighbour's side).
+    NeighbourShare,
 }
 
 impl Metric {
@@ -189,6 +205,8 @@ impl Metric {
             Metric::CompactionsPerS => "compactions of the index a second",
             Metric::IndexEntries => "entries in the index",
             Metric::AckedUnwrittenPerSlot => "answered unwritten, peak per store slot",
+            Metric::RunqueueWaitPerCpu => "ms waiting for a CPU per ms on one",
+            Metric::NeighbourShare => "the neighbour's work, share of it alone",
         }
     }
 }

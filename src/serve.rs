@@ -69,6 +69,8 @@ pub async fn serve_with(
     after_banner: impl FnOnce(u32, &str),
 ) -> anyhow::Result<()> {
     let (config, scenario) = args.resolve()?;
+    // Before the server enters a limit of its own: the neighbour is someone else's.
+    let neighbour = start_neighbour(&config)?;
     // Before the work is calibrated or served, so all of it counts against the limit.
     let cpu_limit = enter_cpu_limit(&config)?;
     probes::register();
@@ -97,18 +99,7 @@ pub async fn serve_with(
         config.persist_latency,
         config.network_delay
     );
-    if let Some(group) = &cpu_limit {
-        println!(
-            "  CPU limit (the scenario's world): {} in cgroup {} ({})",
-            limit_of(&config).describe(),
-            group.group().dir().display(),
-            if group.made_here() {
-                "made for this server"
-            } else {
-                "the one it was started in, which had that limit already"
-            }
-        );
-    }
+    print_world_beside(&config, cpu_limit.as_ref(), neighbour.as_deref());
     // Measure the machine now, before any request needs the work's calibration.
     if config.work != simulator_api::settings::WorkKind::None {
         crate::request_path::work::bytes_per_work(&config);
@@ -145,7 +136,52 @@ pub async fn serve_with(
     .await?;
     print!("{}", shutdown::final_report(&report));
     drop(cpu_limit);
+    if let Some(n) = neighbour {
+        n.stop();
+    }
     Ok(())
+}
+
+/// The banner's lines on what the world puts around the server: its CPU limit
+/// and its neighbour, where it has them.
+fn print_world_beside(
+    config: &Settings,
+    cpu_limit: Option<&ServerGroup>,
+    neighbour: Option<&crate::neighbour::beside::Neighbour>,
+) {
+    if let Some(group) = cpu_limit {
+        println!(
+            "  CPU limit (the scenario's world): {} in cgroup {} ({})",
+            limit_of(config).describe(),
+            group.group().dir().display(),
+            if group.made_here() {
+                "made for this server"
+            } else {
+                "the one it was started in, which had that limit already"
+            }
+        );
+    }
+    if let Some(n) = neighbour {
+        println!(
+            "  a neighbour (the scenario's world): pid {} with {} CPU-bound threads, `pgrep -x {}`",
+            n.pid(),
+            n.stats().threads,
+            crate::neighbour::PROCESS_NAME
+        );
+    }
+}
+
+/// The world's neighbour, when it has one: this many threads for each CPU the
+/// server may use.
+fn start_neighbour(
+    config: &Settings,
+) -> anyhow::Result<Option<std::sync::Arc<crate::neighbour::beside::Neighbour>>> {
+    if config.neighbour_threads_per_cpu == 0 {
+        return Ok(None);
+    }
+    let threads = config.neighbour_threads_per_cpu * machine::affinity_cpus().max(1);
+    let threads = threads.min(crate::neighbour::MAX_THREADS) as u32;
+    crate::neighbour::beside::start(threads).map(Some)
 }
 
 /// The world's CPU limit, as the kernel takes it.

@@ -150,6 +150,10 @@ pub struct Stats {
     /// time looks lower than usual.
     #[serde(default)]
     pub runqueue_wait_ns: Option<u64>,
+    /// The process the world runs beside the server (`neighbour_threads_per_cpu`),
+    /// null in a world without one.
+    #[serde(default)]
+    pub neighbour: Option<NeighbourStats>,
     /// The time inside the server of every request done since the process
     /// started, summed (request-start to request-done; `/metrics`'
     /// `isim_request_lifetime_seconds_sum`): its change over the change of
@@ -182,6 +186,23 @@ pub struct Stats {
     pub model: Model,
     /// The configuration in force, live changes included.
     pub config: Settings,
+}
+
+/// The neighbour a world runs beside the server: a process of its own with
+/// CPU-bound threads (`system-simulator neighbour`), which the server started
+/// and reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeighbourStats {
+    /// Its process id (`renice`, `chrt`, `taskset` take it).
+    pub pid: u32,
+    /// Its CPU-bound threads.
+    pub threads: u32,
+    /// Units of work it has done since it started (a unit is a fixed amount of
+    /// integer arithmetic, so its rate is the CPU it gets), as of its last
+    /// report (every 25 ms).
+    pub work: u64,
+    /// Whether it still runs (false once it ended or was killed).
+    pub running: bool,
 }
 
 /// The `TcpExt` counters of the server's network namespace (`/proc/self/net/netstat`,
@@ -402,6 +423,12 @@ pub struct Fix {
     /// sweep. Empty for a fix to the server alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load: Vec<String>,
+    /// A fix outside the service and its clients: a command the machine's
+    /// operator runs in a shell (`renice`, `chrt`, `taskset` on a noisy
+    /// neighbour), with the world's neighbour's pid in `$NEIGHBOUR`. `config`
+    /// is then empty: the service is not what changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside: Option<String>,
 }
 
 impl Fix {
@@ -453,6 +480,7 @@ mod tests {
             per_client: BTreeMap::from([("permits".into(), 8)]),
             trade_off: None,
             load: Vec::new(),
+            outside: None,
         };
         assert_eq!(fix.config_for(1000).unwrap().permits, Some(8000));
         assert!(fix.config_for(usize::MAX).is_err());

@@ -27,8 +27,8 @@ pub mod settings;
 pub mod value;
 
 pub use bodies::{
-    ConnectionCounts, Counts, CpuCgroup, ErrorBody, Fix, Machine, Model, OsFeature, Reply,
-    RetriedLoad, RuntimeStats, ScenarioInfo, Stats, TcpCounters, SEED_COUNTS,
+    ConnectionCounts, Counts, CpuCgroup, ErrorBody, Fix, Machine, Model, NeighbourStats, OsFeature,
+    Reply, RetriedLoad, RuntimeStats, ScenarioInfo, Stats, TcpCounters, SEED_COUNTS,
 };
 pub use delay::Delay;
 pub use incident::{Incident, IncidentStatus};

@@ -410,6 +410,9 @@ macro_rules! with_settings {
             /// With `cpu_quota`: the period the quota is granted per, as the kernel's CFS bandwidth control counts it (the kernel's and Kubernetes' default is 100ms; 1ms to 1s).
             cpu_period: std::time::Duration = $crate::settings::DEFAULT_CPU_PERIOD;
                 $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_CPU_PERIOD }; restart; world; "machine";
+            /// A noisy neighbour: another process the server starts beside itself at start (`system-simulator neighbour`, a batch job on the same host), with this many CPU-bound threads for each CPU the server may use, outside the server's own CPU limit; the server's threads then wait for a CPU while its own CPU use looks low (0 = none).
+            neighbour_threads_per_cpu: usize = 0;
+                $crate::value::Bounds::Count { min: 0, max: 16 }; restart; world; "machine";
             /// Simulated network delay, applied on the way in and again on the way out, inside the request lifetime.
             network_delay: $crate::delay::Delay = $crate::settings::default_network_delay();
                 $crate::value::Bounds::Any; live; world; "request path";

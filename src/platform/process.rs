@@ -1,6 +1,6 @@
 //! The process's dealings with its kernel that differ by OS: a thread's id as
 //! the kernel knows it (the profiler's per-thread CPU times) and the signal a
-//! service manager stops it with.
+//! service manager stops it with, and a thread's name as `ps` shows it.
 
 /// The kernel's id of this thread (Linux's `gettid`; 0 elsewhere, where there
 /// is no `/proc/self/task` to read either).
@@ -32,4 +32,22 @@ pub async fn terminate_requested() {
     }
     #[cfg(not(unix))]
     std::future::pending::<()>().await;
+}
+
+/// Names the calling thread as `ps`, `top` and `pgrep` show it (Linux's
+/// `comm`, cut to 15 bytes): for the main thread, whose name the standard
+/// library cannot set, this is the process's name too. Elsewhere a no-op.
+#[allow(unsafe_code)]
+pub fn name_this_thread(name: &str) {
+    #[cfg(target_os = "linux")]
+    {
+        let mut bytes = [0u8; 16];
+        let len = name.len().min(15);
+        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16
+        // bytes from the pointer; `bytes` is 16 bytes, the last always NUL.
+        unsafe { libc::prctl(libc::PR_SET_NAME, bytes.as_ptr()) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = name;
 }

@@ -72,7 +72,10 @@ fn threads_now() -> Option<Vec<(u32, u64)>> {
         let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) else {
             continue;
         };
-        let wait = text.split_whitespace().nth(1).and_then(|w| w.parse().ok())?;
+        let wait = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|w| w.parse().ok())?;
         found.push((tid, wait));
     }
     (!found.is_empty()).then_some(found)

@@ -101,6 +101,7 @@ impl AppState {
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             runqueue_wait_ns: crate::platform::schedstat::runqueue_wait_ns(),
+            neighbour: crate::neighbour::beside::stats(),
             requests_done_ns: crate::observe::lifetime::requests_done_ns(),
             tcp: crate::platform::netstat::tcp_counters(),
             runtime: self.runtime.snapshot(counts.work_in_flight()),

@@ -31,8 +31,8 @@ use simulator_api::Counts;
 use simulator_clients::{endpoints, LoadPlan, Report};
 use tokio_util::sync::CancellationToken;
 
-use super::progress;
 use super::unwritten_watch::{self, Watched};
+use super::{neighbour_share, progress};
 use crate::scenario::{Condition, Metric, Scenario};
 
 /// The shortest window: the runtime canary's figures cover the last 5 s.
@@ -261,6 +261,12 @@ struct Ran {
     incident_end_s: Option<f64>,
     /// The server's elements answered and not yet written, read through the window.
     unwritten: Watched,
+    /// The server's threads' run-queue wait and its CPU time (ns) as the window began.
+    runqueue_wait_before: Option<u64>,
+    cpu_before: Option<u64>,
+    /// The neighbour's work a second alone, and its reading as the window began.
+    neighbour_alone_per_s: Option<f64>,
+    neighbour_before: Option<neighbour_share::Reading>,
 }
 
 /// Runs the exercise's load against `target` for `window` and judges it; with
@@ -413,7 +419,17 @@ async fn run_window(
             (asked, begun)
         })
     });
+    let reads_neighbour = scenario
+        .check
+        .iter()
+        .any(|c| c.metric == Metric::NeighbourShare);
+    let neighbour_alone_per_s = match reads_neighbour {
+        true => neighbour_share::alone_per_s(target).await?,
+        false => None,
+    };
     let before = endpoints::stats(target).await?;
+    let neighbour_before = neighbour_share::Reading::of(before.neighbour);
+    let (runqueue_wait_before, cpu_before) = (before.runqueue_wait_ns, before.process_cpu_ns);
     let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
     let listen_drops_before = before.connections.listen_drops;
     let (reporter, lines) = progress::Reporter::start(scenario, audience, window, before);
@@ -465,6 +481,10 @@ async fn run_window(
         listen_drops_before,
         incident_end_s,
         unwritten,
+        runqueue_wait_before,
+        cpu_before,
+        neighbour_alone_per_s,
+        neighbour_before,
     }))
 }
 
@@ -487,6 +507,20 @@ async fn judge(
         (Some(before), Some(now)) => Some(now.saturating_sub(before) as f64),
         _ => None,
     };
+    let runqueue_wait_per_cpu = match (
+        (ran.runqueue_wait_before, after.runqueue_wait_ns),
+        (ran.cpu_before, after.process_cpu_ns),
+    ) {
+        ((Some(waited), Some(waits)), (Some(ran_ns), Some(runs))) => {
+            Some(waits.saturating_sub(waited) as f64 / runs.saturating_sub(ran_ns).max(1) as f64)
+        }
+        _ => None,
+    };
+    let neighbour_share = neighbour_share::share(
+        ran.neighbour_alone_per_s,
+        ran.neighbour_before,
+        neighbour_share::Reading::of(after.neighbour),
+    );
     let report = &ran.report;
     let Some(server) = &report.server else {
         return Ok(Err(Refused(
@@ -507,6 +541,8 @@ async fn judge(
         runtime: &runtime,
         throttled_ms,
         listen_drops,
+        runqueue_wait_per_cpu,
+        neighbour_share,
         index_entries: after.index_entries as f64,
         // The watch's reads, and the one after the window for its last second.
         acked_unwritten_peak: ran.unwritten.peak.max(after.acked_unwritten_peak) as f64,
@@ -606,6 +642,10 @@ struct Window<'a> {
     throttled_ms: Option<f64>,
     /// The data port's listener's drops over the window.
     listen_drops: Option<f64>,
+    /// The server's threads' run-queue wait over the window per CPU time it got.
+    runqueue_wait_per_cpu: Option<f64>,
+    /// The neighbour's work a second in the window over its work alone.
+    neighbour_share: f64,
     /// Entries in the server's index at the window's end.
     index_entries: f64,
     /// The most elements answered and not yet written at once in the window.
@@ -652,6 +692,9 @@ impl Window<'_> {
                 slots => self.acked_unwritten_peak / slots as f64,
             },
             Metric::UnwrittenGrowthPerS => self.unwritten_growth_per_s,
+            // Without the kernel's figure, NaN fails every bound.
+            Metric::RunqueueWaitPerCpu => self.runqueue_wait_per_cpu.unwrap_or(f64::NAN),
+            Metric::NeighbourShare => self.neighbour_share,
             Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
             Metric::BusyShare => runtime.busy_share,
             // Without a cgroup to read, NaN fails every bound.

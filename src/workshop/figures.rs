@@ -141,7 +141,7 @@ pub async fn measure(
         out.push_str(&format!(
             "\nFix `{}`: {}{}\n\n",
             fix.name,
-            fix_sides(&body, &fix.load)?,
+            fix_sides(&body, &fix.load, fix.outside.as_deref())?,
             if fix.trade_off.is_some() {
                 " (a trade-off: the check does not pass it)"
             } else {
@@ -218,6 +218,9 @@ async fn measure_one(
         .config_for(scenario.load.clients)
         .map_err(anyhow::Error::msg)?;
     endpoints::configure(&server.url, &body).await?;
+    if let Some(command) = &fix.outside {
+        run_outside(command, &server.url).await?;
+    }
     check::check(
         scenario,
         &progress::Audience::server(&server.url),
@@ -227,8 +230,37 @@ async fn measure_one(
     .await
 }
 
-/// A fix as the figures name it: the server's change, the clients', or both.
-fn fix_sides(body: &simulator_api::SettingsUpdate, clients: &[String]) -> anyhow::Result<String> {
+/// Runs a fix outside the service in a shell, with the server's neighbour's
+/// pid in `$NEIGHBOUR`, as its operator would.
+pub async fn run_outside(command: &str, url: &str) -> anyhow::Result<()> {
+    let neighbour = endpoints::stats(url)
+        .await?
+        .neighbour
+        .map(|n| n.pid.to_string())
+        .unwrap_or_default();
+    let out = std::process::Command::new("sh")
+        .args(["-c", command])
+        .env("NEIGHBOUR", neighbour)
+        .output()
+        .with_context(|| format!("run `{command}`"))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "`{command}` failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(())
+}
+
+/// A fix as the figures name it: the server's change, the clients', or both;
+/// or a command outside the service.
+fn fix_sides(
+    body: &simulator_api::SettingsUpdate,
+    clients: &[String],
+    outside: Option<&str>,
+) -> anyhow::Result<String> {
+    if let Some(command) = outside {
+        return Ok(format!("outside the service, `{command}`"));
+    }
     let server = match body.keys().is_empty() {
         true => None,
         false => Some(format!("`{}`", serde_json::to_string(body)?)),

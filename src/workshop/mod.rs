@@ -17,6 +17,7 @@ pub mod check;
 pub mod confine;
 pub mod figures;
 pub mod fit;
+pub mod neighbour_share;
 pub mod progress;
 pub mod unwritten_watch;
 

@@ -148,6 +148,7 @@ impl Run {
                 now: &now,
                 start_cgroup: self.start.cpu_cgroup.as_ref().map(|c| c.throttled_us),
                 start_drops: self.start.connections.listen_drops,
+                start_runqueue_wait: self.start.runqueue_wait_ns.zip(self.start.process_cpu_ns),
                 elapsed,
                 ok_share: (sent > 0).then(|| sent.saturating_sub(errors) as f64 / sent as f64),
                 p50_ms: last_p50_ns.map(|ns| ns as f64 / 1e6),
@@ -178,6 +179,8 @@ struct SoFar<'a> {
     start_cgroup: Option<u64>,
     /// The listener's drops as the window began.
     start_drops: Option<u64>,
+    /// The threads' run-queue wait and the process's CPU (ns) as the window began.
+    start_runqueue_wait: Option<(u64, u64)>,
     elapsed: f64,
     ok_share: Option<f64>,
     /// The last second's median request latency.
@@ -206,15 +209,22 @@ impl SoFar<'_> {
                 let (now, start) = (self.now.connections.listen_drops?, self.start_drops?);
                 Some(now.saturating_sub(start) as f64)
             }
+            Metric::RunqueueWaitPerCpu => {
+                let (waits, runs) = (self.now.runqueue_wait_ns?, self.now.process_cpu_ns?);
+                let (waited, ran) = self.start_runqueue_wait?;
+                Some(waits.saturating_sub(waited) as f64 / runs.saturating_sub(ran).max(1) as f64)
+            }
             Metric::P50Ms => self.p50_ms,
             Metric::ConnectP99Ms => self.connect_p99_ms,
             // A peak and a slope over the window: the check's own reads of
-            // the pile give them at the end.
+            // the pile give them at the end; the neighbour's share, its reads
+            // around the window.
             Metric::P99Ms
             | Metric::RecoveryS
             | Metric::RightDigestShare
             | Metric::AckedUnwrittenPerSlot
-            | Metric::UnwrittenGrowthPerS => None,
+            | Metric::UnwrittenGrowthPerS
+            | Metric::NeighbourShare => None,
         }
     }
 }

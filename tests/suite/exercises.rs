@@ -310,4 +310,5 @@ each_exercise!(
     nagle_delayed_ack,
     cpu_hot_spot,
     periodic_stall,
+    noisy_neighbour,
 );

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::probe_names;
 
-const BUNDLED: [&str; 14] = [
+const BUNDLED: [&str; 15] = [
     "cpu-quota",
+    "runqlat",
     "accept-queue",
     "delayed-ack",
     "count",

@@ -84,7 +84,8 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
 
 /// What an attendee reads before the first hint (the title, the ticket, how to
 /// observe it): the words in it that give the lesson away. A fix's name or a
-/// client flag a fix lays over the load, anywhere; a setting a fix changes, as a
+/// client flag a fix lays over the load or the tool a fix outside the service
+/// runs, anywhere; a setting a fix changes, as a
 /// setting is written (`` `key` ``, `key =`, `"key"`, `--key`), not as a live
 /// view's badge reads (`permits 8/8`) or as an English word.
 fn spoilers_above_the_hints(scenario: &scenario::Scenario, page: &str) -> Vec<String> {
@@ -99,6 +100,14 @@ fn spoilers_above_the_hints(scenario: &scenario::Scenario, page: &str) -> Vec<St
             giveaways.push(format!("--{}", key.replace('_', "-")));
         }
         giveaways.extend(fix.load.iter().filter(|w| w.starts_with("--")).cloned());
+        // A fix outside the service: the tool it runs (`renice`, `chrt`).
+        if fix.trade_off.is_none() {
+            giveaways.extend(
+                fix.outside
+                    .iter()
+                    .filter_map(|c| c.split_whitespace().next().map(str::to_owned)),
+            );
+        }
     }
     giveaways.sort();
     giveaways.dedup();

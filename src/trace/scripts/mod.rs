@@ -5,8 +5,9 @@
 //! the same server under the same load. The kernel-side scripts have twins too,
 //! which read the kernel's own counts of the server through `/stats` (its CPU
 //! time, its cgroup's `cpu.stat`, its listener's queue and drops, its network
-//! namespace's TCP counters) and the server's own counts (its writes): cpu-usage,
-//! cpu-quota, accept-queue and delayed-ack, held to their scripts by
+//! namespace's TCP counters, its threads' run-queue wait) and the server's own
+//! counts (its writes): cpu-usage, cpu-quota, accept-queue, delayed-ack and
+//! runqlat, held to their scripts by
 //! `tests/suite/scripts_live/tap.rs` and `sockets.rs`.
 //!
 //! Timing differs in one way: a tracer reads the kernel's clock in its probe
@@ -23,6 +24,7 @@ mod locks;
 mod queue;
 mod readings;
 mod retry;
+mod runqlat;
 mod runtime;
 mod size;
 mod timings;
@@ -86,6 +88,7 @@ pub const NAMES: &[&str] = &[
     "cpu-quota",
     "accept-queue",
     "delayed-ack",
+    "runqlat",
     "locks",
 ];
 
@@ -105,6 +108,7 @@ pub fn by_name(name: &str, options: Options) -> Option<Box<dyn Script>> {
         "cpu-quota" => Box::new(cpu_quota::CpuQuota::new(options)),
         "accept-queue" => Box::new(accept_queue::AcceptQueue::new(options)),
         "delayed-ack" => Box::new(delayed_ack::DelayedAck::new(options)),
+        "runqlat" => Box::new(runqlat::Runqlat::new(options)),
         "locks" => Box::new(locks::Locks::new(options)),
         _ => return None,
     })
