@@ -34,6 +34,7 @@ Traffic goes only to 127.0.0.1.
 
 import argparse
 import glob
+import math
 import os
 import re
 import subprocess
@@ -120,7 +121,10 @@ def margin(op, bound, value, should_hold, label=""):
     label says "a second") is never a share, whatever its size. A value on the
     other side of zero from its bound (a pile that shrank, against a bound on
     its growth) has no ratio: it is as far as it can be, on one side or the
-    other."""
+    other. NaN (a figure with nothing to measure: a killed neighbour's share)
+    fails every bound, as the check judges it, as far as it can."""
+    if math.isnan(value):
+        return 0.0 if should_hold else float("inf")
     if value == 0 or bound == 0 or (value < 0) != (bound < 0):
         meets = value < bound if op == "<" else value > bound
         return float("inf") if meets == should_hold else 0.0

@@ -228,6 +228,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         Some(_) => after_the_storm(&plan, first, fixed_load).await?,
     };
     endpoints::configure(&server.url, &fix_body).await?;
+    if let Some(command) = &plan.fix.outside {
+        println!("     outside the service: {command}");
+        crate::workshop::figures::run_outside(command, &server.url).await?;
+    }
     let after_model = endpoints::stats(&server.url).await?.model;
     endpoints::reset(&server.url).await?;
     let after = run_once(&fixed_load, incident, cancel, show).await?;

@@ -191,7 +191,7 @@ pub struct Stats {
 /// The neighbour a world runs beside the server: a process of its own with
 /// CPU-bound threads (`system-simulator neighbour`), which the server started
 /// and reads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeighbourStats {
     /// Its process id (`renice`, `chrt`, `taskset` take it).
     pub pid: u32,
@@ -203,6 +203,10 @@ pub struct NeighbourStats {
     pub work: u64,
     /// Whether it still runs (false once it ended or was killed).
     pub running: bool,
+    /// How the kernel schedules its threads: `nice 0`, `nice 19`, `idle`
+    /// (`SCHED_IDLE`), `mixed` where they differ; null where it cannot be read.
+    #[serde(default)]
+    pub scheduling: Option<String>,
 }
 
 /// The `TcpExt` counters of the server's network namespace (`/proc/self/net/netstat`,

@@ -93,6 +93,7 @@ impl Neighbour {
             threads: self.threads,
             work: self.reading.work.load(Ordering::Relaxed),
             running: self.reading.running.load(Ordering::Relaxed),
+            scheduling: crate::platform::schedstat::scheduling_of(self.pid),
         }
     }
 

@@ -14,6 +14,11 @@
 //! it; what it waited between the last read and its end is lost, which a read
 //! a second (`/stats` under the live view) keeps small.
 //!
+//! Also here: how the kernel schedules another process's threads (their
+//! class and nice value, from `/proc/PID/task/TID/stat`), which the server
+//! reads of its neighbour, so the live view marks the moment someone demotes
+//! it.
+//!
 //! Read by hand: three numbers a file; the `procfs` crate reads them too, with
 //! a hundred modules this needs none of.
 
@@ -86,9 +91,86 @@ fn threads_now() -> Option<Vec<(u32, u64)>> {
     None
 }
 
+/// How the kernel schedules process `pid`'s threads, in words: `nice 0`,
+/// `nice 19`, `idle` (`SCHED_IDLE`), `batch, nice 5`, or `mixed` where they
+/// differ; `None` where it cannot be read (gone, or not Linux).
+pub fn scheduling_of(pid: u32) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for stat in task_stats(pid)? {
+        let Some(words) = scheduling_in(&stat) else {
+            continue;
+        };
+        if !seen.contains(&words) {
+            seen.push(words);
+        }
+    }
+    match seen.len() {
+        0 => None,
+        1 => seen.pop(),
+        _ => Some("mixed".into()),
+    }
+}
+
+/// The class and nice value in one thread's `stat` line: the fields after the
+/// `(comm)`, which may hold spaces and parentheses itself, so counted from
+/// the last `)`: nice is the 19th field of the line, the policy the 41st.
+fn scheduling_in(stat: &str) -> Option<String> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // `after` starts at field 3 (state).
+    let nice: i32 = fields.get(19 - 3)?.parse().ok()?;
+    let policy: u32 = fields.get(41 - 3)?.parse().ok()?;
+    Some(match policy {
+        0 => format!("nice {nice}"),
+        3 => format!("batch, nice {nice}"),
+        5 => "idle".into(),
+        1 => "real-time (FIFO)".into(),
+        2 => "real-time (round robin)".into(),
+        other => format!("policy {other}"),
+    })
+}
+
+/// Every thread's `stat` line of process `pid`.
+#[cfg(target_os = "linux")]
+fn task_stats(pid: u32) -> Option<Vec<String>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    Some(
+        tasks
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+            .collect(),
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn task_stats(_pid: u32) -> Option<Vec<String>> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threads_class_and_nice_are_read_past_a_name_with_spaces() {
+        // 52 fields, as Linux 6.18 prints them; nice 19, policy 5 (idle).
+        let mut fields: Vec<String> = (1..=52).map(|i| i.to_string()).collect();
+        fields[1] = "(a (b) c)".into();
+        fields[18] = "19".into();
+        fields[40] = "5".into();
+        assert_eq!(scheduling_in(&fields.join(" ")).as_deref(), Some("idle"));
+        fields[40] = "0".into();
+        assert_eq!(scheduling_in(&fields.join(" ")).as_deref(), Some("nice 19"));
+        assert_eq!(scheduling_in("42 (x) S 1"), None);
+    }
+
+    #[test]
+    fn this_process_is_scheduled_as_linux_says() {
+        if crate::platform::os::lacks().is_empty() {
+            let here = scheduling_of(std::process::id()).unwrap();
+            assert!(here.starts_with("nice ") || here == "mixed", "{here}");
+        }
+    }
 
     #[test]
     fn the_total_grows_by_each_threads_wait_and_keeps_a_thread_that_ended() {

@@ -428,7 +428,7 @@ async fn run_window(
         false => None,
     };
     let before = endpoints::stats(target).await?;
-    let neighbour_before = neighbour_share::Reading::of(before.neighbour);
+    let neighbour_before = neighbour_share::Reading::of(before.neighbour.as_ref());
     let (runqueue_wait_before, cpu_before) = (before.runqueue_wait_ns, before.process_cpu_ns);
     let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
     let listen_drops_before = before.connections.listen_drops;
@@ -519,7 +519,7 @@ async fn judge(
     let neighbour_share = neighbour_share::share(
         ran.neighbour_alone_per_s,
         ran.neighbour_before,
-        neighbour_share::Reading::of(after.neighbour),
+        neighbour_share::Reading::of(after.neighbour.as_ref()),
     );
     let report = &ran.report;
     let Some(server) = &report.server else {

@@ -25,7 +25,7 @@ pub struct Reading {
 }
 
 impl Reading {
-    pub fn of(neighbour: Option<NeighbourStats>) -> Option<Self> {
+    pub fn of(neighbour: Option<&NeighbourStats>) -> Option<Self> {
         neighbour.map(|n| Self {
             work: n.work,
             running: n.running,
@@ -46,11 +46,11 @@ impl Reading {
 /// The neighbour's work a second with the server idle, over [`ALONE`]; `None`
 /// in a world without one.
 pub async fn alone_per_s(target: &str) -> anyhow::Result<Option<f64>> {
-    let Some(first) = Reading::of(endpoints::stats(target).await?.neighbour) else {
+    let Some(first) = Reading::of(endpoints::stats(target).await?.neighbour.as_ref()) else {
         return Ok(None);
     };
     tokio::time::sleep(ALONE).await;
-    let last = Reading::of(endpoints::stats(target).await?.neighbour);
+    let last = Reading::of(endpoints::stats(target).await?.neighbour.as_ref());
     Ok(last.map(|last| last.per_s_since(&first)))
 }
 

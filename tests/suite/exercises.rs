@@ -155,9 +155,13 @@ fn judge(scenario: &Scenario, confinement: Confinement, printed: &str) -> Vec<St
     );
     if printed.contains(NOT_MEASURED) {
         // Only an exercise with a CPU quota of its own may be beyond a confined
-        // server (src/workshop/fit.rs says why), and it says so.
+        // server, and one with a neighbour beyond a quota over both
+        // (src/workshop/fit.rs says why), and it says so.
+        let settings = scenario.settings();
+        let beyond = !settings.cpu_quota.is_zero()
+            || (settings.neighbour_threads_per_cpu > 0 && confinement.name == HALF_CORE.name);
         assert!(
-            confinement.name != WHOLE.name && !scenario.settings().cpu_quota.is_zero(),
+            confinement.name != WHOLE.name && beyond,
             "{name} not measured ({}):\n{printed}",
             confinement.name
         );
@@ -211,6 +215,18 @@ fn against_the_page(scenario: &Scenario, fresh: &[FixTable]) -> Vec<String> {
                         r.label, c.bound
                     ));
                 }
+            }
+            // A figure with nothing to measure (a killed neighbour's share)
+            // reads NaN: the same one must be NaN now, and has no change.
+            let nan = |pair: (f64, bool)| pair.0.is_nan();
+            if [c.before, c.after, r.before, r.after].into_iter().any(nan) {
+                if (nan(r.before), nan(r.after)) != (nan(c.before), nan(c.after)) {
+                    errors.push(format!(
+                        "{at}, {}: {:.3} -> {:.3} now, the page says {:.3} -> {:.3}",
+                        r.label, r.before.0, r.after.0, c.before.0, c.after.0
+                    ));
+                }
+                continue;
             }
             let claimed_change = ratio(c.after.0, c.before.0, c.bound);
             if !(1.0 / 1.5..=1.5).contains(&claimed_change) {

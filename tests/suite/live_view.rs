@@ -213,6 +213,13 @@ async fn kernel_chart(page: &Browser, value: &str, least: u32) {
     .await;
 }
 
+/// A page's fix: a `PUT /admin/config` body, or a command outside the service
+/// (`$NEIGHBOUR` the world's neighbour's pid).
+enum Fix<'a> {
+    Config(&'a str),
+    Outside(&'a str),
+}
+
 /// With screenshots asked for, the kernel chart's picture for a page: 10 s
 /// more before the page's `fix`, the fix, the clients started again on new
 /// connections when the fix reaches only those (`reconnect`: the load's flags;
@@ -221,7 +228,7 @@ async fn kernel_chart(page: &Browser, value: &str, least: u32) {
 async fn kernel_picture(
     page: &Browser,
     server: &Server,
-    fix: &str,
+    fix: Fix<'_>,
     picture: &str,
     load: &mut std::process::Child,
     reconnect: Option<&[&str]>,
@@ -230,8 +237,17 @@ async fn kernel_picture(
         return;
     }
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let applied = put_json(&client(), &format!("{}/admin/config", server.url), fix).await;
-    assert_eq!(applied.status, 200, "{}", applied.body);
+    match fix {
+        Fix::Config(body) => {
+            let applied = put_json(&client(), &format!("{}/admin/config", server.url), body).await;
+            assert_eq!(applied.status, 200, "{}", applied.body);
+        }
+        Fix::Outside(command) => {
+            system_simulator::workshop::figures::run_outside(command, &server.url)
+                .await
+                .unwrap();
+        }
+    }
     if let Some(flags) = reconnect {
         let _ = load.kill();
         wait_child(load, Duration::from_secs(10));
@@ -317,6 +333,7 @@ async fn the_work_badge_shows_the_cpu_quota_and_its_throttling() {
     screenshot(&page, "cpu-quota.png", 25).await;
     kernel_chart(&page, "(s) => s.cpu_quota && s.cpu_quota.throttled_ms", 1).await;
     let fix = r#"{"work_limit": "quota"}"#;
+    let fix = Fix::Config(fix);
     kernel_picture(&page, &server, fix, "cpu-quota-kernel.png", &mut load, None).await;
     let _ = load.kill();
     wait_child(&mut load, Duration::from_secs(10));
@@ -371,7 +388,7 @@ async fn the_entry_badge_shows_the_listen_queue_and_its_drops() {
     assert!(drops > 0, "the badge showed drops: {badge}");
     screenshot(&page, "accept-queue.png", 25).await;
     kernel_chart(&page, "(s) => s.listener && s.listener.drops", 1).await;
-    let fix = r#"{"listen_backlog": 4096}"#;
+    let fix = Fix::Config(r#"{"listen_backlog": 4096}"#);
     kernel_picture(
         &page,
         &server,
@@ -413,7 +430,63 @@ async fn the_kernel_chart_counts_the_delayed_acks() {
     // again, as the page says.
     let fix = r#"{"tcp_nodelay": true}"#;
     let picture = "nagle-delayed-ack-kernel.png";
-    kernel_picture(&page, &server, fix, picture, &mut load, Some(&flags)).await;
+    kernel_picture(
+        &page,
+        &server,
+        Fix::Config(fix),
+        picture,
+        &mut load,
+        Some(&flags),
+    )
+    .await;
+    let _ = load.kill();
+    wait_child(&mut load, Duration::from_secs(10));
+}
+
+/// Exercise 13 in the browser: the kernel's chart draws the milliseconds a
+/// second the server's threads waited for a CPU (its threads' schedstat,
+/// `/stats.runqueue_wait_ns`), 700-900 a second beside its neighbour under the
+/// ticket's load, and no throttled time beside it: no quota of its own. The
+/// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live scripts/test
+/// -E 'test(=live_view::the_kernel_chart_draws_the_run_queue_wait)'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: 10 s of load beside a neighbour read in a real browser (Chromium)"]
+async fn the_kernel_chart_draws_the_run_queue_wait() {
+    if let Some(why) = browser::missing() {
+        return skip_or_fail(&why);
+    }
+    let server = Server::start(&["--scenario", "noisy-neighbour"]);
+    let flags = [
+        "--n",
+        "16",
+        "--rate",
+        "60",
+        "--arrivals",
+        "poisson",
+        "--duration",
+        "60s",
+    ];
+    let mut load = Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(flags)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sim-clients starts");
+    let page = Browser::start(1600, 2000).await;
+    page.goto(&format!("{}/live?span=60", server.url)).await;
+    // Margin: 700-900 ms a second here; 100 is 7x under.
+    kernel_chart(&page, "(s) => s.runqueue_wait_ms", 100).await;
+    let shown = page
+        .eval("return !document.getElementById('leg-runq').hidden && document.getElementById('leg-throttled').hidden;")
+        .await;
+    assert_eq!(
+        shown,
+        serde_json::json!(true),
+        "the wait's legend, and no quota's"
+    );
+    let fix = Fix::Outside("renice -n 19 -p $(ls /proc/$NEIGHBOUR/task) >/dev/null");
+    let picture = "noisy-neighbour-kernel.png";
+    kernel_picture(&page, &server, fix, picture, &mut load, None).await;
     let _ = load.kill();
     wait_child(&mut load, Duration::from_secs(10));
 }

@@ -332,7 +332,79 @@ async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
     );
 }
 
+/// The noisy neighbour's server (exercise 13) and its ticket's load, 4 s.
+const NEIGHBOURED: [&str; 4] = ["--scenario", "noisy-neighbour", "--admin-listen", "off"];
+const NEIGHBOURED_LOAD: [&str; 8] = [
+    "--n",
+    "16",
+    "--rate",
+    "60",
+    "--arrivals",
+    "poisson",
+    "--duration",
+    "4s",
+];
+
+/// The milliseconds waited in runqlat's summary (`on a CPU X ms, waited for one Y ms: ...`).
+fn runqlat_waited_ms(output: &str) -> u64 {
+    output
+        .lines()
+        .find_map(|l| {
+            l.split_once("waited for one ")?
+                .1
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no runqlat summary in\n{output}"))
+}
+
+/// runqlat.bt and .d sum the time the server's threads waited for a CPU from
+/// the scheduler's tracepoints; the kernel sums the same in each thread's
+/// schedstat, which the server reports (`/stats.runqueue_wait_ns`). Over the
+/// same load, beside its neighbour, the two agree within 10 %.
+async fn runqlat_agrees_with_schedstat(tool: Tool) {
+    if !tool.available() {
+        return;
+    }
+    let server = Server::start(&NEIGHBOURED);
+    let http = client();
+    let pid = server.pid;
+    let traced =
+        tokio::task::spawn_blocking(move || Traced::start_until_begin(tool, "runqlat", pid, &[]))
+            .await
+            .unwrap();
+    let waited = |s: Value| {
+        s["runqueue_wait_ns"]
+            .as_u64()
+            .expect("Linux gives schedstat")
+    };
+    let before = waited(stats(&http, &server.url).await);
+    let server = run_load_aside(server, &NEIGHBOURED_LOAD).await;
+    let after = waited(settled_stats(&http, &server.url).await);
+    let output = tokio::task::spawn_blocking(move || traced.interrupt())
+        .await
+        .unwrap();
+    drop(server);
+    let kernel = (after - before) / 1_000_000;
+    let script = runqlat_waited_ms(&output);
+    eprintln!("{tool:?}: runqlat waited {script} ms, schedstat {kernel} ms");
+    // 4 s beside a neighbour with two threads a CPU: seconds of waiting.
+    assert!(
+        kernel >= 500,
+        "{tool:?}: schedstat counted {kernel} ms\n{output}"
+    );
+    // The script's window holds the kernel's and a moment more on each side,
+    // the server idle then (tens of ms a second of its timer's wake-ups).
+    assert!(
+        script.abs_diff(kernel) as f64 <= 0.10 * kernel as f64,
+        "{tool:?}: the script summed {script} ms waited, schedstat {kernel} ms\n{output}"
+    );
+}
+
 both_tools! {
+    runqlat_sums_what_schedstat_sums: runqlat_agrees_with_schedstat;
     cpu_quota_counts_what_cpu_stat_counts: cpu_quota_agrees_with_cpu_stat;
     count_equals_stats: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "count").await else { return };

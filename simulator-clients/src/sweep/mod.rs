@@ -198,7 +198,9 @@ impl SweepPlan {
 
 /// The fix to apply, chosen among the server's: the named one, or the model's.
 /// A fix on the clients' side (retry flags) is refused: a sweep's clients wait
-/// for each reply and do not retry, so there is nothing for it to change.
+/// for each reply and do not retry, so there is nothing for it to change; and
+/// so is one outside the service (a command on the machine), which a sweep of
+/// the server cannot apply.
 fn choose_fix(stats: &Stats, wanted: &Option<String>) -> Result<Fix, SweepError> {
     let fix =
         match wanted {
@@ -232,6 +234,12 @@ fn choose_fix(stats: &Stats, wanted: &Option<String>) -> Result<Fix, SweepError>
             stats.scenario,
             fix.name,
             stats.scenario
+        )));
+    }
+    if let Some(command) = &fix.outside {
+        return Err(SweepError::Fix(format!(
+            "{} is a fix outside the service (`{command}`), and a sweep changes the server only: run it yourself between two sweeps, or compare it with `system-simulator demo --scenario {} --fix {}` or `workshop figures {}`",
+            fix.name, stats.scenario, fix.name, stats.scenario
         )));
     }
     Ok(fix)

@@ -50,8 +50,27 @@ pub async fn run(state: AppState, stop: CancellationToken) {
         if second.counts.incidents_ended > 0 {
             state.live.mark("incident", "incident ends");
         }
+        if let Some(change) = neighbour_change(&last.stats, &next.stats) {
+            state.live.mark("neighbour", change);
+        }
         state.live.push(tick(&state, Some(second), &next.stats));
         last = next;
+    }
+}
+
+/// What changed of the world's neighbour in a second, in words: a fix outside
+/// the service (`renice`, `chrt`) reaches no route of the server, so the live
+/// view marks it from what the kernel says of the neighbour's threads.
+fn neighbour_change(was: &Stats, now: &Stats) -> Option<String> {
+    let (was, now) = (was.neighbour.as_ref()?, now.neighbour.as_ref()?);
+    if was.running && !now.running {
+        return Some("the neighbour ended".into());
+    }
+    match (&was.scheduling, &now.scheduling) {
+        (Some(before), Some(after)) if before != after => {
+            Some(format!("the neighbour's threads: {before} -> {after}"))
+        }
+        _ => None,
     }
 }
 

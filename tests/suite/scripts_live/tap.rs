@@ -455,3 +455,76 @@ async fn the_locks_twin_run_as_nobody_reports_what_bpftrace_reports() {
         pair.tap
     );
 }
+
+/// The run-queue wait (exercise 13): `trace runqlat` as an unprivileged user,
+/// beside runqlat.bt, on the noisy neighbour's server under its ticket's load:
+/// the twin reads the kernel's schedstat sums through `/stats`, the script sums
+/// the scheduler's tracepoints, and their summaries' milliseconds waited agree
+/// within 10 %.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: bpftrace attached as root beside the tap twin run as nobody"]
+async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
+    if !Tool::Bpftrace.available() {
+        return;
+    }
+    let server = Server::start(&["--scenario", "noisy-neighbour", "--admin-listen", "off"]);
+    let (pid, url) = (server.pid, server.url.clone());
+    let (traced, twin) = tokio::task::spawn_blocking(move || {
+        let traced = Traced::start_until_begin(Tool::Bpftrace, "runqlat", pid, &[]);
+        let mut twin = common::unprivileged(BIN);
+        twin.args(["trace", "runqlat", "--target", &url, "--seconds", "600"]);
+        (traced, Traced::spawn(twin).until_begin())
+    })
+    .await
+    .unwrap();
+    let load = [
+        "--n",
+        "16",
+        "--rate",
+        "60",
+        "--arrivals",
+        "poisson",
+        "--duration",
+        "4s",
+    ];
+    let server = run_load_aside(server, &load).await;
+    settled_stats(&client(), &server.url).await;
+    let pair = tokio::task::spawn_blocking(move || Pair {
+        script: "runqlat",
+        bpftrace: traced.interrupt(),
+        tap: twin.interrupt(),
+    })
+    .await
+    .unwrap();
+    drop(server);
+    let waited = |output: &str| -> u64 {
+        output
+            .lines()
+            .find_map(|l| {
+                l.split_once("waited for one ")?
+                    .1
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("no summary in\n{output}"))
+    };
+    let (traced_ms, twin_ms) = (waited(&pair.bpftrace), waited(&pair.tap));
+    eprintln!("runqlat: bpftrace summed {traced_ms} ms waited, the twin {twin_ms} ms");
+    assert!(
+        twin_ms >= 500 && traced_ms.abs_diff(twin_ms) as f64 <= 0.10 * twin_ms as f64,
+        "waited ms: bpftrace {traced_ms}, twin {twin_ms}\n--- bpftrace\n{}\n--- twin\n{}",
+        pair.bpftrace,
+        pair.tap
+    );
+    assert!(
+        pair.tap
+            .lines()
+            .filter(|l| l.ends_with(|c: char| c.is_ascii_digit()))
+            .count()
+            >= 4,
+        "a line a second\n{}",
+        pair.tap
+    );
+}
