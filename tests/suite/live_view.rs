@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::browser::{self, Browser};
-use common::{client, put_json, skip_or_fail, stats, wait_child, Server, BIN};
+use common::{client, put_json, skip_or_fail, stats, wait_child, Server, BIN, NEIGHBOURED_LOAD};
 
 fn free_loopback() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -211,6 +211,19 @@ async fn kernel_chart(page: &Browser, value: &str, least: u32) {
         Duration::from_secs(30),
     )
     .await;
+}
+
+/// `flags`' load against `server`, and the live view open on it.
+async fn live_view_under(server: &Server, flags: &[&str]) -> (Browser, std::process::Child) {
+    let load = Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(flags)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sim-clients starts");
+    let page = Browser::start(1600, 2000).await;
+    page.goto(&format!("{}/live?span=60", server.url)).await;
+    (page, load)
 }
 
 /// A page's fix: a `PUT /admin/config` body, or a command outside the service
@@ -416,14 +429,7 @@ async fn the_kernel_chart_counts_the_delayed_acks() {
     }
     let server = Server::start(&["--scenario", "nagle-delayed-ack"]);
     let flags = ["--n", "8", "--think-time", "10ms", "--duration", "60s"];
-    let mut load = Command::new(BIN)
-        .args(["clients", "--target", &server.url])
-        .args(flags)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sim-clients starts");
-    let page = Browser::start(1600, 2000).await;
-    page.goto(&format!("{}/live?span=60", server.url)).await;
+    let (page, mut load) = live_view_under(&server, &flags).await;
     // Margin: 150 a second here with the clients alone; 50 is 3x under.
     kernel_chart(&page, "(s) => s.delayed_acks", 50).await;
     // `tcp_nodelay` reaches connections accepted after it: the clients connect
@@ -456,24 +462,8 @@ async fn the_kernel_chart_draws_the_run_queue_wait() {
         return skip_or_fail(&why);
     }
     let server = Server::start(&["--scenario", "noisy-neighbour"]);
-    let flags = [
-        "--n",
-        "16",
-        "--rate",
-        "60",
-        "--arrivals",
-        "poisson",
-        "--duration",
-        "60s",
-    ];
-    let mut load = Command::new(BIN)
-        .args(["clients", "--target", &server.url])
-        .args(flags)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sim-clients starts");
-    let page = Browser::start(1600, 2000).await;
-    page.goto(&format!("{}/live?span=60", server.url)).await;
+    let flags = [&NEIGHBOURED_LOAD[..], &["--duration", "60s"]].concat();
+    let (page, mut load) = live_view_under(&server, &flags).await;
     // Margin: 700-900 ms a second here; 100 is 7x under.
     kernel_chart(&page, "(s) => s.runqueue_wait_ms", 100).await;
     let shown = page

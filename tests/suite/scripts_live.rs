@@ -332,21 +332,8 @@ async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
     );
 }
 
-/// The noisy neighbour's server (exercise 13) and its ticket's load, 4 s.
-const NEIGHBOURED: [&str; 4] = ["--scenario", "noisy-neighbour", "--admin-listen", "off"];
-const NEIGHBOURED_LOAD: [&str; 8] = [
-    "--n",
-    "16",
-    "--rate",
-    "60",
-    "--arrivals",
-    "poisson",
-    "--duration",
-    "4s",
-];
-
 /// The milliseconds waited in runqlat's summary (`on a CPU X ms, waited for one Y ms: ...`).
-fn runqlat_waited_ms(output: &str) -> u64 {
+pub(crate) fn runqlat_waited_ms(output: &str) -> u64 {
     output
         .lines()
         .find_map(|l| {
@@ -381,7 +368,8 @@ async fn runqlat_agrees_with_schedstat(tool: Tool) {
             .expect("Linux gives schedstat")
     };
     let before = waited(stats(&http, &server.url).await);
-    let server = run_load_aside(server, &NEIGHBOURED_LOAD).await;
+    let load = [&NEIGHBOURED_LOAD[..], &["--duration", "4s"]].concat();
+    let server = run_load_aside(server, &load).await;
     let after = waited(settled_stats(&http, &server.url).await);
     let output = tokio::task::spawn_blocking(move || traced.interrupt())
         .await

@@ -31,6 +31,11 @@ pub const FAST_SERVER: [&str; 6] = [
     "1ms",
 ];
 
+/// Exercise 13's server (its neighbour beside it, two threads a CPU) and its
+/// ticket's load without a duration: each test adds its own.
+pub const NEIGHBOURED: [&str; 4] = ["--scenario", "noisy-neighbour", "--admin-listen", "off"];
+pub const NEIGHBOURED_LOAD: [&str; 6] = ["--n", "16", "--rate", "60", "--arrivals", "poisson"];
+
 /// A server the kernel throttles whenever it works: a tenth of a core (10 ms a
 /// 100 ms period, in a cgroup the server makes: root) and 30 ms of CPU per element
 /// on a pool of a thread per CPU online (tests/suite/cpu_limit.rs, scripts_live.rs).

@@ -467,7 +467,7 @@ async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
     if !Tool::Bpftrace.available() {
         return;
     }
-    let server = Server::start(&["--scenario", "noisy-neighbour", "--admin-listen", "off"]);
+    let server = Server::start(&NEIGHBOURED);
     let (pid, url) = (server.pid, server.url.clone());
     let (traced, twin) = tokio::task::spawn_blocking(move || {
         let traced = Traced::start_until_begin(Tool::Bpftrace, "runqlat", pid, &[]);
@@ -477,16 +477,7 @@ async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
     })
     .await
     .unwrap();
-    let load = [
-        "--n",
-        "16",
-        "--rate",
-        "60",
-        "--arrivals",
-        "poisson",
-        "--duration",
-        "4s",
-    ];
+    let load = [&NEIGHBOURED_LOAD[..], &["--duration", "4s"]].concat();
     let server = run_load_aside(server, &load).await;
     settled_stats(&client(), &server.url).await;
     let pair = tokio::task::spawn_blocking(move || Pair {
@@ -497,19 +488,7 @@ async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
     .await
     .unwrap();
     drop(server);
-    let waited = |output: &str| -> u64 {
-        output
-            .lines()
-            .find_map(|l| {
-                l.split_once("waited for one ")?
-                    .1
-                    .split(' ')
-                    .next()?
-                    .parse()
-                    .ok()
-            })
-            .unwrap_or_else(|| panic!("no summary in\n{output}"))
-    };
+    let waited = super::runqlat_waited_ms;
     let (traced_ms, twin_ms) = (waited(&pair.bpftrace), waited(&pair.tap));
     eprintln!("runqlat: bpftrace summed {traced_ms} ms waited, the twin {twin_ms} ms");
     assert!(
