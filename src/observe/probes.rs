@@ -88,7 +88,8 @@ pub fn trace_commands(pid: u32, scripts: &[String]) -> Vec<String> {
         format!("scripts/trace {first} {pid}             (no root: the same report from the server's probe tap; `system-simulator doctor` says which way you trace)"),
     ];
     if crate::platform::os::THIS == crate::platform::os::Os::Linux {
-        commands.push(format!("sudo bpftrace -p {pid} scripts/{first}.bt"));
+        // SECONDS, then the pid the kernel-side scripts filter on (as scripts/trace passes them).
+        commands.push(format!("sudo bpftrace -p {pid} scripts/{first}.bt 60 {pid}"));
     } else {
         commands.push(format!("sudo dtrace -p {pid} -s scripts/{first}.d"));
     }
