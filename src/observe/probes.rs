@@ -89,7 +89,9 @@ pub fn trace_commands(pid: u32, scripts: &[String]) -> Vec<String> {
     ];
     if crate::platform::os::THIS == crate::platform::os::Os::Linux {
         // SECONDS, then the pid the kernel-side scripts filter on (as scripts/trace passes them).
-        commands.push(format!("sudo bpftrace -p {pid} scripts/{first}.bt 60 {pid}"));
+        commands.push(format!(
+            "sudo bpftrace -p {pid} scripts/{first}.bt 60 {pid}"
+        ));
     } else {
         commands.push(format!("sudo dtrace -p {pid} -s scripts/{first}.d"));
     }
