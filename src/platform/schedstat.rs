@@ -39,7 +39,8 @@ pub fn runqueue_wait_ns() -> Option<u64> {
 struct Seen {
     by_thread: HashMap<u32, u64>,
     total_ns: u64,
-    first_read: bool,
+    /// Whether a read has happened: the first one only takes the start.
+    started: bool,
 }
 
 impl Seen {
@@ -47,8 +48,8 @@ impl Seen {
     /// returns the total. The first read is the start: what the threads
     /// waited before it is not counted.
     fn add(&mut self, now: &[(u32, u64)]) -> u64 {
-        let first = !self.first_read;
-        self.first_read = true;
+        let first = !self.started;
+        self.started = true;
         let mut by_thread = HashMap::with_capacity(now.len());
         for &(tid, wait) in now {
             let before = self.by_thread.get(&tid).copied();
