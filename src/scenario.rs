@@ -62,6 +62,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "periodic-stall",
         include_str!("../scenarios/periodic-stall.toml"),
     ),
+    ("cold-cache", include_str!("../scenarios/cold-cache.toml")),
     (
         "noisy-neighbour",
         include_str!("../scenarios/noisy-neighbour.toml"),
@@ -179,6 +180,12 @@ pub enum Metric {
     /// (which spends 3x the CPU on the same requests, and waits in proportion)
     /// reads the same; fails where the kernel does not give it (server).
     RunqueueWaitPerCpu,
+    /// The share of reads answered from the cache (cache-hit over cache-hit
+    /// and cache-miss) over the window's last 10 s (`check::LATE_HIT_RATIO_S`),
+    /// from the check's reads of `/stats` twice a second and the one after the
+    /// window: a cache that warmed again after its incident, not one left cold.
+    /// NaN (fails) when no read was made then (server).
+    LateHitRatio,
     /// The world's neighbour's work a second in the window over its work a
     /// second alone, measured just before the window with the server idle: a
     /// fix that kills or stops it keeps none; fails without a neighbour
@@ -207,6 +214,7 @@ impl Metric {
             Metric::AckedUnwrittenPerSlot => "answered unwritten, peak per store slot",
             Metric::RunqueueWaitPerCpu => "ms waiting for a CPU per ms on one",
             Metric::NeighbourShare => "the neighbour's work, share of it alone",
+            Metric::LateHitRatio => "cache hit ratio, the last 10 s",
         }
     }
 }

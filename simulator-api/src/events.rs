@@ -240,6 +240,61 @@ macro_rules! with_events {
                     compaction_hold "isim_compaction_lock_hold_seconds"
                         "The longest each compaction held the index's lock at once."
                 ];
+            cache__hit "cache-hit" "a read found its key in the cache (`cache_entries`)"
+                (id: "request id", key: "the element's key")
+                counters [
+                    cache_hits "isim_cache_hits_total"
+                        "Reads answered from the cache (probe cache-hit)."
+                ]
+                histograms [];
+            cache__miss "cache-miss" "a read did not find its key in the cache: a fill follows, or waits on one in flight, or is refused"
+                (id: "request id", key: "the element's key")
+                counters [
+                    cache_misses "isim_cache_misses_total"
+                        "Reads that did not find their key in the cache (probe cache-miss)."
+                ]
+                histograms [];
+            cache__fill__start "cache-fill-start" "a fill of the cache began: a read of the store for the key"
+                (id: "request id of the read that missed", key: "the element's key",
+                 in_flight: "fills in flight, counting this one")
+                counters [
+                    cache_fills_started "isim_cache_fills_started_total"
+                        "Fills of the cache begun (probe cache-fill-start)."
+                        (pair cache_fills_in_flight until cache_fills_ended
+                            "isim_cache_fills_in_flight" "Fills begun and not yet ended.")
+                ]
+                histograms [];
+            cache__fill__done "cache-fill-done" "a fill read the store and put the element in the cache"
+                (id: "request id of the read that began it", key: "the element's key",
+                 latency_ns: "ns from cache-fill-start")
+                counters [
+                    cache_fills_ended "isim_cache_fills_ended_total"
+                        "Fills that ended, done or abandoned (probes cache-fill-done and cache-fill-abandoned).",
+                    cache_fills_done "isim_cache_fills_done_total"
+                        "Fills that put their element in the cache (probe cache-fill-done)."
+                ]
+                histograms [
+                    cache_fill_latency "isim_cache_fill_latency_seconds"
+                        "From cache-fill-start to cache-fill-done."
+                ];
+            cache__fill__abandoned "cache-fill-abandoned" "a fill ended with nothing put in the cache: its request's client had gone (`abandoned_fills = discard`)"
+                (id: "request id of the read that began it", key: "the element's key",
+                 read: "1 if the store had read it (the read was wasted), 0 if it gave up waiting for the store",
+                 after_ns: "ns from cache-fill-start")
+                counters [
+                    cache_fills_abandoned "isim_cache_fills_abandoned_total"
+                        "Fills thrown away because their client had gone (probe cache-fill-abandoned).",
+                    cache_fills_wasted "isim_cache_fills_wasted_total"
+                        "Abandoned fills whose store read had been made (cache-fill-abandoned with read = 1): the store's work, for nobody."
+                ]
+                histograms [];
+            cache__fill__refuse "cache-fill-refuse" "a miss found `fill_limit` fills in flight and is refused with 503"
+                (id: "request id", key: "the element's key", in_flight: "fills in flight")
+                counters [
+                    cache_fills_refused "isim_cache_fills_refused_total"
+                        "Misses refused with 503 because fill_limit fills were in flight (probe cache-fill-refuse)."
+                ]
+                histograms [];
             incident__start "incident-start"
                 "a scenario's incident began: its settings are in force until incident-end"
                 (seq: "incident number since the server started (no request)",

@@ -166,6 +166,30 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// How the cache's fills are shared between the requests that miss the same key.
+    CacheFills {
+        /// Each miss starts a fill of its own (the plain look-aside cache).
+        PerRequest = "per-request",
+        /// One fill per key in flight; the other misses of that key wait on it
+        /// (single-flight, as memcache's leases and Go's `singleflight`). A
+        /// shared fill belongs to no one request and always runs to its end.
+        Coalesced = "coalesced",
+    }
+}
+
+crate::choice! {
+    /// What becomes of a fill whose request's client has gone.
+    AbandonedFills {
+        /// Thrown away, as a fetch made under the request's deadline is: while
+        /// it waits for the store it gives up its place, and a read the store
+        /// has begun is wasted (cache-fill-abandoned).
+        Discard = "discard",
+        /// Run to the end and put in the cache, whoever still waits for it.
+        Keep = "keep",
+    }
+}
+
+crate::choice! {
     /// How the service normalises each element's record before admission.
     Normalise {
         /// Not at all (the original): replies carry no digest.
@@ -533,6 +557,18 @@ macro_rules! with_settings {
             /// A persist still running after this fails and gives its permit back.
             persist_timeout: std::time::Duration = std::time::Duration::from_secs(30);
                 $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN }; live; service; "store and faults";
+            /// A look-aside cache of this many elements by key in front of the store's reads (0 = none): a request that carries a key (`{"size": N, "key": K}`) reads element K, from the cache (cache-hit) or, on a miss, by a fill that reads the store (`persist_latency`, one of the store's `store_concurrency` slots; reads are simulated, with `persist_dir` too) and puts the element in the cache, least recently used out. The server starts with keys 0 to N-1 in it (the hottest keys of a Zipf load: a cache warmed by hours of traffic); a live change empties it, as a cache node that failed and came back does.
+            cache_entries: usize = 0;
+                $crate::value::Bounds::Count { min: 0, max: 1 << 24 }; live; world; "cache";
+            /// With `cache_entries`: `per-request` (each miss fills for itself) or `coalesced` (one fill per key in flight, the other misses wait on it).
+            cache_fills: $crate::settings::CacheFills = $crate::settings::CacheFills::PerRequest;
+                $crate::value::Bounds::Any; live; service; "cache";
+            /// With `cache_entries`: what a fill does when its request's client has gone: `discard` (gives up its wait for the store; a read already begun is thrown away) or `keep` (runs to the end and fills the cache).
+            abandoned_fills: $crate::settings::AbandonedFills = $crate::settings::AbandonedFills::Discard;
+                $crate::value::Bounds::Any; live; service; "cache";
+            /// With `cache_entries`: fills in flight at once; a miss that finds this many gets 503 at once (cache-fill-refuse) instead of a fill (0 = no limit).
+            fill_limit: usize = 0;
+                $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; live; service; "cache";
             /// Write every element to DIR/<id>.bin instead of simulating the store (real I/O; files are kept).
             persist_dir: Option<std::path::PathBuf> = None;
                 $crate::value::Bounds::Any; restart; world; "durability";

@@ -212,6 +212,55 @@ impl Events {
 
     /// The runtime's canary woke `late` after its `interval` was up. Not a
     /// `/stats` counter: the runtime watch keeps the canary's own figures.
+    pub fn cache_hit(&self, id: u64, key: u64) {
+        fire!(cache__hit, || (id, key));
+        self.counts.record(|c| c.cache_hits += 1);
+    }
+
+    pub fn cache_miss(&self, id: u64, key: u64) {
+        fire!(cache__miss, || (id, key));
+        self.counts.record(|c| c.cache_misses += 1);
+    }
+
+    pub fn cache_fill_start(&self, id: u64, key: u64) {
+        self.counts.record(|c| c.cache_fills_started += 1);
+        let in_flight = self.figure(Counts::cache_fills_in_flight);
+        fire!(cache__fill__start, || (id, key, *in_flight));
+    }
+
+    pub fn cache_fill_done(&self, id: u64, key: u64, took: Duration) {
+        self.counts.record_and_observe(
+            |c| {
+                c.cache_fills_ended += 1;
+                c.cache_fills_done += 1;
+            },
+            |h| h.cache_fill_latency.record(took),
+        );
+        fire!(cache__fill__done, || (id, key, nanos(took)));
+    }
+
+    /// `read`: the store had read the element (its work was wasted), not only
+    /// queued for it.
+    pub fn cache_fill_abandoned(&self, id: u64, key: u64, read: bool, after: Duration) {
+        self.counts.record(|c| {
+            c.cache_fills_ended += 1;
+            c.cache_fills_abandoned += 1;
+            c.cache_fills_wasted += u64::from(read);
+        });
+        fire!(cache__fill__abandoned, || (
+            id,
+            key,
+            u64::from(read),
+            nanos(after)
+        ));
+    }
+
+    pub fn cache_fill_refuse(&self, id: u64, key: u64) {
+        self.counts.record(|c| c.cache_fills_refused += 1);
+        let in_flight = self.figure(Counts::cache_fills_in_flight);
+        fire!(cache__fill__refuse, || (id, key, *in_flight));
+    }
+
     pub fn canary_tick(seq: u64, late: Duration, interval: Duration) {
         fire!(canary__tick, || (seq, nanos(late), nanos(interval)));
         lifetime::observe(|h| h.timer_lateness.record(late));

@@ -42,6 +42,17 @@ impl ClientWatch {
         self.0.gone.load(Ordering::SeqCst)
     }
 
+    /// A token the client's leaving cancels: the one set by
+    /// [`Self::cancel_on_leaving`] if any (`cancel` mode: shutdown cancels it
+    /// too), or a new one of its own.
+    pub fn leaving(&self) -> CancellationToken {
+        let token = self.0.stop.get_or_init(CancellationToken::new).clone();
+        if self.gone() {
+            token.cancel();
+        }
+        token
+    }
+
     /// From now on the client leaving cancels `stop` (at once if it has left).
     /// Set once per request; later calls are ignored.
     pub fn cancel_on_leaving(&self, stop: CancellationToken) {

@@ -37,6 +37,7 @@
 //! holds, and the persists still running are reported as abandoned.
 
 pub mod admission;
+pub mod cache;
 mod client;
 pub mod delay;
 mod element;
@@ -84,6 +85,8 @@ pub enum RequestError {
         "the persistence queue is full and the server sheds load (when_full = shed): try again"
     )]
     QueueFull,
+    #[error("the cache had fill_limit fills in flight and this read missed: try again")]
+    FillLimit,
     #[error("waited {0:?} for a permit, the most permit_wait_limit allows: try again")]
     WaitedTooLong(Duration),
     /// Nobody reads this one: its client had gone (`on_disconnect = cancel`).
@@ -132,6 +135,8 @@ struct Inner {
     events: Events,
     /// The shared index (`index`) and its compactor.
     index: index::Index,
+    /// The look-aside cache in front of the store's reads (`cache_entries`).
+    cache: Arc<cache::Cache>,
     settings: RwLock<Arc<Settings>>,
     next_id: AtomicU64,
     requests: TaskTracker,
@@ -160,6 +165,24 @@ pub struct DrainReport {
 /// After the deadline, how long cut-short requests get to send their 503. Every
 /// wait they can be in ends at once, so this is only ever a bound, never a delay.
 const CUT_SHORT_GRACE: Duration = Duration::from_secs(1);
+
+/// What a request asks for: an element stored (the data processor's own
+/// path), or the element of a key read (`cache/`).
+#[derive(Debug)]
+enum Operation {
+    Store(Element),
+    Read(u64),
+}
+
+impl Operation {
+    /// request-start's bytes: the element's; 0 for a read.
+    fn bytes(&self) -> u64 {
+        match self {
+            Operation::Store(element) => element.len(),
+            Operation::Read(_) => 0,
+        }
+    }
+}
 
 /// How far a request got, for its request-done and its reply.
 #[derive(Debug, Default)]
@@ -205,6 +228,7 @@ impl DataProcessor {
                 work: RwLock::new(Arc::new(work)),
                 events,
                 index,
+                cache: Arc::new(cache::Cache::new(settings)),
                 settings: RwLock::new(Arc::new(settings.clone())),
                 next_id: AtomicU64::new(first_id),
                 requests: TaskTracker::new(),
@@ -215,21 +239,37 @@ impl DataProcessor {
         })
     }
 
-    /// Starts one request (request-start fires now) and returns the future of its
-    /// reply. Dropping that future (a client hanging up) does not stop the
-    /// request: request-abandoned fires, and the rest of it runs on a task of its
-    /// own (`run_to_end.rs`) to its request-done.
+    /// Starts one request to store `element` (request-start fires now) and
+    /// returns the future of its reply. Dropping that future (a client hanging
+    /// up) does not stop the request: request-abandoned fires, and the rest of it
+    /// runs on a task of its own (`run_to_end.rs`) to its request-done.
     pub fn submit(
         &self,
         element: Element,
     ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
-        let (id, started) = self.start(&element);
+        self.submit_operation(Operation::Store(element))
+    }
+
+    /// Starts one request to read the element of `key` (`cache/`), as
+    /// [`Self::submit`] does.
+    pub fn submit_read(
+        &self,
+        key: u64,
+    ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
+        self.submit_operation(Operation::Read(key))
+    }
+
+    fn submit_operation(
+        &self,
+        operation: Operation,
+    ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
+        let (id, started) = self.start(operation.bytes());
         let (this, gone) = (self.clone(), self.clone());
         let client = ClientWatch::default();
         let left = client.clone();
         run_to_end::RunToEnd::new(
             &self.inner.requests,
-            async move { this.finish(id, started, element, client).await },
+            async move { this.finish(id, started, operation, client).await },
             move || {
                 left.leave();
                 gone.inner.events.request_abandoned(id, started.elapsed());
@@ -240,17 +280,22 @@ impl DataProcessor {
     /// The request path, awaited to its end. Call through [`Self::submit`] unless
     /// the caller itself cannot be cancelled (the unit tests).
     pub async fn handle(&self, element: Element) -> Result<Reply, RequestError> {
-        let (id, started) = self.start(&element);
-        self.finish(id, started, element, ClientWatch::default())
-            .await
+        let (id, started) = self.start(element.len());
+        self.finish(
+            id,
+            started,
+            Operation::Store(element),
+            ClientWatch::default(),
+        )
+        .await
     }
 
     /// A new request: its id, and the instant it started (request-start).
-    fn start(&self, element: &Element) -> (u64, Instant) {
+    fn start(&self, bytes: u64) -> (u64, Instant) {
         let s = &*self.inner;
         let started = Instant::now();
         let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-        s.events.request_start(id, element.len());
+        s.events.request_start(id, bytes);
         (id, started)
     }
 
@@ -259,7 +304,7 @@ impl DataProcessor {
         &self,
         id: u64,
         started: Instant,
-        element: Element,
+        operation: Operation,
         client: ClientWatch,
     ) -> Result<Reply, RequestError> {
         let s = &*self.inner;
@@ -273,9 +318,13 @@ impl DataProcessor {
                 stop
             }
         };
-        let mut outcome = self
-            .process(id, element, settings, client.clone(), &stop, &mut progress)
-            .await;
+        let mut outcome = match operation {
+            Operation::Store(element) => {
+                self.process(id, element, settings, client.clone(), &stop, &mut progress)
+                    .await
+            }
+            Operation::Read(key) => self.read(id, key, &settings, &client, &stop).await,
+        };
         // A wait ended by the client leaving, not by shutdown.
         if outcome == Err(RequestError::ShuttingDown)
             && stop.is_cancelled()
@@ -374,6 +423,31 @@ impl DataProcessor {
         Ok(())
     }
 
+    /// A read: the network in, the element from the cache or a fill
+    /// (`cache/`), the network out. The fill is tied to the client, whatever
+    /// `on_disconnect` says: a read whose client has gone ends at once.
+    async fn read(
+        &self,
+        id: u64,
+        key: u64,
+        settings: &Settings,
+        client: &ClientWatch,
+        stop: &CancellationToken,
+    ) -> Result<(), RequestError> {
+        let s = &*self.inner;
+        network::traverse(&settings.network_delay, settings.timer_tick, stop).await?;
+        s.cache
+            .read(&s.backend, (id, key), settings, client.leaving(), stop)
+            .await
+            .map_err(|e| match e {
+                cache::ReadError::FillLimit => RequestError::FillLimit,
+                cache::ReadError::ClientGone => RequestError::Cancelled,
+                cache::ReadError::ShuttingDown => RequestError::ShuttingDown,
+            })?;
+        network::traverse(&settings.network_delay, settings.timer_tick, stop).await?;
+        Ok(())
+    }
+
     fn persistence(&self) -> Persistence {
         self.inner
             .persistence
@@ -420,6 +494,11 @@ impl DataProcessor {
         )
     }
 
+    /// Entries in the cache now (0 without one).
+    pub fn cache_entries_held(&self) -> u64 {
+        self.inner.cache.len() as u64
+    }
+
     /// Entries in the shared index now (0 without one).
     pub fn index_entries(&self) -> u64 {
         self.inner.index.entries()
@@ -459,6 +538,7 @@ impl DataProcessor {
         s.backend.store.follow(&next);
         normalise::calibration::note_width(next.record_padding_cpu);
         s.index.follow(&next);
+        s.cache.follow(&next);
         if let Some(work) = new_work {
             *s.work.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(work);
         }

@@ -70,19 +70,23 @@ fn is_over_limit(err: &axum::Error) -> bool {
     false
 }
 
-/// `{"size": N}`: a synthetic element of N bytes.
+/// `{"size": N}`: a synthetic element of N bytes; with `"key": K`, a read of
+/// the element of key K instead (`request_path/cache/`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SyntheticElement {
     size: u64,
+    #[serde(default)]
+    key: Option<u64>,
 }
 
-/// Turns a request body into an element, by content type.
+/// Turns a request body into an element, by content type, and the key it
+/// reads if it is a read (`{"size": N, "key": K}`).
 pub fn parse_element(
     headers: &HeaderMap,
     body: Bytes,
     max_element_bytes: u64,
-) -> Result<Element, ApiError> {
+) -> Result<(Element, Option<u64>), ApiError> {
     let content_type = match headers.get(header::CONTENT_TYPE) {
         None => None,
         Some(value) => Some(value.to_str().map_err(|_| {
@@ -97,8 +101,15 @@ pub fn parse_element(
             .to_ascii_lowercase()
     });
     match essence.as_deref() {
-        None | Some("application/octet-stream") => Ok(Element::Bytes(body)),
+        None | Some("application/octet-stream") => Ok((Element::Bytes(body), None)),
         Some("application/json") => {
+            // serde's derive also takes a struct from an array (`[1, 2]` as
+            // size 1, key 2): only an object names its fields.
+            if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+                return Err(ApiError::BadRequest(
+                    "invalid JSON body: write an object, {\"size\": N} or {\"size\": N, \"key\": K}".into(),
+                ));
+            }
             let synthetic: SyntheticElement = serde_json::from_slice(&body).map_err(bad_json)?;
             if synthetic.size > max_element_bytes {
                 return Err(ApiError::PayloadTooLarge(format!(
@@ -106,7 +117,7 @@ pub fn parse_element(
                     synthetic.size
                 )));
             }
-            Ok(Element::Synthetic(synthetic.size))
+            Ok((Element::Synthetic(synthetic.size), synthetic.key))
         }
         Some(other) => Err(ApiError::UnsupportedMediaType(format!(
             "content-type {other} is not supported: send application/octet-stream (the element) or application/json ({{\"size\": N}})"

@@ -61,12 +61,11 @@ async fn create_request(
     TimedBody(body): TimedBody,
 ) -> Result<Json<Reply>, ApiError> {
     let max_element_bytes = state.processor.settings().max_element_bytes;
-    let element = parse_element(&headers, body, max_element_bytes)?;
-    let reply = state
-        .processor
-        .submit(element)
-        .await
-        .map_err(|e: RequestError| ApiError::Unavailable(e.to_string()))?;
+    let reply = match parse_element(&headers, body, max_element_bytes)? {
+        (_, Some(key)) => state.processor.submit_read(key).await,
+        (element, None) => state.processor.submit(element).await,
+    }
+    .map_err(|e: RequestError| ApiError::Unavailable(e.to_string()))?;
     Ok(Json(reply))
 }
 

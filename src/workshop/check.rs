@@ -54,6 +54,10 @@ pub const CHECK_SEED: u64 = 319;
 /// to show that it stays recovered.
 pub const AFTER_INCIDENT: Duration = Duration::from_secs(25);
 
+/// The end of the window [`Metric::LateHitRatio`] judges: its last 10 s, all
+/// after the 15 s an incident's end leaves to recover ([`AFTER_INCIDENT`]).
+pub const LATE_HIT_RATIO_S: f64 = 10.0;
+
 /// The share of the offered rate that counts as recovered goodput.
 pub const RECOVERED_SHARE: f64 = 0.95;
 
@@ -440,7 +444,7 @@ async fn run_window(
     let reads_pile = scenario.check.iter().any(|c| {
         matches!(
             c.metric,
-            Metric::AckedUnwrittenPerSlot | Metric::UnwrittenGrowthPerS
+            Metric::AckedUnwrittenPerSlot | Metric::UnwrittenGrowthPerS | Metric::LateHitRatio
         )
     });
     let watch = reads_pile.then(|| unwritten_watch::Watch::start(target));
@@ -551,6 +555,12 @@ async fn judge(
             report.window_ns as f64 / 1e9,
         ),
         store_slots: scenario.settings().store_concurrency,
+        late_hit_ratio: unwritten_watch::late_hit_ratio(
+            &ran.unwritten.cache,
+            report.window_ns as f64 / 1e9,
+            LATE_HIT_RATIO_S,
+            (after.counts.cache_hits, after.counts.cache_misses),
+        ),
         incident_end_s: ran.incident_end_s,
         offered_per_s: match load.pacing {
             simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
@@ -654,6 +664,8 @@ struct Window<'a> {
     unwritten_growth_per_s: f64,
     /// The world's store slots (`store_concurrency`; 0: no limit).
     store_slots: usize,
+    /// The share of reads that hit over the window's last seconds.
+    late_hit_ratio: f64,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
     /// The open loop's rate.
@@ -695,6 +707,7 @@ impl Window<'_> {
             // Without the kernel's figure, NaN fails every bound.
             Metric::RunqueueWaitPerCpu => self.runqueue_wait_per_cpu.unwrap_or(f64::NAN),
             Metric::NeighbourShare => self.neighbour_share,
+            Metric::LateHitRatio => self.late_hit_ratio,
             Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
             Metric::BusyShare => runtime.busy_share,
             // Without a cgroup to read, NaN fails every bound.

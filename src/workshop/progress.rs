@@ -218,13 +218,14 @@ impl SoFar<'_> {
             Metric::ConnectP99Ms => self.connect_p99_ms,
             // A peak and a slope over the window: the check's own reads of
             // the pile give them at the end; the neighbour's share, its reads
-            // around the window.
+            // around the window; the late hit ratio, the window's last reads.
             Metric::P99Ms
             | Metric::RecoveryS
             | Metric::RightDigestShare
             | Metric::AckedUnwrittenPerSlot
             | Metric::UnwrittenGrowthPerS
-            | Metric::NeighbourShare => None,
+            | Metric::NeighbourShare
+            | Metric::LateHitRatio => None,
         }
     }
 }

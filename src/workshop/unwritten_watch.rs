@@ -29,6 +29,9 @@ pub struct Watched {
     pub peak: u64,
     /// Each read's seconds since the watch began and the count then.
     pub reads: Vec<(f64, u64)>,
+    /// Each read's seconds since the watch began and the cache's hits and
+    /// misses then (`cache_hits`, `cache_misses`).
+    pub cache: Vec<(f64, u64, u64)>,
     /// Reads that got no answer: the window's peak is then a lower bound.
     pub missed: u64,
 }
@@ -62,6 +65,25 @@ pub fn growth_per_s(reads: &[(f64, u64)], window_s: f64) -> f64 {
     covariance / variance
 }
 
+/// The share of reads that hit over the last `last_s` of a window of
+/// `window_s`: from the first read at or after its start to `end` (the hits
+/// and misses after the window). NaN without a read in it.
+pub fn late_hit_ratio(
+    reads: &[(f64, u64, u64)],
+    window_s: f64,
+    last_s: f64,
+    end: (u64, u64),
+) -> f64 {
+    let Some(&(_, hits, misses)) = reads.iter().find(|(t, _, _)| *t >= window_s - last_s) else {
+        return f64::NAN;
+    };
+    let (hit, missed) = (end.0.saturating_sub(hits), end.1.saturating_sub(misses));
+    match hit + missed {
+        0 => f64::NAN,
+        all => hit as f64 / all as f64,
+    }
+}
+
 impl Watch {
     pub fn start(target: &str) -> Watch {
         let stop = CancellationToken::new();
@@ -81,6 +103,9 @@ impl Watch {
                         seen.peak = seen.peak.max(stats.acked_unwritten_peak);
                         let at = began.elapsed().as_secs_f64();
                         seen.reads.push((at, stats.acked_unwritten));
+                        let counts = &stats.counts;
+                        seen.cache
+                            .push((at, counts.cache_hits, counts.cache_misses));
                     }
                     Err(_) => seen.missed += 1,
                 }

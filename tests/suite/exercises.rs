@@ -326,5 +326,6 @@ each_exercise!(
     nagle_delayed_ack,
     cpu_hot_spot,
     periodic_stall,
+    cold_cache,
     noisy_neighbour,
 );

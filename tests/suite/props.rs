@@ -151,8 +151,11 @@ proptest! {
             headers.insert("content-type", ct);
         }
         match parse_element(&headers, Bytes::from(body.clone()), max) {
-            Ok(Element::Synthetic(n)) => prop_assert!(n <= max),
-            Ok(Element::Bytes(b)) => prop_assert_eq!(&b[..], &body[..]),
+            Ok((Element::Synthetic(n), _)) => prop_assert!(n <= max),
+            Ok((Element::Bytes(b), key)) => {
+                prop_assert_eq!(&b[..], &body[..]);
+                prop_assert_eq!(key, None);
+            }
             Err(_) => {}
         }
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use system_simulator::observe::probes::probe_names;
 
-const BUNDLED: [&str; 15] = [
+const BUNDLED: [&str; 16] = [
     "cpu-quota",
     "runqlat",
     "accept-queue",
@@ -22,6 +22,7 @@ const BUNDLED: [&str; 15] = [
     "runtime",
     "size",
     "retry",
+    "cache",
     "locks",
 ];
 

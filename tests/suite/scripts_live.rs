@@ -115,6 +115,33 @@ async fn traced_run_with(
     traced_run_full(tool, script, server_args, load, &[]).await
 }
 
+/// A cache of 100 elements in front of a store of 2 slots, 20 ms a read (100
+/// reads a second), and [`CACHE_LOAD`]: 40 clients with no think time reading
+/// keys of zipf(1000, 1.0) (the 100 hottest hold about 69 % of the draws), who
+/// give up after 150 ms. The misses queue for the store past that, so some
+/// fills are abandoned while others fill the cache: every count of cache.bt
+/// and cache.d moves.
+pub const CACHE_SERVER: [&str; 6] = [
+    "--cache-entries",
+    "100",
+    "--store-concurrency",
+    "2",
+    "--persist-latency",
+    "20ms",
+];
+pub const CACHE_LOAD: [&str; 10] = [
+    "--n",
+    "40",
+    "--think-time",
+    "0s",
+    "--keys",
+    "zipf(1000, 1.0)",
+    "--timeout",
+    "150ms",
+    "--duration",
+    "4s",
+];
+
 /// How far into its incident a retry-storm server is when the trace starts.
 const INTO_THE_INCIDENT: Duration = Duration::from_secs(3);
 
@@ -450,6 +477,23 @@ both_tools! {
         assert!(rows.len() >= 3, "one line a second over the run:\n{output}");
         let wasted_per_second: u64 = rows.iter().map(|r| r[1]).sum();
         assert!(wasted_per_second <= wasted, "{output}");
+    };
+    cache_counts_what_stats_counts: |tool| async move {
+        let Some((output, truth)) =
+            traced_run_with(tool, "cache", &CACHE_SERVER, &CACHE_LOAD).await else { return };
+        let got = figures(&output);
+        for (label, counter) in [
+            ("reads that hit", "cache_hits"),
+            ("reads that missed", "cache_misses"),
+            ("fills begun", "cache_fills_started"),
+            ("fills that filled the cache", "cache_fills_done"),
+            ("fills abandoned (client gone)", "cache_fills_abandoned"),
+        ] {
+            let want = truth.count(counter);
+            assert!(want > 0, "{counter}: the load makes some\n{output}");
+            assert_eq!(got.get(label).copied().unwrap_or(0), want, "{label}\n{output}");
+        }
+        assert!(tracer::rows(&output).len() >= 3, "one line a second over the run:\n{output}");
     };
     retry_counts_cancelled_requests: |tool| async move {
         let server_args = ["--permits", "2", "--persist-latency", "100ms", "--on-disconnect", "cancel"];

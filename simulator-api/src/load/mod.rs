@@ -12,12 +12,13 @@
 //! /scenarios`).
 //!
 //! A load's flags: `--n`, `--think-time`, `--ramp-up`, `--rate`, `--arrivals`,
-//! `--payload-size`, `--duration`, `--requests`, `--seed`, and how its clients
+//! `--payload-size`, `--keys`, `--duration`, `--requests`, `--seed`, and how its clients
 //! hold connections and give up and retry: `--connections`, `--timeout`,
 //! `--retries`, `--backoff`, `--retry-budget`
 //! (also as `--flag=value`). Where to send, how to report and how to split a run
 //! are the driver's own business and not part of a load.
 
+mod keys;
 mod payload;
 mod retry;
 
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use keys::{Keys, MAX_KEYS};
 pub use payload::{PayloadSize, MAX_DRAWN_BYTES};
 pub use retry::{parse_percent, Backoff, RetryPolicy, RETRY_BUDGET_WINDOW};
 
@@ -68,6 +70,12 @@ pub struct LoadArgs {
     /// Element size: `1024`, `64k`, `uniform(LOW, HIGH)` or `lognormal(MEAN, SD)` (heavy-tailed; MEAN and SD in bytes, draws kept within 1 byte to 1 GiB).
     #[arg(long, default_value = "1024")]
     pub payload_size: PayloadSize,
+
+    /// Each request reads an element instead of storing one: its key drawn from
+    /// `zipf(COUNT, SKEW)` (key 0 the hottest), sent as `{"size": N, "key": K}`;
+    /// the server answers it from its cache or fills the cache from the store.
+    #[arg(long, value_name = "KEYS")]
+    pub keys: Option<Keys>,
 
     /// How clients hold connections: `keep-alive` opens each client's before the
     /// run and reuses it (reopened after an error), as a browser or a pooled
@@ -143,6 +151,8 @@ pub struct Load {
     pub clients: usize,
     pub pacing: Pacing,
     pub payload: PayloadSize,
+    /// `--keys`: reads of keys drawn from a Zipf distribution.
+    pub keys: Option<Keys>,
     /// `--duration`, if given.
     pub duration: Option<Duration>,
     /// `--requests`: each closed-loop client stops after this many.
@@ -267,7 +277,7 @@ impl LoadError {
         if e.kind() == clap::error::ErrorKind::UnknownArgument {
             said.push_str(
                 "; a load takes --n, --think-time, --ramp-up, --rate, --arrivals, \
-                 --payload-size, --connections, --duration, --requests, --seed, --timeout, \
+                 --payload-size, --keys, --connections, --duration, --requests, --seed, --timeout, \
                  --retries, --backoff and --retry-budget, each with its value",
             );
         }
@@ -322,6 +332,7 @@ impl Load {
             clients: args.clients,
             pacing,
             payload: args.payload_size,
+            keys: args.keys,
             duration: args.duration,
             requests_per_client: args.requests,
             seed: args.seed,

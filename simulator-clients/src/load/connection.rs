@@ -22,6 +22,7 @@ use hyper::header::HeaderValue;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
+use crate::plan::Body;
 use crate::reporting::outcome::Failure;
 use simulator_api::Reply;
 
@@ -42,9 +43,9 @@ pub struct Connection {
     stream: Option<TcpStream>,
     /// Everything of the request but the body's length and the body.
     head: Vec<u8>,
-    /// The request as sent last, reused while the size stays the same.
+    /// The request as sent last, reused while its body stays the same.
     request: Vec<u8>,
-    request_size: Option<u64>,
+    request_body: Option<Body>,
     reply: Vec<u8>,
     /// A new connection for every attempt (`--connections per-request`).
     per_request: bool,
@@ -75,7 +76,7 @@ impl Connection {
             stream: None,
             head: request_head(&host, false),
             request: Vec::new(),
-            request_size: None,
+            request_body: None,
             reply: Vec::with_capacity(READ_BUFFER_BYTES),
             per_request: false,
             connecting: false,
@@ -88,7 +89,7 @@ impl Connection {
         Self {
             per_request: yes,
             head: request_head(host, yes),
-            request_size: None,
+            request_body: None,
             ..self
         }
     }
@@ -117,12 +118,12 @@ impl Connection {
         self.connected_in = None;
     }
 
-    /// Sends one element of `size` bytes and waits for the reply, at most `timeout`.
+    /// Sends one request and waits for the reply, at most `timeout`.
     /// Any failure drops the connection: after a timeout its reply may still
     /// arrive and must not be mistaken for the next request's.
-    pub async fn send_element(&mut self, size: u64, timeout: Duration) -> Result<Reply, Failure> {
+    pub async fn send_element(&mut self, body: Body, timeout: Duration) -> Result<Reply, Failure> {
         self.connected_in = None;
-        let outcome = match tokio::time::timeout(timeout, self.exchange(size)).await {
+        let outcome = match tokio::time::timeout(timeout, self.exchange(body)).await {
             Ok(outcome) => outcome,
             Err(_) if self.connecting => Err(Failure::ConnectTimeout),
             Err(_) => Err(Failure::Timeout),
@@ -134,8 +135,8 @@ impl Connection {
         outcome
     }
 
-    async fn exchange(&mut self, size: u64) -> Result<Reply, Failure> {
-        self.prepare(size);
+    async fn exchange(&mut self, body: Body) -> Result<Reply, Failure> {
+        self.prepare(body);
         self.connected().await?;
         let stream = self.stream.as_mut().ok_or(Failure::Connect)?;
         stream
@@ -152,17 +153,20 @@ impl Connection {
         serde_json::from_slice(&self.reply[reply.body]).map_err(|_| Failure::Io)
     }
 
-    /// The request for a synthetic element of `size` bytes, built once per size.
-    fn prepare(&mut self, size: u64) {
-        if self.request_size == Some(size) {
+    /// The request for `body`, built again only when it changes.
+    fn prepare(&mut self, sent: Body) {
+        if self.request_body == Some(sent) {
             return;
         }
-        let body = format!("{{\"size\":{size}}}");
+        let body = match sent.key {
+            None => format!("{{\"size\":{}}}", sent.size),
+            Some(key) => format!("{{\"size\":{},\"key\":{key}}}", sent.size),
+        };
         self.request.clear();
         self.request.extend_from_slice(&self.head);
         self.request
             .extend_from_slice(format!("{}\r\n\r\n{body}", body.len()).as_bytes());
-        self.request_size = Some(size);
+        self.request_body = Some(sent);
     }
 
     async fn connected(&mut self) -> Result<(), Failure> {
@@ -355,7 +359,7 @@ mod tests {
         let (addr, accepted) = fake_server(vec![split, Answer::Pieces(vec![OK])]).await;
         let mut c = client(addr);
         for _ in 0..2 {
-            let reply = c.send_element(10, SECOND).await.unwrap();
+            let reply = c.send_element(Body::store(10), SECOND).await.unwrap();
             assert_eq!((reply.id, reply.blocked), (7, true));
         }
         assert_eq!(
@@ -373,10 +377,10 @@ mod tests {
         let (addr, accepted) = fake_server(vec![unavailable, Answer::Pieces(vec![OK])]).await;
         let mut c = client(addr);
         assert_eq!(
-            c.send_element(1, SECOND).await.unwrap_err(),
+            c.send_element(Body::store(1), SECOND).await.unwrap_err(),
             Failure::Status(503)
         );
-        assert!(c.send_element(1, SECOND).await.is_ok());
+        assert!(c.send_element(Body::store(1), SECOND).await.is_ok());
         assert_eq!(
             accepted.load(Ordering::SeqCst),
             2,
@@ -389,11 +393,11 @@ mod tests {
         let (addr, accepted) =
             fake_server(vec![Answer::ThenClose(OK), Answer::Pieces(vec![OK])]).await;
         let mut c = client(addr);
-        assert!(c.send_element(1, SECOND).await.is_ok());
+        assert!(c.send_element(Body::store(1), SECOND).await.is_ok());
         // Wait until the close has reached this side, as it would during a think time.
         let stream = c.stream.as_ref().unwrap();
         stream.readable().await.unwrap();
-        assert!(c.send_element(1, SECOND).await.is_ok());
+        assert!(c.send_element(Body::store(1), SECOND).await.is_ok());
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
@@ -407,7 +411,7 @@ mod tests {
         ];
         for reply in bad {
             let (addr, _) = fake_server(vec![Answer::Pieces(vec![reply])]).await;
-            let got = client(addr).send_element(1, SECOND).await;
+            let got = client(addr).send_element(Body::store(1), SECOND).await;
             assert_eq!(
                 got.unwrap_err(),
                 Failure::Io,
@@ -439,7 +443,7 @@ mod tests {
         c.open(SECOND).await;
         assert!(c.stream.is_none(), "nothing opened before the run");
         for _ in 0..2 {
-            assert!(c.send_element(1, SECOND).await.is_ok());
+            assert!(c.send_element(Body::store(1), SECOND).await.is_ok());
             let took = c.take_connect_time().expect("each attempt connects");
             assert!(took < SECOND, "{took:?}");
             assert_eq!(c.take_connect_time(), None, "taken once");
@@ -454,7 +458,7 @@ mod tests {
         let (addr, _) = fake_server(vec![Answer::Pieces(vec![OK])]).await;
         let mut c = client(addr);
         c.open(SECOND).await;
-        assert!(c.send_element(1, SECOND).await.is_ok());
+        assert!(c.send_element(Body::store(1), SECOND).await.is_ok());
         assert_eq!(c.take_connect_time(), None);
     }
 
@@ -469,7 +473,9 @@ mod tests {
         let mut queued = Vec::new();
         let mut c = client(addr);
         let failure = loop {
-            let got = c.send_element(1, Duration::from_millis(200)).await;
+            let got = c
+                .send_element(Body::store(1), Duration::from_millis(200))
+                .await;
             match got.unwrap_err() {
                 // Connected, queued, never answered: the request's own timeout.
                 Failure::Timeout => queued.push(()),
@@ -486,7 +492,7 @@ mod tests {
     async fn a_missing_reply_is_a_timeout() {
         let (addr, _) = fake_server(vec![Answer::Pieces(vec![b"HTTP/1.1 200 OK\r\n"])]).await;
         let got = client(addr)
-            .send_element(1, Duration::from_millis(100))
+            .send_element(Body::store(1), Duration::from_millis(100))
             .await;
         assert_eq!(got.unwrap_err(), Failure::Timeout);
     }

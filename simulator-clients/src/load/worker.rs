@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::load::connection::Connection;
 use crate::load::retry::RetryBudget;
 use crate::load::schedule::Schedule;
-use crate::plan::{LoadPlan, Pacing};
+use crate::plan::{Body, LoadPlan, Pacing};
 use crate::reporting::lag::Lag;
 use crate::reporting::outcome::Failure;
 use crate::reporting::record::{Recorder, Running, Timing};
@@ -33,7 +33,7 @@ use simulator_api::Reply;
 pub trait Exchange: Send + 'static {
     fn send_element(
         &mut self,
-        size: u64,
+        body: Body,
         timeout: Duration,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send;
 
@@ -47,10 +47,10 @@ pub trait Exchange: Send + 'static {
 impl Exchange for Connection {
     fn send_element(
         &mut self,
-        size: u64,
+        body: Body,
         timeout: Duration,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send {
-        Connection::send_element(self, size, timeout)
+        Connection::send_element(self, body, timeout)
     }
 
     fn take_connect_time(&mut self) -> Option<Duration> {
@@ -144,11 +144,11 @@ impl RunState {
     async fn send<E: Exchange>(
         &self,
         exchange: &mut E,
-        size: u64,
+        body: Body,
     ) -> Option<Result<Reply, Failure>> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let outcome = tokio::select! {
-            outcome = exchange.send_element(size, self.plan.timeout) => Some(outcome),
+            outcome = exchange.send_element(body, self.plan.timeout) => Some(outcome),
             () = self.drain_over() => {
                 self.recorder.unanswered();
                 None
@@ -256,7 +256,7 @@ impl RunState {
     async fn request<E: Exchange>(
         &self,
         exchange: &mut E,
-        size: u64,
+        body: Body,
         rng: &mut SmallRng,
         first: Timing,
         first_left: Instant,
@@ -269,7 +269,7 @@ impl RunState {
         let mut timing = first;
         let mut retries = 0u32;
         loop {
-            let outcome = self.send(exchange, size).await?;
+            let outcome = self.send(exchange, body).await?;
             let replied = Instant::now();
             let attempt = Timing {
                 after_window: self.after_window(replied),
@@ -382,14 +382,14 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         let Some(lag) = shared.wait_until(due).await else {
             break;
         };
-        let size = plan.payload.sample(&mut rng);
+        let body = plan.body(&mut rng);
         let began = Instant::now();
         if sent == 0 {
             shared.recorder.first_send(lag);
         }
         let first = Timing::on_time(Duration::ZERO, (sent > 0).then_some(Lag::timer(lag)));
         let answered = shared
-            .request(&mut exchange, size, &mut jitter, first, began)
+            .request(&mut exchange, body, &mut jitter, first, began)
             .await;
         if answered.is_none() {
             break;
@@ -422,7 +422,7 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
             shared.recorder.missed();
             continue;
         }
-        let size = shared.plan.payload.sample(&mut rng);
+        let body = shared.plan.body(&mut rng);
         let sent = Instant::now();
         let first = Timing {
             from_due: sent - due,
@@ -432,7 +432,7 @@ async fn open<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: E)
             connect: None,
         };
         let answered = shared
-            .request(&mut exchange, size, &mut jitter, first, sent)
+            .request(&mut exchange, body, &mut jitter, first, sent)
             .await;
         if answered.is_none() {
             return;

@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime};
 
 use hyper::header::HeaderValue;
-pub use simulator_api::load::{Arrivals, Connections, Pacing, PayloadSize, RetryPolicy};
+pub use simulator_api::load::{Arrivals, Connections, Keys, Pacing, PayloadSize, RetryPolicy};
 use simulator_api::Load;
 
 pub mod shard;
@@ -29,6 +29,8 @@ pub struct LoadPlan {
     pub pacing: Pacing,
     pub stop: Stop,
     pub payload: PayloadSize,
+    /// `--keys`: each request reads a key drawn from these instead.
+    pub keys: Option<Keys>,
     /// An attempt not answered within this is given up, its connection closed.
     pub timeout: Duration,
     /// What a client does after a failed attempt.
@@ -90,7 +92,29 @@ pub enum PlanError {
     PacingSlack,
 }
 
+/// What one request sends: a synthetic element of `size` bytes to store, or,
+/// with a key, a read of that key's element (`--keys`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Body {
+    pub size: u64,
+    pub key: Option<u64>,
+}
+
+impl Body {
+    pub fn store(size: u64) -> Self {
+        Self { size, key: None }
+    }
+}
+
 impl LoadPlan {
+    /// The next request's body, drawn from `rng` (a client's payload
+    /// generator): its size, then its key with `--keys`.
+    pub fn body<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Body {
+        let size = self.payload.sample(rng);
+        let key = self.keys.map(|keys| keys.sample(rng));
+        Body { size, key }
+    }
+
     /// The run of `load` against `target`, with the driver's own options at their
     /// defaults: what a scenario's load means, and what sim-clients' flags mean
     /// (`Args::plan` starts here).
@@ -105,6 +129,7 @@ impl LoadPlan {
                 requests_per_client,
             },
             payload: load.payload,
+            keys: load.keys,
             seed: load.seed,
             timeout: load.timeout,
             retry: load.retry,

@@ -30,6 +30,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use simulator_api::Settings;
+use tokio_util::sync::CancellationToken;
 
 use crate::request_path::Element;
 
@@ -128,6 +129,26 @@ impl Store {
         let _slot = self.slots.enter().await;
         let world = self.world();
         faults::around(&world, self.write(id, element, &world)).await
+    }
+
+    /// Reads one element for a cache fill: waits for a slot in turn with the
+    /// writes, unless `give_up` is cancelled first (then `false`: the store never
+    /// saw it); then reads for a latency drawn from `persist_latency`, to its end
+    /// whatever happens to its caller, as a store serves a query whose client has
+    /// gone. Reads are simulated on either medium and meet no faults.
+    pub async fn read(&self, give_up: Option<&CancellationToken>) -> bool {
+        let slot = match give_up {
+            None => self.slots.enter().await,
+            Some(give_up) => tokio::select! {
+                slot = self.slots.enter() => slot,
+                () = give_up.cancelled() => return false,
+            },
+        };
+        let world = self.world();
+        let latency = world.persist_latency.sample(&mut rand::rng());
+        crate::request_path::delay::sleep(latency, world.timer_tick).await;
+        drop(slot);
+        true
     }
 
     async fn write(

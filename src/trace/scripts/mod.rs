@@ -15,6 +15,7 @@
 //! probe fires; the intervals between two events agree to well under a bucket.
 
 mod accept_queue;
+mod cache;
 mod count;
 mod cpu_quota;
 mod cpu_usage;
@@ -84,6 +85,7 @@ pub const NAMES: &[&str] = &[
     "runtime",
     "size",
     "retry",
+    "cache",
     "cpu-usage",
     "cpu-quota",
     "accept-queue",
@@ -104,6 +106,7 @@ pub fn by_name(name: &str, options: Options) -> Option<Box<dyn Script>> {
         "runtime" => Box::new(runtime::Runtime::new(options)),
         "size" => Box::new(size::Size::new(options)),
         "retry" => Box::new(retry::Retry::new(options)),
+        "cache" => Box::new(cache::Cache::new(options)),
         "cpu-usage" => Box::new(cpu_usage::CpuUsage::new(options)),
         "cpu-quota" => Box::new(cpu_quota::CpuQuota::new(options)),
         "accept-queue" => Box::new(accept_queue::AcceptQueue::new(options)),

@@ -31,7 +31,7 @@ pub const FAST_SERVER: [&str; 6] = [
     "1ms",
 ];
 
-/// Exercise 13's server (its neighbour beside it, two threads a CPU) and its
+/// Exercise 14's server (its neighbour beside it, two threads a CPU) and its
 /// ticket's load without a duration: each test adds its own.
 pub const NEIGHBOURED: [&str; 4] = ["--scenario", "noisy-neighbour", "--admin-listen", "off"];
 pub const NEIGHBOURED_LOAD: [&str; 6] = ["--n", "16", "--rate", "60", "--arrivals", "poisson"];

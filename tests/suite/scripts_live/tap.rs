@@ -226,6 +226,38 @@ async fn the_gate_scripts_twins_report_what_bpftrace_reports() {
     assert!(count["blocked requests"] > 0, "{}", pairs[0].tap);
 }
 
+/// The cache's twin under a cache whose fills are both done and abandoned
+/// (`CACHE_SERVER`, `CACHE_LOAD`), beside bpftrace and then DTrace: every count
+/// equal, and the one a second lines alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: bpftrace and DTrace attached as root beside the tap twin"]
+async fn the_cache_twin_reports_what_bpftrace_and_dtrace_report() {
+    use crate::scripts_live::{CACHE_LOAD, CACHE_SERVER};
+    let Some(pairs) = twins_under_load(&CACHE_SERVER, &CACHE_LOAD, &[("cache", &[])]).await else {
+        return;
+    };
+    assert_twins_agree(&pairs[0]);
+    let got = figures(&pairs[0].tap);
+    assert!(got["fills abandoned (client gone)"] > 0, "{}", pairs[0].tap);
+    assert!(got["fills that filled the cache"] > 0, "{}", pairs[0].tap);
+    let Some(pairs) =
+        twins_under(Tool::DTrace, &CACHE_SERVER, &CACHE_LOAD, &[("cache", &[])]).await
+    else {
+        return;
+    };
+    let pair = &pairs[0];
+    let (traced, twin) = (figures(&pair.bpftrace), figures(&pair.tap));
+    let both = format!("--- dtrace\n{}\n--- tap\n{}", pair.bpftrace, pair.tap);
+    let counts: Vec<_> = traced
+        .iter()
+        .filter(|(l, _)| !TIMED.contains(&l.as_str()))
+        .collect();
+    assert!(counts.len() >= 5, "the script's counts\n{both}");
+    for (label, value) in counts {
+        assert_eq!(twin.get(label), Some(value), "{label}\n{both}");
+    }
+}
+
 /// A pool's queue that refuses when full and drops what waited over 50 ms; sizes
 /// of three classes; a millisecond of zstd per element on the async workers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -456,7 +488,7 @@ async fn the_locks_twin_run_as_nobody_reports_what_bpftrace_reports() {
     );
 }
 
-/// The run-queue wait (exercise 13): `trace runqlat` as an unprivileged user,
+/// The run-queue wait (exercise 14): `trace runqlat` as an unprivileged user,
 /// beside runqlat.bt, on the noisy neighbour's server under its ticket's load:
 /// the twin reads the kernel's schedstat sums through `/stats`, the script sums
 /// the scheduler's tracepoints, and their summaries' milliseconds waited agree

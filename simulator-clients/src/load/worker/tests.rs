@@ -18,7 +18,7 @@ struct Fake {
 impl Exchange for Fake {
     fn send_element(
         &mut self,
-        _size: u64,
+        _body: Body,
         _timeout: Duration,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send {
         let (service, stall, sends) = (self.service, self.stall, Arc::clone(&self.sends));
@@ -371,7 +371,7 @@ struct Flaky {
 impl Exchange for Flaky {
     fn send_element(
         &mut self,
-        _size: u64,
+        _body: Body,
         timeout: Duration,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send {
         let n = self.attempts.fetch_add(1, Ordering::SeqCst);

@@ -1,0 +1,1 @@
+//! The cache's reads and fills, on tokio's paused clock.

@@ -1,0 +1,155 @@
+//! cache.bt over the tap: the look-aside cache's reads and fills a line a
+//! second (hits, misses, the hit ratio, fills done, abandoned and wasted, misses
+//! refused, fills in flight since the start, whether an incident was in force);
+//! then the run's totals and the fills' latency.
+
+use super::{Event, Options, Script};
+use crate::trace::report::{Count, Hist, Map};
+
+/// One second's figures, in the columns' order.
+#[derive(Debug, Default, Clone, Copy)]
+struct Second {
+    hits: u64,
+    misses: u64,
+    filled: u64,
+    abandoned: u64,
+    wasted: u64,
+    refused: u64,
+}
+
+#[derive(Debug)]
+pub struct Cache {
+    now: Second,
+    /// Fills begun and ended since the start (FILLING is the difference).
+    started: u64,
+    ended: u64,
+    incident: bool,
+    seen_incident: bool,
+    totals: Map<Count>,
+    latency: Map<Hist>,
+}
+
+impl Cache {
+    pub fn new(_options: Options) -> Self {
+        Cache {
+            now: Second::default(),
+            started: 0,
+            ended: 0,
+            incident: false,
+            seen_incident: false,
+            totals: Map::new("totals"),
+            latency: Map::new("latency"),
+        }
+    }
+}
+
+impl Script for Cache {
+    fn probes(&self) -> &'static [&'static str] {
+        &[
+            "cache-hit",
+            "cache-miss",
+            "cache-fill-start",
+            "cache-fill-done",
+            "cache-fill-abandoned",
+            "cache-fill-refuse",
+            "incident-start",
+            "incident-in-force",
+            "incident-end",
+        ]
+    }
+
+    fn begin(&mut self, out: &mut String) {
+        out.push_str(&format!(
+            "{:<8} {:>6} {:>7} {:>5} {:>7} {:>10} {:>7} {:>8} {:>8} {:>9}\n",
+            "TIME",
+            "HITS",
+            "MISSES",
+            "HIT%",
+            "FILLED",
+            "ABANDONED",
+            "WASTED",
+            "REFUSED",
+            "FILLING",
+            "INCIDENT"
+        ));
+    }
+
+    fn on(&mut self, event: &Event<'_>) {
+        let a = event.args;
+        let totals = &mut self.totals;
+        let now = &mut self.now;
+        match event.probe {
+            "cache-hit" => {
+                now.hits += 1;
+                totals.add("reads that hit", 1);
+            }
+            "cache-miss" => {
+                now.misses += 1;
+                totals.add("reads that missed", 1);
+            }
+            "cache-fill-start" => {
+                self.started += 1;
+                totals.add("fills begun", 1);
+            }
+            "cache-fill-done" => {
+                now.filled += 1;
+                self.ended += 1;
+                totals.add("fills that filled the cache", 1);
+                self.latency.add("fill latency (ns)", a[2]);
+            }
+            "cache-fill-abandoned" => {
+                now.abandoned += 1;
+                self.ended += 1;
+                totals.add("fills abandoned (client gone)", 1);
+                if a[2] == 1 {
+                    now.wasted += 1;
+                    totals.add("abandoned fills the store had read (wasted)", 1);
+                }
+            }
+            "cache-fill-refuse" => {
+                now.refused += 1;
+                totals.add("misses refused at fill_limit", 1);
+            }
+            "incident-start" => {
+                self.incident = true;
+                self.seen_incident = true;
+                totals.add("incidents begun", 1);
+            }
+            // Fired every 100 ms while one is: known even when attached during it.
+            "incident-in-force" => {
+                self.incident = true;
+                self.seen_incident = true;
+            }
+            "incident-end" => self.incident = false,
+            _ => {}
+        }
+    }
+
+    fn second(&mut self, clock: &str, out: &mut String) {
+        let s = std::mem::take(&mut self.now);
+        let reads = s.hits + s.misses;
+        let hit_percent = match reads {
+            0 => 0,
+            _ => s.hits * 100 / reads,
+        };
+        out.push_str(&format!(
+            "{clock:<8} {:>6} {:>7} {:>5} {:>7} {:>10} {:>7} {:>8} {:>8} {:>9}\n",
+            s.hits,
+            s.misses,
+            hit_percent,
+            s.filled,
+            s.abandoned,
+            s.wasted,
+            s.refused,
+            self.started.saturating_sub(self.ended),
+            u8::from(self.seen_incident)
+        ));
+        self.seen_incident = self.incident;
+    }
+
+    fn end(&mut self, _ran_s: u64, out: &mut String) {
+        out.push_str("\nSummary of the cache over the whole run:\n");
+        self.totals.print(out);
+        self.latency.print(out);
+    }
+}
