@@ -141,6 +141,9 @@ pub struct Stats {
     /// drop them, so it stays bounded only while they run.
     #[serde(default)]
     pub index_entries: u64,
+    /// Elements in the cache now (`cache_entries`; 0 without one).
+    #[serde(default)]
+    pub cache_held: u64,
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,

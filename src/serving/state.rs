@@ -98,6 +98,7 @@ impl AppState {
             acked_unwritten,
             acked_unwritten_peak,
             index_entries: p.index_entries(),
+            cache_held: p.cache_entries_held(),
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             runqueue_wait_ns: crate::platform::schedstat::runqueue_wait_ns(),

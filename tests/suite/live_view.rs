@@ -628,6 +628,10 @@ async fn the_cache_charts_show_a_cache_that_never_warms_again() {
         Duration::from_secs(30),
     )
     .await;
+    if screenshots().is_some() {
+        // For the picture only: some warm seconds before the incident.
+        tokio::time::sleep(Duration::from_secs(8)).await;
+    }
     let began = put_json(&client(), &format!("{}/admin/incident", server.url), "").await;
     assert_eq!(began.status, 200, "{}", began.body);
     // Margin: every read misses after the incident (0 hits) and 600-800 fills a
@@ -642,7 +646,7 @@ async fn the_cache_charts_show_a_cache_that_never_warms_again() {
     .await;
     page.eval("document.getElementById('cache-panel').scrollIntoView(); return true;")
         .await;
-    screenshot(&page, "cold-cache.png", 0).await;
+    screenshot(&page, "cold-cache.png", 12).await;
     let _ = load.kill();
     wait_child(&mut load, Duration::from_secs(10));
 }

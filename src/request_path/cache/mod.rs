@@ -63,14 +63,16 @@ pub struct Cache {
     entries: Mutex<Option<LruCache<u64, ()>>>,
     /// The `cache_entries` the entries were made for, to tell a change.
     made_for: AtomicUsize,
-    /// Shared fills in flight by key (`coalesced`): each says `true` when done.
-    shared: Mutex<HashMap<u64, watch::Receiver<bool>>>,
+    /// Shared fills in flight by key (`coalesced`).
+    shared: Mutex<HashMap<u64, watch::Receiver<Outcome>>>,
     /// Fills in flight, of either kind, for `fill_limit`.
     filling: AtomicUsize,
 }
 
-/// What a fill reports to the reads that wait on it.
-type Done = watch::Sender<bool>;
+/// What a fill reports to the reads that wait on it: `None` while it runs,
+/// then whether its element went into the cache.
+type Outcome = Option<bool>;
+type Done = watch::Sender<Outcome>;
 
 impl Cache {
     /// A cache of `cache_entries`, warm: keys `0..cache_entries` in it, key 0 the
@@ -161,19 +163,25 @@ impl Cache {
                     events.cache_fill_refuse(id, key);
                     return Err(ReadError::FillLimit);
                 }
-                let (tx, rx) = watch::channel(false);
+                let (tx, rx) = watch::channel(None);
                 let give_up = (settings.abandoned_fills == AbandonedFills::Discard)
                     .then(|| client_left.clone());
                 self.begin(backend, (id, key), give_up, tx, false);
                 rx
             }
         };
+        // The client's leaving first: it also ends the fill's wait, which then
+        // reports at the same moment, and the read must not pass for answered.
         tokio::select! {
-            // A fill always sends before it ends; a closed channel is one that
-            // ended anyway (its task cut short at shutdown).
-            _ = done.wait_for(|done| *done) => Ok(()),
+            biased;
             () = client_left.cancelled() => Err(ReadError::ClientGone),
             () = stop.cancelled() => Err(ReadError::ShuttingDown),
+            outcome = done.wait_for(Option::is_some) => match outcome.map(|o| *o) {
+                Ok(Some(true)) => Ok(()),
+                // Thrown away (its client left), or its task cut short at shutdown.
+                Ok(_) => Err(ReadError::ClientGone),
+                Err(_) => Err(ReadError::ShuttingDown),
+            },
         }
     }
 
@@ -183,7 +191,7 @@ impl Cache {
         backend: &Arc<Backend>,
         (id, key): (u64, u64),
         settings: &Settings,
-    ) -> Result<watch::Receiver<bool>, ReadError> {
+    ) -> Result<watch::Receiver<Outcome>, ReadError> {
         let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(fill) = shared.get(&key) {
             return Ok(fill.clone());
@@ -192,7 +200,7 @@ impl Cache {
             backend.events.cache_fill_refuse(id, key);
             return Err(ReadError::FillLimit);
         }
-        let (tx, rx) = watch::channel(false);
+        let (tx, rx) = watch::channel(None);
         shared.insert(key, rx.clone());
         drop(shared);
         self.begin(backend, (id, key), None, tx, true);
@@ -218,7 +226,8 @@ impl Cache {
             let abandoned = give_up
                 .as_ref()
                 .is_some_and(CancellationToken::is_cancelled);
-            if read && !abandoned {
+            let filled = read && !abandoned;
+            if filled {
                 cache.put(key);
                 backend.events.cache_fill_done(id, key, began.elapsed());
             } else {
@@ -231,7 +240,7 @@ impl Cache {
                 map.remove(&key);
             }
             cache.filling.fetch_sub(1, Ordering::AcqRel);
-            let _ = done.send(true);
+            let _ = done.send(Some(filled));
         });
     }
 }

@@ -414,12 +414,17 @@ pub async fn burst(client: &HttpClient, base: &str, n: usize) -> u64 {
     replies.iter().filter(|r| r["blocked"] == true).count() as u64
 }
 
-/// Polls `/stats` until nothing is in flight (bounded), then returns it.
+/// Polls `/stats` until nothing is in flight (requests, persists, cache fills;
+/// bounded), then returns it.
 pub async fn settled_stats(client: &HttpClient, base: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let s = stats(client, base).await;
-        if s["requests_in_flight"] == 0 && s["persists_in_flight"] == 0 && s["persists_queued"] == 0
+        let fills_ended = s["cache_fills_started"] == s["cache_fills_ended"];
+        if s["requests_in_flight"] == 0
+            && s["persists_in_flight"] == 0
+            && s["persists_queued"] == 0
+            && fills_ended
         {
             return s;
         }
