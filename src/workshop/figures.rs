@@ -3,7 +3,7 @@
 //! For each fix of an exercise: a fresh server in the scenario (this binary,
 //! `serve --scenario NAME` on a free loopback port, in a child process so the
 //! measuring load never shares the server's runtime), the win condition measured
-//! (`check.rs`), the fix applied live, measured again. The result is a Markdown
+//! (`check/`), the fix applied live, measured again. The result is a Markdown
 //! block that `--write` puts between the page's `figures` markers; the page-claims
 //! test (`tests/suite/exercises.rs`) runs a shortened version and checks that every
 //! page's figures still say the same: which bounds hold before and after, and the
@@ -279,7 +279,7 @@ fn table(before: &Verdict, after: &Verdict) -> String {
     let mut out =
         String::from("| figure | bound | before | after |\n| --- | --- | ---: | ---: |\n");
     let cell = |v: &Verdict, i: usize| {
-        v.measured.get(i).map_or("not measured".to_owned(), |m| {
+        v.measured().get(i).map_or("not measured".to_owned(), |m| {
             format!(
                 "{} {}",
                 round(m.value),
@@ -287,7 +287,7 @@ fn table(before: &Verdict, after: &Verdict) -> String {
             )
         })
     };
-    for (i, m) in before.measured.iter().enumerate() {
+    for (i, m) in before.measured().iter().enumerate() {
         out.push_str(&format!(
             "| {} | {} | {} | {} |\n",
             m.condition.metric.label(),

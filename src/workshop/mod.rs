@@ -5,7 +5,7 @@
 //! - `workshop start NAME`: the server in that scenario (as `serve --scenario
 //!   NAME`, on the usual ports), the ticket, the load to run and the tracing
 //!   commands with this process's pid;
-//! - `workshop check [NAME]`: the win condition (`check.rs`), exit 0 when solved
+//! - `workshop check [NAME]`: the win condition (`check/`), exit 0 when solved
 //!   and 1 when not;
 //! - `workshop figures [NAME]`: each fix before and after, as the pages show it
 //!   (`figures.rs`; `--write` updates the pages).

@@ -28,7 +28,7 @@ async fn assert_refusing_fails(scenario: &Scenario, url: &str) {
         .await
         .unwrap();
     assert!(
-        verdict.refused.is_none(),
+        verdict.refused().is_none(),
         "{}: judged, not refused: {}",
         scenario.name,
         verdict.render()
@@ -40,7 +40,7 @@ async fn assert_refusing_fails(scenario: &Scenario, url: &str) {
         verdict.render()
     );
     let answered = verdict
-        .measured
+        .measured()
         .iter()
         .find(|m| m.condition.metric == Metric::OkShare)
         .expect("every exercise holds an answered share");
@@ -214,7 +214,7 @@ async fn fails_by_one_condition(scenario: &Scenario, change: &str, failing: Metr
     .await
     .unwrap();
     assert!(!verdict.passed(), "{change} passed:\n{}", verdict.render());
-    for m in &verdict.measured {
+    for m in verdict.measured() {
         assert_eq!(
             m.holds,
             m.condition.metric != failing,

@@ -4,7 +4,7 @@
 //! pile up (a gate wider than the store, a permit given back at the hand-off, a
 //! queue in front of the workers), the pile is here: memory that a crash loses
 //! and a longer incident outgrows. A check holds its peak to what the store's
-//! own slots hold (`workshop/check.rs`), so a write-behind buffer does not pass
+//! own slots hold (`workshop/check/`), so a write-behind buffer does not pass
 //! for a cure.
 //!
 //! An element is owed from its hand-off, once it is known that its request will

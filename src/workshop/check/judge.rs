@@ -1,0 +1,191 @@
+//! The verdict's figures: every condition of the scenario measured on the
+//! window, from the clients' report and the server's figures around it, once
+//! the server is known to have seen the check's requests and not many more.
+
+use simulator_api::load::Load;
+use simulator_api::Counts;
+use simulator_clients::{endpoints, Report};
+
+use super::super::{neighbour_share, unwritten_watch};
+use super::recovery::recovery_s;
+use super::window::Ran;
+use super::{Measured, Stop, LATE_HIT_RATIO_S, RECOVERED_SHARE};
+use crate::scenario::{Metric, Scenario};
+
+/// Every condition measured on the window, once the server is known to have
+/// seen the check's requests and not many more: another load beside the check's
+/// would change what the window means.
+pub(super) async fn judge(
+    scenario: &Scenario,
+    target: &str,
+    load: &Load,
+    ran: &Ran,
+) -> Result<Vec<Measured>, Stop> {
+    let after = endpoints::stats(target).await?;
+    let runtime = after.runtime;
+    let throttled_ms = match (ran.throttled_us_before, &after.cpu_cgroup) {
+        (Some(before), Some(now)) => Some(now.throttled_us.saturating_sub(before) as f64 / 1e3),
+        _ => None,
+    };
+    let listen_drops = match (ran.listen_drops_before, after.connections.listen_drops) {
+        (Some(before), Some(now)) => Some(now.saturating_sub(before) as f64),
+        _ => None,
+    };
+    let runqueue_wait_per_cpu = match (
+        (ran.runqueue_wait_before, after.runqueue_wait_ns),
+        (ran.cpu_before, after.process_cpu_ns),
+    ) {
+        ((Some(waited), Some(waits)), (Some(ran_ns), Some(runs))) => {
+            Some(waits.saturating_sub(waited) as f64 / runs.saturating_sub(ran_ns).max(1) as f64)
+        }
+        _ => None,
+    };
+    let neighbour_share = neighbour_share::share(
+        ran.neighbour_alone_per_s,
+        ran.neighbour_before,
+        neighbour_share::Reading::of(after.neighbour.as_ref()),
+    );
+    let report = &ran.report;
+    let Some(server) = &report.server else {
+        return Err(Stop::Refused(
+            "the server's /stats did not answer around the window".into(),
+        ));
+    };
+    let sent = report.requests_sent as f64;
+    let seen = server.requests_started as f64;
+    if seen < sent * 0.95 || seen > sent * 1.1 + 20.0 {
+        return Err(Stop::Refused(format!(
+            "the server counted {seen:.0} requests while the check sent {sent:.0}: stop any other load (the check brings its own) and check again"
+        )));
+    }
+    let window = Window {
+        report,
+        server,
+        seconds: report.window_ns as f64 / 1e9,
+        runtime: &runtime,
+        throttled_ms,
+        listen_drops,
+        runqueue_wait_per_cpu,
+        neighbour_share,
+        index_entries: after.index_entries as f64,
+        // The watch's reads, and the one after the window for its last second.
+        acked_unwritten_peak: ran.unwritten.peak.max(after.acked_unwritten_peak) as f64,
+        unwritten_growth_per_s: unwritten_watch::growth_per_s(
+            &ran.unwritten.reads,
+            report.window_ns as f64 / 1e9,
+        ),
+        store_slots: scenario.settings().store_concurrency,
+        late_hit_ratio: unwritten_watch::late_hit_ratio(
+            &ran.unwritten.cache,
+            report.window_ns as f64 / 1e9,
+            LATE_HIT_RATIO_S,
+            (after.counts.cache_hits, after.counts.cache_misses),
+        ),
+        incident_end_s: ran.incident_end_s,
+        offered_per_s: match load.pacing {
+            simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
+            simulator_api::load::Pacing::Closed { .. } => None,
+        },
+    };
+    Ok(scenario
+        .check
+        .iter()
+        .map(|condition| {
+            let value = window.figure(condition.metric);
+            Measured {
+                condition: *condition,
+                value,
+                holds: condition.holds(value),
+            }
+        })
+        .collect())
+}
+
+/// What a window measured, from both sides.
+struct Window<'a> {
+    report: &'a Report,
+    server: &'a Counts,
+    seconds: f64,
+    runtime: &'a simulator_api::RuntimeStats,
+    /// The server's cgroup's throttled time over the window, ms.
+    throttled_ms: Option<f64>,
+    /// The data port's listener's drops over the window.
+    listen_drops: Option<f64>,
+    /// The server's threads' run-queue wait over the window per CPU time it got.
+    runqueue_wait_per_cpu: Option<f64>,
+    /// The neighbour's work a second in the window over its work alone.
+    neighbour_share: f64,
+    /// Entries in the server's index at the window's end.
+    index_entries: f64,
+    /// The most elements answered and not yet written at once in the window.
+    acked_unwritten_peak: f64,
+    /// How fast they grew over the window's second half, a second.
+    unwritten_growth_per_s: f64,
+    /// The world's store slots (`store_concurrency`; 0: no limit).
+    store_slots: usize,
+    /// The share of reads that hit over the window's last seconds.
+    late_hit_ratio: f64,
+    /// When the incident the check began ended, in the run's seconds.
+    incident_end_s: Option<f64>,
+    /// The open loop's rate.
+    offered_per_s: Option<f64>,
+}
+
+impl Window<'_> {
+    /// One metric of the window.
+    fn figure(&self, metric: Metric) -> f64 {
+        let Window {
+            report,
+            server,
+            seconds,
+            runtime,
+            ..
+        } = *self;
+        let per_s = |n: u64| n as f64 / seconds.max(1e-9);
+        match metric {
+            Metric::BlockedShare => server.blocked_share(),
+            Metric::OkShare => {
+                let sent = report.requests_sent.max(1) as f64;
+                (report.requests_sent.saturating_sub(report.errors)) as f64 / sent
+            }
+            Metric::P99Ms => report.summary.latency.p99_ns as f64 / 1e6,
+            Metric::P50Ms => report.summary.latency.p50_ns as f64 / 1e6,
+            Metric::ConnectP99Ms => report.summary.connect.p99_ns as f64 / 1e6,
+            Metric::RightDigestShare => report.digests.right_share(),
+            // Without the kernel's figure, NaN fails every bound.
+            Metric::ListenDrops => self.listen_drops.unwrap_or(f64::NAN),
+            Metric::PersistsPerS => per_s(server.persists_done),
+            Metric::CompactionsPerS => per_s(server.compactions_done),
+            Metric::IndexEntries => self.index_entries,
+            // A store without a limit holds any pile: NaN fails every bound.
+            Metric::AckedUnwrittenPerSlot => match self.store_slots {
+                0 => f64::NAN,
+                slots => self.acked_unwritten_peak / slots as f64,
+            },
+            Metric::UnwrittenGrowthPerS => self.unwritten_growth_per_s,
+            // Without the kernel's figure, NaN fails every bound.
+            Metric::RunqueueWaitPerCpu => self.runqueue_wait_per_cpu.unwrap_or(f64::NAN),
+            Metric::NeighbourShare => self.neighbour_share,
+            Metric::LateHitRatio => self.late_hit_ratio,
+            Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
+            Metric::BusyShare => runtime.busy_share,
+            // Without a cgroup to read, NaN fails every bound.
+            Metric::ThrottledMsPerS => self
+                .throttled_ms
+                .map_or(f64::NAN, |ms| ms / seconds.max(1e-9)),
+            // Without an incident or an open loop there is nothing to recover from:
+            // NaN fails every bound, so a scenario that asks for it without either fails.
+            Metric::RecoveryS => match (self.incident_end_s, self.offered_per_s) {
+                (Some(ended), Some(offered)) => {
+                    let goodput: Vec<(f64, u64)> = report
+                        .seconds
+                        .iter()
+                        .map(|s| (s.line.t_s, s.line.completed))
+                        .collect();
+                    recovery_s(&goodput, ended, offered, RECOVERED_SHARE)
+                }
+                _ => f64::NAN,
+            },
+        }
+    }
+}

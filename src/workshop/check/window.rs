@@ -1,0 +1,125 @@
+//! The check's window: its own load for the window's length (the ticket's,
+//! seeded), the scenario's incident begun on time, the server's figures read
+//! as the window begins and, where a condition needs them, twice a second
+//! through it; and the check's progress on the live view.
+
+use std::time::Duration;
+
+use simulator_api::load::Load;
+use simulator_clients::{endpoints, LoadPlan, Report};
+use tokio_util::sync::CancellationToken;
+
+use super::super::unwritten_watch::{self, Watched};
+use super::super::{neighbour_share, progress};
+use super::{Stop, CHECK_SEED};
+use crate::scenario::{Metric, Scenario};
+
+/// What the check's own load saw.
+pub(super) struct Ran {
+    pub(super) report: Report,
+    /// The server's cgroup's throttled time (us) as the window began.
+    pub(super) throttled_us_before: Option<u64>,
+    /// The data port's listener's drops as the window began.
+    pub(super) listen_drops_before: Option<u64>,
+    /// When the incident the check began ended, in the run's seconds.
+    pub(super) incident_end_s: Option<f64>,
+    /// The server's elements answered and not yet written, read through the window.
+    pub(super) unwritten: Watched,
+    /// The server's threads' run-queue wait and its CPU time (ns) as the window began.
+    pub(super) runqueue_wait_before: Option<u64>,
+    pub(super) cpu_before: Option<u64>,
+    /// The neighbour's work a second alone, and its reading as the window began.
+    pub(super) neighbour_alone_per_s: Option<f64>,
+    pub(super) neighbour_before: Option<neighbour_share::Reading>,
+}
+
+/// The check's load for `window`, with the scenario's incident begun on time
+/// and the progress shown on the live view.
+pub(super) async fn run_window(
+    scenario: &Scenario,
+    audience: &progress::Audience,
+    window: Duration,
+    load: &Load,
+) -> Result<Ran, Stop> {
+    let target = audience.target.as_str();
+    let mut plan = LoadPlan::running_for(load, target, Some(window));
+    plan.seed = plan.seed.or(Some(CHECK_SEED));
+    let started = tokio::time::Instant::now();
+    let trigger = scenario.incident.first().map(|incident| {
+        let (target, at) = (target.to_owned(), incident.at);
+        let token = audience.admin_token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(started + at).await;
+            let asked = (started.elapsed(), std::time::SystemTime::now());
+            let begun = endpoints::begin_incident(&target, token.as_deref()).await;
+            (asked, begun)
+        })
+    });
+    let reads_neighbour = scenario
+        .check
+        .iter()
+        .any(|c| c.metric == Metric::NeighbourShare);
+    let neighbour_alone_per_s = match reads_neighbour {
+        true => neighbour_share::alone_per_s(target).await?,
+        false => None,
+    };
+    let before = endpoints::stats(target).await?;
+    let neighbour_before = neighbour_share::Reading::of(before.neighbour.as_ref());
+    let (runqueue_wait_before, cpu_before) = (before.runqueue_wait_ns, before.process_cpu_ns);
+    let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
+    let listen_drops_before = before.connections.listen_drops;
+    let (reporter, lines) = progress::Reporter::start(scenario, audience, window, before);
+    // Only where a condition reads the pile: each read of /stats costs the
+    // server a little CPU, which an exercise measuring its own runtime's
+    // lateness at half a core would count against its fix (blocking-runtime's
+    // canary p99 after a fix went from 13 to 21-30 ms with reads twice a second).
+    let reads_pile = scenario.check.iter().any(|c| {
+        matches!(
+            c.metric,
+            Metric::AckedUnwrittenPerSlot | Metric::UnwrittenGrowthPerS | Metric::LateHitRatio
+        )
+    });
+    let watch = reads_pile.then(|| unwritten_watch::Watch::start(target));
+    let outputs = simulator_clients::Outputs {
+        seconds: trigger.is_some(),
+        lines: Some(lines),
+        ..Default::default()
+    };
+    let report = simulator_clients::run_with(&plan, CancellationToken::new(), outputs).await;
+    let unwritten = match watch {
+        Some(watch) => watch.finish().await,
+        None => Watched::default(),
+    };
+    reporter.finish().await;
+    let report = report?;
+    let incident_end_s = match (trigger, scenario.incident.first()) {
+        (Some(trigger), Some(incident)) => match trigger.await? {
+            ((at, at_wall), Ok(_)) => {
+                // In the run's own seconds: the run's clock starts after its
+                // connections are open, a little after the check's.
+                let run_start = humantime::parse_rfc3339(&report.started_at).ok();
+                let into_run = run_start
+                    .and_then(|start| at_wall.duration_since(start).ok())
+                    .unwrap_or(at);
+                Some((into_run + incident.lasts).as_secs_f64())
+            }
+            (_, Err(e)) => {
+                return Err(Stop::Refused(format!(
+                    "the check could not begin the scenario's incident: {e}"
+                )))
+            }
+        },
+        _ => None,
+    };
+    Ok(Ran {
+        report,
+        throttled_us_before,
+        listen_drops_before,
+        incident_end_s,
+        unwritten,
+        runqueue_wait_before,
+        cpu_before,
+        neighbour_alone_per_s,
+        neighbour_before,
+    })
+}
