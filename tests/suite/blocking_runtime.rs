@@ -133,7 +133,8 @@ fn assert_cured(scenario: &Scenario, fix: &str, phase: &Phase, before: &Phase) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 30 s of CPU-bound load judged by timing; runs alone"]
-async fn blocking_runtime_is_cured_by_each_fix_and_returns_without_it() {
+async fn blocking_runtime_is_cured_by_each_fix_and_returns_without_it_alone() {
+    common::runs_alone();
     let scenario = Scenario::load("blocking-runtime").unwrap();
     let server = Server::start(&["--scenario", "blocking-runtime"]);
     let operator = server.operator_url.clone().unwrap();

@@ -263,6 +263,7 @@ fn against_the_page(scenario: &Scenario, fresh: &[FixTable]) -> Vec<String> {
 /// once (one after another where its own servers run at once), each run judged
 /// (and measured once more, alone, where its first window says something wrong).
 fn measured_everywhere(name: &str) {
+    common::runs_alone();
     let scenario = Scenario::load(name).unwrap();
     let judged = |confinement: Confinement, first: String| {
         judged_twice_if_wrong(

@@ -413,3 +413,42 @@ fn a_crate_is_told_from_a_longer_name_that_ends_like_it() {
         "hyper"
     ));
 }
+
+/// The run-alone group of .config/nextest.toml picks its tests by name only:
+/// an exercise's, or a name ending in `common::ALONE_SUFFIX`, the rule
+/// `common::runs_alone()` holds every CPU-judged test to. A filter that lists
+/// names one by one would let a renamed test slip into the shared pool.
+#[test]
+fn the_run_alone_group_is_picked_by_the_rule_runs_alone_checks() {
+    let config = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".config/nextest.toml"),
+    )
+    .unwrap();
+    let alone = config
+        .split("[[profile.full.overrides]]")
+        .find(|block| block.contains("threads-required = \"num-test-threads\""))
+        .expect("a run-alone group in .config/nextest.toml");
+    let filter: Vec<&str> = alone
+        .split("filter = \"\"\"")
+        .nth(1)
+        .and_then(|rest| rest.split("\"\"\"").next())
+        .expect("the group's filter")
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        filter,
+        [
+            "test(/^exercises::each::/)",
+            &format!("test(/{}$/)", crate::common::ALONE_SUFFIX)
+        ]
+    );
+}
+
+/// A test that calls `runs_alone()` without the name the run-alone group picks
+/// fails: this one's name does not end in the suffix.
+#[test]
+#[should_panic(expected = "must run alone")]
+fn a_cpu_judged_test_named_for_the_shared_pool_fails() {
+    crate::common::runs_alone();
+}

@@ -146,7 +146,8 @@ fn state_of(cell_text: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: eight servers under their checks' load, read in a real browser (Chromium)"]
-async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts() {
+async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_alone() {
+    common::runs_alone();
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }

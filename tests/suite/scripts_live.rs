@@ -303,6 +303,7 @@ fn throttled_periods(cgroup: &str) -> u64 {
 /// when a thread runs again just after the period timer: it may miss one whose
 /// thread had not waited a whole millisecond, hence a few periods of room.
 async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
+    common::runs_alone();
     if !tool.available() {
         return;
     }
@@ -420,7 +421,7 @@ async fn runqlat_agrees_with_schedstat(tool: Tool) {
 
 both_tools! {
     runqlat_sums_what_schedstat_sums: runqlat_agrees_with_schedstat;
-    cpu_quota_counts_what_cpu_stat_counts: cpu_quota_agrees_with_cpu_stat;
+    cpu_quota_counts_what_cpu_stat_counts_alone: cpu_quota_agrees_with_cpu_stat;
     count_equals_stats: |tool| async move {
         let Some((output, truth)) = traced_run(tool, "count").await else { return };
         check_count(tool, &output, &truth);
@@ -707,7 +708,8 @@ both_tools! {
             "{tool:?}: off-CPU {lock_us} us under {LOCK_WAIT}, the probes {probes_us} us\n{output}"
         );
     };
-    cpu_usage_agrees_with_proc: |tool| async move {
+    cpu_usage_agrees_with_proc_alone: |tool| async move {
+        common::runs_alone();
         let Some((sampled_ms, proc_ms, pid)) = cpu_run(tool).await else { return };
         // 1000 Hz sampling against the kernel's own accounting (10 ms ticks).
         assert!(

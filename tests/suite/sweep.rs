@@ -18,7 +18,8 @@ fn figure(step: &Value, name: &str) -> f64 {
 
 #[test]
 #[ignore = "tier C: 40 s of load, the seed's sweep judged by its shape"]
-fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix() {
+fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix_alone() {
+    common::runs_alone();
     let server = Server::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let (json, markdown, svg) = (

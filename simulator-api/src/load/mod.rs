@@ -275,13 +275,29 @@ impl LoadError {
         let said = said.join(" ");
         let mut said = said.strip_prefix("error: ").unwrap_or(&said).to_owned();
         if e.kind() == clap::error::ErrorKind::UnknownArgument {
-            said.push_str(
-                "; a load takes --n, --think-time, --ramp-up, --rate, --arrivals, \
-                 --payload-size, --keys, --connections, --duration, --requests, --seed, --timeout, \
-                 --retries, --backoff and --retry-budget, each with its value",
-            );
+            said.push_str(&format!(
+                "; a load takes {}, each with its value",
+                flag_names()
+            ));
         }
         LoadError(said)
+    }
+}
+
+/// The load's flags, `--n, ... and --retry-budget`, in their declaration's
+/// order: what a word that is none of them is told. Read from the declaration,
+/// so a new flag is listed without anyone listing it.
+fn flag_names() -> String {
+    use clap::CommandFactory;
+    let flags: Vec<String> = LoadWords::command()
+        .get_arguments()
+        .filter_map(|arg| arg.get_long())
+        .map(|long| format!("--{long}"))
+        .collect();
+    match flags.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -534,6 +550,11 @@ mod tests {
             ),
             ("--payload-size huge", "huge"),
             ("--target http://x", "a load takes --n"),
+            ("--target http://x", "--keys, --connections"),
+            (
+                "--target http://x",
+                "--backoff and --retry-budget, each with its value",
+            ),
         ] {
             let e = Load::parse(&words(bad)).unwrap_err().to_string();
             assert!(e.contains(needle), "{bad}: {e}");

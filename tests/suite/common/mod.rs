@@ -438,6 +438,26 @@ pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
+/// The end of the name of every test judged by the CPU it gets, besides the
+/// exercises' own (`exercises::each::NAME`): what .config/nextest.toml's
+/// run-alone group picks them by.
+pub const ALONE_SUFFIX: &str = "_alone";
+
+/// Call first in a test whose verdict depends on the CPU its servers get (a
+/// win condition, a canary's lateness, a tracer's sampling on time): it fails
+/// unless the test's name puts it in .config/nextest.toml's run-alone group (a
+/// name ending in [`ALONE_SUFFIX`], or an exercise's), so a rename cannot
+/// quietly move it into the shared pool, where it would be judged beside
+/// three other tests. libtest runs each test on a thread named after it.
+pub fn runs_alone() {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("");
+    assert!(
+        name.ends_with(ALONE_SUFFIX) || name.starts_with("exercises::each::"),
+        "test `{name}` is judged by the CPU it gets, so it must run alone: end its name in `{ALONE_SUFFIX}` (.config/nextest.toml picks the run-alone tests by it)"
+    );
+}
+
 /// Skips with a printed reason, or fails when running under CI.
 pub fn skip_or_fail(reason: &str) {
     assert!(!in_ci(), "CI must run this test, but: {reason}");

@@ -366,7 +366,8 @@ async fn the_retry_twin_knows_an_incident_already_in_force() {
 /// depend on the CPU the server gets while the two observers watch it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: bpftrace attached as root beside the twins that read /stats"]
-async fn the_cpu_twins_report_what_bpftrace_reports() {
+async fn the_cpu_twins_report_what_bpftrace_reports_alone() {
+    crate::common::runs_alone();
     let tool = Tool::Bpftrace;
     if !tool.available() {
         return;
