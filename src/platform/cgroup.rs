@@ -295,17 +295,17 @@ fn tightest_from(group: &CpuGroup, top: &Path) -> Option<f64> {
 /// A cgroup this process made, with a CPU limit; removed on drop once empty
 /// (whoever put a process in it moves it out or lets it end first).
 #[derive(Debug)]
-pub struct Made {
+pub struct OwnCpuGroup {
     group: CpuGroup,
 }
 
-impl Made {
+impl OwnCpuGroup {
     /// A new group `name` under `parent` limited to `max`.
     pub fn under(parent: &CpuGroup, name: &str, max: CpuMax) -> Result<Self, String> {
         let group = parent.child(name);
         std::fs::create_dir(&group.dir)
             .map_err(|e| format!("cannot make the cgroup {}: {e}", group.dir.display()))?;
-        let made = Made { group };
+        let made = OwnCpuGroup { group };
         made.group.set_cpu_max(max)?;
         Ok(made)
     }
@@ -320,7 +320,7 @@ impl Made {
     }
 }
 
-impl Drop for Made {
+impl Drop for OwnCpuGroup {
     fn drop(&mut self) {
         // An empty cgroup is removed with rmdir; one still holding a process stays
         // until the next start sweeps it (`sweep_stale`).
@@ -333,7 +333,7 @@ impl Drop for Made {
 pub struct ServerGroup {
     group: CpuGroup,
     /// The group this process made (`None`: it was already in one with the limit).
-    made: Option<Made>,
+    made: Option<OwnCpuGroup>,
 }
 
 impl ServerGroup {
@@ -363,7 +363,7 @@ impl ServerGroup {
         let group = current.child(&name);
         std::fs::create_dir(&group.dir)
             .map_err(|e| format!("cannot make the cgroup {}: {e}", group.dir.display()))?;
-        let made = Made {
+        let made = OwnCpuGroup {
             group: group.clone(),
         };
         let entered = group.take(pid).and_then(|()| {

@@ -14,7 +14,7 @@ use super::board::Room;
 const FORMAT: u32 = 1;
 
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Kept {
+struct SavedRoom {
     format: u32,
     room: Room,
 }
@@ -27,7 +27,7 @@ pub fn read(path: &Path) -> anyhow::Result<Option<Room>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let kept: Kept = serde_json::from_str(&text).with_context(|| {
+    let kept: SavedRoom = serde_json::from_str(&text).with_context(|| {
         format!(
             "{} is not a room's state file (move it away to start a new room)",
             path.display()
@@ -44,7 +44,7 @@ pub fn read(path: &Path) -> anyhow::Result<Option<Room>> {
 
 /// Writes `room` to `path` whole.
 pub fn write(path: &Path, room: &Room) -> anyhow::Result<()> {
-    let kept = Kept {
+    let kept = SavedRoom {
         format: FORMAT,
         room: room.clone(),
     };

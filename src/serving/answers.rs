@@ -33,7 +33,7 @@ pub const HIDDEN: &str =
 /// The query of a route that can hide answers: `?answers=show` reveals them.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Ask {
+pub struct AnswersQuery {
     answers: Option<Reveal>,
 }
 
@@ -46,7 +46,10 @@ enum Reveal {
 impl Answers {
     /// Whether this request may see the answers: always when shown, and when
     /// hidden only if it asks. A malformed query is the client's error, named.
-    pub fn for_request(self, ask: Result<Query<Ask>, QueryRejection>) -> Result<bool, ApiError> {
+    pub fn for_request(
+        self,
+        ask: Result<Query<AnswersQuery>, QueryRejection>,
+    ) -> Result<bool, ApiError> {
         let Query(ask) = ask.map_err(|e| {
             ApiError::BadRequest(format!(
                 "{}; the only query here is ?answers=show",

@@ -13,7 +13,7 @@
 //!   idle keep-alive connection holds its slot);
 //! - at shutdown each connection finishes the request it is on and closes.
 //!
-//! How it treats each connection is read at its accept ([`Ways`], from the live
+//! How it treats each connection is read at its accept ([`ConnectionPolicy`], from the live
 //! settings), so a change applies to the next one: `TCP_NODELAY` or Nagle,
 //! replies in one write or two (`head_first.rs`), and where a handshake's CPU
 //! is spent (`handshake.rs`): inline in this loop, which then takes connections
@@ -55,7 +55,7 @@ use crate::serving::head_first::HeadFirst;
 
 /// How the listener treats a connection it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ways {
+pub struct ConnectionPolicy {
     /// The accept queue to keep asked of the kernel; `None`: as bound.
     pub backlog: Option<usize>,
     pub nodelay: bool,
@@ -64,9 +64,9 @@ pub struct Ways {
     pub handshake_on: HandshakeOn,
 }
 
-impl Ways {
+impl ConnectionPolicy {
     /// The operator's listener: dashboards and curl, served plainly.
-    pub const PLAIN: Ways = Ways {
+    pub const PLAIN: ConnectionPolicy = ConnectionPolicy {
         backlog: None,
         nodelay: true,
         reply_writes: ReplyWrites::One,
@@ -75,7 +75,7 @@ impl Ways {
     };
 
     pub fn of(settings: &Settings) -> Self {
-        Ways {
+        ConnectionPolicy {
             backlog: Some(settings.listen_backlog),
             nodelay: settings.tcp_nodelay,
             reply_writes: settings.reply_writes,
@@ -86,7 +86,7 @@ impl Ways {
 }
 
 /// Where the accept loop reads the ways in force at each accept.
-pub type WaysNow = Arc<dyn Fn() -> Ways + Send + Sync>;
+pub type ConnectionPolicyNow = Arc<dyn Fn() -> ConnectionPolicy + Send + Sync>;
 
 /// The connection limits `serve` enforces (see docs/limits.md).
 #[derive(Debug, Clone, Copy)]
@@ -189,7 +189,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
-    ways_now: WaysNow,
+    policy_now: ConnectionPolicyNow,
     stats: Arc<ConnectionStats>,
     stop: CancellationToken,
 ) {
@@ -225,7 +225,7 @@ pub async fn serve(
         if limits.metered {
             metrics::counter!(m::CONNECTIONS_ACCEPTED).increment(1);
         }
-        let ways = ways_now();
+        let ways = policy_now();
         if let Some(backlog) = ways.backlog {
             stats.keep_backlog(backlog);
         }

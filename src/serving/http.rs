@@ -16,7 +16,7 @@ use axum::{Json, Router};
 use simulator_api::{Reply, ScenarioInfo, Stats};
 
 use super::admin;
-use super::answers::{self, Ask};
+use super::answers::{self, AnswersQuery};
 use super::body::{parse_element, TimedBody};
 use super::error::ApiError;
 use super::live;
@@ -71,7 +71,7 @@ async fn create_request(
 
 async fn stats(
     State(state): State<AppState>,
-    ask: Result<Query<Ask>, QueryRejection>,
+    ask: Result<Query<AnswersQuery>, QueryRejection>,
 ) -> Result<Json<Stats>, ApiError> {
     let stats = state.stats();
     Ok(Json(if state.answers.for_request(ask)? {
@@ -83,7 +83,7 @@ async fn stats(
 
 async fn scenarios(
     State(state): State<AppState>,
-    ask: Result<Query<Ask>, QueryRejection>,
+    ask: Result<Query<AnswersQuery>, QueryRejection>,
 ) -> Result<Json<Vec<ScenarioInfo>>, ApiError> {
     let show = state.answers.for_request(ask)?;
     let all = scenario::bundled().map_err(|e| ApiError::Internal(e.to_string()))?;

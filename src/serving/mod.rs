@@ -28,7 +28,7 @@ use crate::observe::metrics;
 use crate::request_path::{DataProcessor, DrainReport, StartError};
 use crate::scenario::Scenario;
 use answers::Answers;
-use connections::{Limits, Ways, OPERATOR_MAX_CONNECTIONS};
+use connections::{ConnectionPolicy, Limits, OPERATOR_MAX_CONNECTIONS};
 use http::{app, operator_app};
 use incidents::IncidentMode;
 use state::AppState;
@@ -132,19 +132,20 @@ pub async fn run(
             operator,
             operator_app(state.clone()),
             limits,
-            Arc::new(|| Ways::PLAIN),
+            Arc::new(|| ConnectionPolicy::PLAIN),
             Arc::default(),
             stop_accepting.clone(),
         ));
     }
     let router = app(state);
     let settings_now = processor.clone();
-    let ways_now: connections::WaysNow = Arc::new(move || Ways::of(&settings_now.settings()));
+    let policy_now: connections::ConnectionPolicyNow =
+        Arc::new(move || ConnectionPolicy::of(&settings_now.settings()));
     let connections = tokio::spawn(connections::serve(
         listener,
         router,
         limits,
-        ways_now,
+        policy_now,
         stats,
         stop_accepting.clone(),
     ));

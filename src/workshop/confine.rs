@@ -38,7 +38,7 @@ fn parse_cores(text: &str) -> Result<f64, String> {
 }
 
 /// A cgroup made for one server, removed on drop.
-pub type Cgroup = crate::platform::cgroup::Made;
+pub type Cgroup = crate::platform::cgroup::OwnCpuGroup;
 
 impl Confinement {
     pub fn is_none(&self) -> bool {

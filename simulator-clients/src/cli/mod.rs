@@ -66,7 +66,7 @@ async fn run_sweep(args: &SweepArgs) -> anyhow::Result<crate::sweep::SweepReport
     let shard = args.sharding.resolve(|var| std::env::var(var).ok())?;
     let together = match (shard, args.sharding.start_at) {
         (None, _) => None,
-        (Some(shard), Some(start)) => Some(crate::sweep::shard::Together {
+        (Some(shard), Some(start)) => Some(crate::sweep::shard::ShardSchedule {
             shard,
             start_at: start.at,
             step_gap: args.step_gap,

@@ -146,7 +146,7 @@ pub async fn run_with(
         start,
     ));
     let seconds = intervals.then(|| {
-        let keep = series::Keep {
+        let keep = series::SecondOutputs {
             file: outputs.series,
             seconds: outputs.seconds,
             lines: outputs.lines,

@@ -94,7 +94,7 @@ pub async fn create(path: &Path) -> std::io::Result<File> {
 
 /// Where each second goes.
 #[derive(Debug, Default)]
-pub struct Keep {
+pub struct SecondOutputs {
     /// Written to this file, a JSON line each.
     pub file: Option<File>,
     /// Kept for the report.
@@ -105,7 +105,7 @@ pub struct Keep {
 
 impl SeriesWriter {
     /// Takes the run's intervals each second, to where `keep` says.
-    pub fn start(shared: Arc<dyn Running>, keep: Keep) -> Self {
+    pub fn start(shared: Arc<dyn Running>, keep: SecondOutputs) -> Self {
         let stop = CancellationToken::new();
         let task = tokio::spawn(collect(shared, keep, stop.clone()));
         Self { stop, task }
@@ -123,11 +123,11 @@ impl SeriesWriter {
 
 async fn collect(
     shared: Arc<dyn Running>,
-    keep: Keep,
+    keep: SecondOutputs,
     stop: CancellationToken,
 ) -> (Vec<Second>, std::io::Result<()>) {
     let mut kept = Vec::new();
-    let Keep {
+    let SecondOutputs {
         file,
         seconds,
         lines,

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::endpoints::{self, EndpointError};
 use crate::plan::{LoadPlan, Pacing, Stop};
 use crate::reporting::report::Report;
-use crate::sweep::shard::Together;
+use crate::sweep::shard::ShardSchedule;
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ pub struct SweepPlan {
     /// Switch the server to this bundled scenario first (and back after).
     pub scenario: Option<String>,
     /// This process's share of a sweep split over several (`shard.rs`).
-    pub together: Option<Together>,
+    pub together: Option<ShardSchedule>,
 }
 
 /// Why a sweep stopped.

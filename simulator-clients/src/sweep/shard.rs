@@ -16,7 +16,7 @@ use crate::plan::shard::ShardInfo;
 
 /// How the shards of a sweep meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Together {
+pub struct ShardSchedule {
     pub shard: ShardInfo,
     /// When the first step starts.
     pub start_at: SystemTime,
@@ -24,7 +24,7 @@ pub struct Together {
     pub step_gap: Duration,
 }
 
-impl Together {
+impl ShardSchedule {
     /// The shard that changes the server: settles, configures, resets, restores.
     pub fn leads(&self) -> bool {
         self.shard.index == 0
@@ -51,7 +51,7 @@ mod tests {
     #[test]
     fn steps_follow_each_other_a_gap_apart_and_shard_0_leads() {
         let start_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
-        let together = |index| Together {
+        let together = |index| ShardSchedule {
             shard: ShardInfo {
                 index,
                 count: 3,

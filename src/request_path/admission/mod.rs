@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::observe::Events;
 
-pub use semaphore::{GateError, GatePermit, Patience, PersistGate, MAX_PERMITS};
+pub use semaphore::{GateError, GatePermit, PersistGate, WaitPolicy, MAX_PERMITS};
 
 /// The admission strategy in force.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ impl Admission {
                     .admit_request(
                         id,
                         events,
-                        Patience {
+                        WaitPolicy {
                             when_full: settings.when_full,
                             wait_limit: settings.permit_wait_limit,
                             stop,

@@ -34,7 +34,7 @@ use crate::observe::Events;
 
 /// How long a blocked request waits for a permit, and what ends the wait early.
 #[derive(Debug, Clone, Copy)]
-pub struct Patience<'a> {
+pub struct WaitPolicy<'a> {
     /// `shed`: do not wait at all.
     pub when_full: WhenFull,
     /// Give up (request-shed) after waiting this long; zero: no limit.
@@ -175,7 +175,7 @@ impl PersistGate {
         &self,
         id: u64,
         events: &Events,
-        patience: Patience<'_>,
+        patience: WaitPolicy<'_>,
         weight: usize,
     ) -> Admitted<GatePermit> {
         if let Some(permit) = self.try_admit_many(weight) {

@@ -80,7 +80,7 @@ enum Place {
 }
 
 /// How one work went, for work-done.
-struct Ran {
+struct WorkTimes {
     waited: Duration,
     ran: Duration,
 }
@@ -177,7 +177,7 @@ impl Work {
             }
         }
         let outcome = match &self.place {
-            Place::AsyncWorker => Ok(Ran {
+            Place::AsyncWorker => Ok(WorkTimes {
                 waited: Duration::ZERO,
                 ran: timed(|| compress(bytes)),
             }),
@@ -193,7 +193,7 @@ impl Work {
                     let waited = asked.elapsed();
                     let ran = timed(|| compress(bytes));
                     drop(permit);
-                    Ran { waited, ran }
+                    WorkTimes { waited, ran }
                 })
                 .await
                 .map_err(|_| CutShort)
@@ -204,13 +204,13 @@ impl Work {
                 pool.spawn(move || {
                     let waited = asked.elapsed();
                     let ran = timed(|| compress_in_pieces(bytes, pieces));
-                    let _ = done.send(Ran { waited, ran });
+                    let _ = done.send(WorkTimes { waited, ran });
                 });
                 result.await.map_err(|_| CutShort)
             }
         };
         match outcome {
-            Ok(Ran { waited, ran }) => {
+            Ok(WorkTimes { waited, ran }) => {
                 events.work_done(id, ran, waited, self.code());
                 Ok(())
             }

@@ -8,7 +8,7 @@ use simulator_clients::{endpoints, Report};
 
 use super::super::{neighbour_share, unwritten_watch};
 use super::recovery::recovery_s;
-use super::window::Ran;
+use super::window::WindowRun;
 use super::{Measured, Stop, LATE_HIT_RATIO_S, RECOVERED_SHARE};
 use crate::scenario::{Metric, Scenario};
 
@@ -19,7 +19,7 @@ pub(super) async fn judge(
     scenario: &Scenario,
     target: &str,
     load: &Load,
-    ran: &Ran,
+    ran: &WindowRun,
 ) -> Result<Vec<Measured>, Stop> {
     let after = endpoints::stats(target).await?;
     let runtime = after.runtime;

@@ -15,7 +15,7 @@ use super::{Stop, CHECK_SEED};
 use crate::scenario::{Metric, Scenario};
 
 /// What the check's own load saw.
-pub(super) struct Ran {
+pub(super) struct WindowRun {
     pub(super) report: Report,
     /// The server's cgroup's throttled time (us) as the window began.
     pub(super) throttled_us_before: Option<u64>,
@@ -40,7 +40,7 @@ pub(super) async fn run_window(
     audience: &progress::Audience,
     window: Duration,
     load: &Load,
-) -> Result<Ran, Stop> {
+) -> Result<WindowRun, Stop> {
     let target = audience.target.as_str();
     let mut plan = LoadPlan::running_for(load, target, Some(window));
     plan.seed = plan.seed.or(Some(CHECK_SEED));
@@ -111,7 +111,7 @@ pub(super) async fn run_window(
         },
         _ => None,
     };
-    Ok(Ran {
+    Ok(WindowRun {
         report,
         throttled_us_before,
         listen_drops_before,
