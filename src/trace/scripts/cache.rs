@@ -3,6 +3,7 @@
 //! refused, fills in flight since the start, whether an incident was in force);
 //! then the run's totals and the fills' latency.
 
+use super::incident::{self, IncidentColumn};
 use super::{Event, Options, Script};
 use crate::trace::report::{Count, Hist, Map};
 
@@ -23,8 +24,7 @@ pub struct Cache {
     /// Fills begun and ended since the start (FILLING is the difference).
     started: u64,
     ended: u64,
-    incident: bool,
-    seen_incident: bool,
+    incident: IncidentColumn,
     totals: Map<Count>,
     latency: Map<Hist>,
 }
@@ -35,8 +35,7 @@ impl Cache {
             now: Second::default(),
             started: 0,
             ended: 0,
-            incident: false,
-            seen_incident: false,
+            incident: IncidentColumn::default(),
             totals: Map::new("totals"),
             latency: Map::new("latency"),
         }
@@ -52,9 +51,9 @@ impl Script for Cache {
             "cache-fill-done",
             "cache-fill-abandoned",
             "cache-fill-refuse",
-            "incident-start",
-            "incident-in-force",
-            "incident-end",
+            incident::PROBES[0],
+            incident::PROBES[1],
+            incident::PROBES[2],
         ]
     }
 
@@ -75,6 +74,9 @@ impl Script for Cache {
     }
 
     fn on(&mut self, event: &Event<'_>) {
+        if self.incident.on(event.probe, &mut self.totals) {
+            return;
+        }
         let a = event.args;
         let totals = &mut self.totals;
         let now = &mut self.now;
@@ -110,17 +112,6 @@ impl Script for Cache {
                 now.refused += 1;
                 totals.add("misses refused at fill_limit", 1);
             }
-            "incident-start" => {
-                self.incident = true;
-                self.seen_incident = true;
-                totals.add("incidents begun", 1);
-            }
-            // Fired every 100 ms while one is: known even when attached during it.
-            "incident-in-force" => {
-                self.incident = true;
-                self.seen_incident = true;
-            }
-            "incident-end" => self.incident = false,
             _ => {}
         }
     }
@@ -142,9 +133,8 @@ impl Script for Cache {
             s.wasted,
             s.refused,
             self.started.saturating_sub(self.ended),
-            u8::from(self.seen_incident)
+            self.incident.second()
         ));
-        self.seen_incident = self.incident;
     }
 
     fn end(&mut self, _ran_s: u64, out: &mut String) {

@@ -21,6 +21,7 @@ mod cpu_quota;
 mod cpu_usage;
 mod delayed_ack;
 mod in_flight;
+mod incident;
 mod locks;
 mod queue;
 mod readings;

@@ -3,6 +3,7 @@
 //! clients' timeout and whether an incident was in force; then the run's totals
 //! and the permit waits.
 
+use super::incident::{self, IncidentColumn};
 use super::{Event, Options, Script};
 use crate::trace::report::{Count, Hist, Map};
 
@@ -21,8 +22,7 @@ struct Second {
 pub struct Retry {
     timeout_ns: u64,
     now: Second,
-    incident: bool,
-    seen_incident: bool,
+    incident: IncidentColumn,
     totals: Map<Count>,
     waits: Map<Hist>,
 }
@@ -32,8 +32,7 @@ impl Retry {
         Retry {
             timeout_ns: options.client_timeout_ms.saturating_mul(1_000_000),
             now: Second::default(),
-            incident: false,
-            seen_incident: false,
+            incident: IncidentColumn::default(),
             totals: Map::new("totals"),
             waits: Map::new("waits"),
         }
@@ -48,9 +47,9 @@ impl Script for Retry {
             "persist-done",
             "request-unblock",
             "queue-dequeue",
-            "incident-start",
-            "incident-in-force",
-            "incident-end",
+            incident::PROBES[0],
+            incident::PROBES[1],
+            incident::PROBES[2],
         ]
     }
 
@@ -69,6 +68,9 @@ impl Script for Retry {
     }
 
     fn on(&mut self, event: &Event<'_>) {
+        if self.incident.on(event.probe, &mut self.totals) {
+            return;
+        }
         let a = event.args;
         let totals = &mut self.totals;
         let now = &mut self.now;
@@ -106,17 +108,6 @@ impl Script for Retry {
                 now.late += 1;
                 totals.add("queue waits longer than the clients' timeout", 1);
             }
-            "incident-start" => {
-                self.incident = true;
-                self.seen_incident = true;
-                totals.add("incidents begun", 1);
-            }
-            // Fired every 100 ms while one is: known even when attached during it.
-            "incident-in-force" => {
-                self.incident = true;
-                self.seen_incident = true;
-            }
-            "incident-end" => self.incident = false,
             _ => {}
         }
     }
@@ -131,9 +122,8 @@ impl Script for Retry {
             s.useful,
             s.wasted,
             s.late,
-            u8::from(self.seen_incident)
+            self.incident.second()
         ));
-        self.seen_incident = self.incident;
     }
 
     fn end(&mut self, _ran_s: u64, out: &mut String) {
