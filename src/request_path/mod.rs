@@ -4,6 +4,10 @@
 //! request-start ─ network in ─ normalise ─ index ─ work ─ admission ─┬─ persistence hand-off ─ network out ─ request-done
 //!                 (network.rs) (normalise/) (index/) (work/)           │  (persistence/)
 //!                                                    (admission/) ─────┘        └─ store (store/) ─ persist-done ─ permit back
+//!
+//! a read ({"key": K}):
+//! request-start ─ network in ─ cache (cache/): hit, or miss and a fill ─ network out ─ request-done
+//!                                                      └─ store read (store/), a slot of its own
 //! ```
 //!
 //! Each part is a module that owns one decision and documents its contract:
@@ -12,8 +16,9 @@
 //! a shared map behind a lock, and the compactor that holds it), `work` (what is done to the
 //! element), `admission` (what a request must obtain before its element is handed
 //! on, and what happens when it cannot: the workshop's gate), `persistence` (how
-//! elements reach the store and how many at once) and `store` (simulated or files,
-//! faults around it). This file only strings them together and keeps the books:
+//! elements reach the store and how many at once), `store` (simulated or files,
+//! faults around it) and, for a read, `cache` (the look-aside cache and its
+//! fills). This file only strings them together and keeps the books:
 //! every request-start gets its request-done, whatever happens in between.
 //!
 //! In the original configuration the handler does not wait for persistence: it
