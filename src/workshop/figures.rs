@@ -133,6 +133,7 @@ pub async fn measure(
             .await?
         }
     };
+    all_judged(scenario, confinement, &verdicts)?;
     let before = &verdicts[0];
     for (fix, after) in scenario.fixes.iter().zip(&verdicts[1..]) {
         let body = fix
@@ -178,6 +179,28 @@ pub async fn measure(
     out.push_str(END);
     out.push('\n');
     Ok(out)
+}
+
+/// An error where a check would not judge ("before" first, then each fix):
+/// a refused check has no figures, so its table would be empty and the reason
+/// the only thing worth printing.
+fn all_judged(
+    scenario: &Scenario,
+    confinement: &Confinement,
+    verdicts: &[Verdict],
+) -> anyhow::Result<()> {
+    let names =
+        std::iter::once("before a fix").chain(scenario.fixes.iter().map(|f| f.name.as_str()));
+    for (name, verdict) in names.zip(verdicts) {
+        if let Some(why) = verdict.refused() {
+            anyhow::bail!(
+                "{} ({name}, {}): the check would not judge: {why}",
+                scenario.name,
+                confinement.describe()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The block so far, closed with the reason it has no figures.

@@ -69,8 +69,18 @@ pub enum WorkshopCommand {
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         duration: Duration,
         /// Write the figures into docs/workshop/NN-NAME.md (run from the repository).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "fixes")]
         write: bool,
+        /// Only these fixes of the exercise (and its "before"), comma-separated:
+        /// part of its block, for a machine that cannot hold all its servers at
+        /// once; `--write` takes the whole block only.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_name = "FIX,...",
+            requires = "exercise"
+        )]
+        fixes: Vec<String>,
         /// Measure on servers with less CPU than this machine has.
         #[command(flatten)]
         confinement: confine::Confinement,
@@ -123,8 +133,15 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
             exercise,
             duration,
             write,
+            fixes,
             confinement,
-        } => measure_figures(exercise.as_deref(), duration, write, &confinement).await,
+        } => {
+            let chosen = match exercise.as_deref() {
+                Some(name) => vec![only_fixes(self::exercise(name)?, &fixes)?],
+                None => scenario::bundled()?,
+            };
+            measure_figures(chosen, duration, write, &confinement).await
+        }
         WorkshopCommand::Check(args) => check_exercise(&args).await,
     }
 }
@@ -163,17 +180,33 @@ async fn start(name: &str, mut serve: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The exercise with only the fixes named (all of them when none is).
+fn only_fixes(mut scenario: Scenario, names: &[String]) -> anyhow::Result<Scenario> {
+    if names.is_empty() {
+        return Ok(scenario);
+    }
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !scenario.fixes.iter().any(|f| &f.name == *n))
+    {
+        let known: Vec<&str> = scenario.fixes.iter().map(|f| f.name.as_str()).collect();
+        anyhow::bail!(
+            "{} has no fix `{unknown}`; its fixes are {}",
+            scenario.name,
+            known.join(", ")
+        );
+    }
+    scenario.fixes.retain(|f| names.contains(&f.name));
+    Ok(scenario)
+}
+
 /// `workshop figures [NAME]`: the pages' before/after figures, printed or written.
 async fn measure_figures(
-    name: Option<&str>,
+    chosen: Vec<Scenario>,
     duration: Duration,
     write: bool,
     confinement: &confine::Confinement,
 ) -> anyhow::Result<ExitCode> {
-    let chosen = match name {
-        Some(name) => vec![exercise(name)?],
-        None => scenario::bundled()?,
-    };
     for s in chosen {
         let block = figures::measure(&s, duration.max(check::MIN_WINDOW), confinement).await?;
         if write {
