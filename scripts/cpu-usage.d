@@ -13,6 +13,11 @@
  * the traced machine a little; it needs -p (or -c) for $target. Defaults: 60 s,
  * a line every 12 s (five lines, as the seed's).
  *
+ * It can read low: on a 2-vCPU AMD EPYC KVM guest (Linux 6.18, DTrace for Linux
+ * 2.0.7) it caught 0.62-0.70 of the server's CPU time under load, as /proc
+ * counts it (cpu-usage.bt 0.80-0.82), and 0.93-0.97 of a process that spins.
+ * The tap's twin (`trace cpu-usage`, no root) reads the kernel's own count.
+ *
  * EXAMPLE (135 clients against 8 permits, --seconds 24 --interval 12):
  *   TIMESTAMP               PID  %CPU  CPU-MS  PROCESS
  *   2026 Nov 22 05:18:55   2641     2     319  system-simulator

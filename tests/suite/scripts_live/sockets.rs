@@ -95,7 +95,7 @@ async fn traced_in_netns(
     .await
     .unwrap();
     let (script, twin) =
-        tokio::task::spawn_blocking(move || (traced.interrupt(), twin.interrupt()))
+        tokio::task::spawn_blocking(move || Traced::interrupt_together(traced, twin))
             .await
             .unwrap();
     drop((server, netns));

@@ -96,10 +96,13 @@ async fn twins_on(
     let pairs = tokio::task::spawn_blocking(move || {
         started
             .into_iter()
-            .map(|(script, traced, twin)| Pair {
-                script,
-                bpftrace: traced.interrupt(),
-                tap: twin.interrupt(),
+            .map(|(script, traced, twin)| {
+                let (bpftrace, tap) = Traced::interrupt_together(traced, twin);
+                Pair {
+                    script,
+                    bpftrace,
+                    tap,
+                }
             })
             .collect()
     })
@@ -462,10 +465,11 @@ async fn the_locks_twin_run_as_nobody_reports_what_bpftrace_reports() {
         let (mut traced, mut twin) = (traced, twin);
         traced.next_line();
         twin.next_line();
+        let (bpftrace, tap) = Traced::interrupt_together(traced, twin);
         Pair {
             script: "locks",
-            bpftrace: traced.interrupt(),
-            tap: twin.interrupt(),
+            bpftrace,
+            tap,
         }
     })
     .await
@@ -513,10 +517,13 @@ async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
     let load = [&NEIGHBOURED_LOAD[..], &["--duration", "4s"]].concat();
     let server = run_load_aside(server, &load).await;
     settled_stats(&client(), &server.url).await;
-    let pair = tokio::task::spawn_blocking(move || Pair {
-        script: "runqlat",
-        bpftrace: traced.interrupt(),
-        tap: twin.interrupt(),
+    let pair = tokio::task::spawn_blocking(move || {
+        let (bpftrace, tap) = Traced::interrupt_together(traced, twin);
+        Pair {
+            script: "runqlat",
+            bpftrace,
+            tap,
+        }
     })
     .await
     .unwrap();

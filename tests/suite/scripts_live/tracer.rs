@@ -177,12 +177,27 @@ impl Traced {
 
     /// Ctrl-C: the tracer prints its summary and exits; returns all it printed.
     pub fn interrupt(self) -> String {
+        self.send_interrupt();
+        self.wait_exit(Duration::from_secs(60))
+    }
+
+    /// Ctrl-C to a script and its twin at once, then what each printed: one
+    /// after another, the second would go on counting while the first exits
+    /// (DTrace took 15 s to exit beside the shared tests, and the twin counted
+    /// the replies to its own reads of the server all that time).
+    pub fn interrupt_together(script: Traced, twin: Traced) -> (String, String) {
+        script.send_interrupt();
+        twin.send_interrupt();
+        let within = Duration::from_secs(60);
+        (script.wait_exit(within), twin.wait_exit(within))
+    }
+
+    fn send_interrupt(&self) {
         let status = Command::new("kill")
             .args(["-INT", &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
-        self.wait_exit(Duration::from_secs(60))
     }
 
     /// Waits for the tracer to end by itself and returns all it printed.
