@@ -260,27 +260,56 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 pub struct LoadError(String);
 
 impl LoadError {
-    /// clap's complaint about a scenario's words, on one line and without the
-    /// usage line and the pointer to `--help` that a scenario has no use for,
-    /// with the flags a load takes where the word is not one of them.
+    /// clap's complaint about a scenario's words, in one line, made from what clap
+    /// knows of it (its kind and context: the word, the value, the flag it clashes
+    /// with, the values it takes), not from the text clap renders for a terminal,
+    /// which carries a usage line and a pointer to `--help` that a scenario has no
+    /// use for; where the word is not a flag, with the flags a load takes.
     fn from_clap(e: &clap::Error) -> LoadError {
-        let text = e.to_string();
-        // The complaint runs to the first blank line (a list of possible values
-        // or of missing flags is indented under it); usage and tips follow.
-        let said: Vec<&str> = text
-            .lines()
-            .take_while(|line| !line.trim().is_empty())
-            .map(str::trim)
-            .collect();
-        let said = said.join(" ");
-        let mut said = said.strip_prefix("error: ").unwrap_or(&said).to_owned();
-        if e.kind() == clap::error::ErrorKind::UnknownArgument {
-            said.push_str(&format!(
-                "; a load takes {}, each with its value",
+        use clap::error::{ContextKind, ErrorKind};
+        let said = |kind| e.get(kind).map(ToString::to_string);
+        let arg = said(ContextKind::InvalidArg).unwrap_or_default();
+        let value = said(ContextKind::InvalidValue).unwrap_or_default();
+        let text = match e.kind() {
+            ErrorKind::UnknownArgument => format!(
+                "unexpected argument '{arg}'{}; a load takes {}, each with its value",
+                said(ContextKind::SuggestedArg)
+                    .map_or(String::new(), |s| format!(" (did you mean '{s}'?)")),
                 flag_names()
-            ));
-        }
-        LoadError(said)
+            ),
+            ErrorKind::InvalidValue if value.is_empty() => {
+                format!("a value is required for '{arg}' but none was supplied")
+            }
+            ErrorKind::InvalidValue => format!(
+                "invalid value '{value}' for '{arg}'{}",
+                said(ContextKind::ValidValue)
+                    .map_or(String::new(), |v| format!(" [possible values: {v}]"))
+            ),
+            ErrorKind::ValueValidation => format!(
+                "invalid value '{value}' for '{arg}'{}",
+                std::error::Error::source(e).map_or(String::new(), |why| format!(": {why}"))
+            ),
+            ErrorKind::ArgumentConflict => match said(ContextKind::PriorArg) {
+                Some(prior) if prior == arg => {
+                    format!("the argument '{arg}' cannot be used multiple times")
+                }
+                Some(prior) => format!("the argument '{arg}' cannot be used with '{prior}'"),
+                None => format!("the argument '{arg}' cannot be used with the others given"),
+            },
+            ErrorKind::MissingRequiredArgument => {
+                format!("the following required arguments were not provided: {arg}")
+            }
+            // The kinds the load's flags cannot meet (a subcommand, help): clap's
+            // description of the kind, and the word where it names one.
+            kind => {
+                let what = kind.as_str().unwrap_or("the words do not parse");
+                match arg.is_empty() {
+                    true => what.to_owned(),
+                    false => format!("{what}: '{arg}'"),
+                }
+            }
+        };
+        LoadError(text)
     }
 }
 
@@ -550,6 +579,7 @@ mod tests {
             ),
             ("--payload-size huge", "huge"),
             ("--target http://x", "a load takes --n"),
+            ("--rat 5", "did you mean '--rate'?"),
             ("--target http://x", "--keys, --connections"),
             (
                 "--target http://x",

@@ -1,8 +1,19 @@
 //! count.bt over the tap: how many times each isim probe fired, in the seed's
 //! words.
 
+use simulator_api::SEED_COUNTS;
+
 use super::{Event, Options, Script};
 use crate::trace::report::{Count as Counted, Map};
+
+/// The seed's label of the `/stats` count `field`, from the one list
+/// (`SEED_COUNTS`), so the twin prints what count.d prints and the demo shows.
+fn seed_label(field: &'static str) -> &'static str {
+    SEED_COUNTS
+        .iter()
+        .find(|count| count.field == field)
+        .map_or(field, |count| count.label)
+}
 
 #[derive(Debug)]
 pub struct Count {
@@ -45,20 +56,20 @@ impl Script for Count {
         let a = event.args;
         let mut count = |label| self.counts.add(label, 1);
         match event.probe {
-            "request-start" => count("requests started"),
+            "request-start" => count(seed_label("requests_started")),
             "request-done" => {
-                count("requests done");
+                count(seed_label("requests_done"));
                 if a[3] == 1 {
                     count("cancelled requests (client gone)");
                 }
             }
-            "request-block" => count("blocked requests"),
-            "request-nonblock" => count("non blocked requests"),
+            "request-block" => count(seed_label("requests_blocked")),
+            "request-nonblock" => count(seed_label("requests_nonblocked")),
             "request-shed" => count("shed requests (503)"),
             "request-abandoned" => count("abandoned requests (client gone)"),
-            "persist-start" => count("persistent writes started"),
+            "persist-start" => count(seed_label("persists_started")),
             "persist-done" => {
-                count("persistent writes done");
+                count(seed_label("persists_done"));
                 if a[1] == 0 {
                     count("persistent writes failed");
                 }
