@@ -497,7 +497,12 @@ async fn the_locks_twin_run_as_nobody_reports_what_bpftrace_reports() {
 /// beside runqlat.bt, on the noisy neighbour's server under its ticket's load:
 /// the twin reads the kernel's schedstat sums through `/stats`, the script sums
 /// the scheduler's tracepoints, and their summaries' milliseconds waited agree
-/// within 10 %.
+/// within 20 %: the script learns a thread is the server's only when it first
+/// leaves a CPU, and a BPF program that fires while another runs on its CPU is
+/// skipped, so it sums less than the kernel's count, more so the busier the
+/// machine. In the shared phase of a CI run on a 2-vCPU AMD EPYC VM
+/// (2026-11-28) it summed 5,429 ms where schedstat said 6,392 (0.85, every
+/// second 0.77-0.96 of the twin's); in runs before, within 10 %.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: bpftrace attached as root beside the tap twin run as nobody"]
 async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
@@ -532,7 +537,7 @@ async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
     let (traced_ms, twin_ms) = (waited(&pair.bpftrace), waited(&pair.tap));
     eprintln!("runqlat: bpftrace summed {traced_ms} ms waited, the twin {twin_ms} ms");
     assert!(
-        twin_ms >= 500 && traced_ms.abs_diff(twin_ms) as f64 <= 0.10 * twin_ms as f64,
+        twin_ms >= 500 && traced_ms.abs_diff(twin_ms) as f64 <= 0.20 * twin_ms as f64,
         "waited ms: bpftrace {traced_ms}, twin {twin_ms}\n--- bpftrace\n{}\n--- twin\n{}",
         pair.bpftrace,
         pair.tap
