@@ -10,6 +10,7 @@ Traffic goes only to 127.0.0.1. Needs wrk and GNU time (apt-get install wrk time
 """
 
 import argparse
+import atexit
 import os
 import re
 import resource
@@ -24,6 +25,62 @@ RELEASE = os.path.join(ROOT, "target", "release")
 SERVER = os.path.join(RELEASE, "system-simulator")
 CLIENTS = os.path.join(RELEASE, "sim-clients")
 BARE_AXUM = os.path.join(RELEASE, "examples", "bare_axum")
+
+
+
+def _cpu_times():
+    """The machine's CPU time so far (/proc/stat's first line: user nice system
+    idle iowait irq softirq steal ...), in ticks."""
+    with open("/proc/stat") as f:
+        return [int(v) for v in f.readline().split()[1:]]
+
+
+def machine_line():
+    """The machine a benchmark ran on: the CPU's model and microcode, the
+    hypervisor where the guest can see one, the CPUs, the kernel. Figures from
+    different machine kinds are never compared (docs/performance.md keeps one
+    table per kind)."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    hypervisor = "none seen"
+    if "hypervisor" in info.get("flags", "").split():
+        hypervisor = "a hypervisor (cpuid)"
+        try:
+            found = subprocess.run(["systemd-detect-virt", "--vm"], capture_output=True, text=True).stdout.strip()
+            hypervisor = found or hypervisor
+        except OSError:
+            pass
+    return (
+        f"machine: {info.get('model name', 'unknown CPU')}, microcode {info.get('microcode', '?')}, "
+        f"hypervisor {hypervisor}; {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} ours); "
+        f"Linux {os.uname().release}"
+    )
+
+
+def _report_machine():
+    """Printed by every benchmark, as it imports this module: the machine first,
+    and at its end the share of the CPUs' time the hypervisor gave to others
+    (steal) while it ran, which a noisy VM's figures need beside them."""
+    print(machine_line(), flush=True)
+    start = _cpu_times()
+
+    def steal():
+        now = _cpu_times()
+        spent = [b - a for a, b in zip(start, now)]
+        total = sum(spent[:8]) or 1
+        stolen = spent[7] if len(spent) > 7 else 0
+        print(f"machine: steal during the run {100 * stolen / total:.1f} % of the CPUs' time")
+
+    atexit.register(steal)
+
+
+_report_machine()
 
 # The request path at its cheapest: no simulated delay, permits never short.
 ZERO_COST_SERVER = ["--permits", "1000000", "--network-delay", "0", "--persist-latency", "0"]
