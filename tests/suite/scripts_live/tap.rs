@@ -502,7 +502,9 @@ async fn the_locks_twin_run_as_nobody_reports_what_bpftrace_reports() {
 /// skipped, so it sums less than the kernel's count, more so the busier the
 /// machine. In the shared phase of a CI run on a 2-vCPU AMD EPYC VM
 /// (2026-11-28) it summed 5,429 ms where schedstat said 6,392 (0.85, every
-/// second 0.77-0.96 of the twin's); in runs before, within 10 %.
+/// second 0.77-0.96 of the twin's); in runs before, within 10 %. Margin: 15 %
+/// apart at worst against the 20 % allowed, 1.33x inside (the whole machine;
+/// the test confines nothing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: bpftrace attached as root beside the tap twin run as nobody"]
 async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports() {
