@@ -170,12 +170,11 @@ fn assert_twins_agree(pair: &Pair) {
             hist_rows(&pair.tap, &head),
         );
         assert!(!traced.is_empty(), "{head} has rows\n{both}");
-        let shares: &[f64] = if head.contains("canary") {
-            &[0.5]
-        } else {
-            &[0.5, 0.99]
-        };
-        for &share in shares {
+        if head.contains("canary") {
+            assert_canary_nested(&traced, &twin, &format!("{head}\n{both}"));
+            continue;
+        }
+        for &share in &[0.5, 0.99] {
             assert_eq!(
                 quantile_bucket(&traced, share),
                 quantile_bucket(&twin, share),
@@ -184,6 +183,40 @@ fn assert_twins_agree(pair: &Pair) {
             );
         }
     }
+}
+
+/// The canary ticks every 10 ms whatever the load, so the two histograms hold
+/// different ticks: bpftrace begins before the twin is started (the twin's start,
+/// a debug binary connecting, takes 0.3-1 s), and both are stopped together. Their
+/// medians may then sit a bucket apart (CI on a slow VM kind: 99 of bpftrace's 272
+/// ticks in [1M, 2M), 71 of the twin's 230, so the twin's p50 fell in [2M, 4M)).
+/// What holds is nesting: every bucket of the twin holds at most what bpftrace's
+/// holds, give or take the two ticks at the shared end, and the twin saw most of
+/// bpftrace's ticks. A twin that read another argument, or another probe, puts
+/// its ticks in buckets bpftrace's does not have.
+fn assert_canary_nested(traced: &[(String, u64)], twin: &[(String, u64)], both: &str) {
+    const TICKS_AT_THE_END: u64 = 2;
+    let traced_in = |label: &str| {
+        traced
+            .iter()
+            .find(|(l, _)| l == label)
+            .map_or(0, |&(_, n)| n)
+    };
+    for (label, n) in twin {
+        assert!(
+            *n <= traced_in(label) + TICKS_AT_THE_END,
+            "the twin's {label} holds {n}, bpftrace's {}: {both}",
+            traced_in(label)
+        );
+    }
+    let (traced_total, twin_total) = (
+        traced.iter().map(|(_, n)| n).sum::<u64>(),
+        twin.iter().map(|(_, n)| n).sum::<u64>(),
+    );
+    assert!(
+        twin_total * 2 >= traced_total,
+        "the twin saw {twin_total} ticks, bpftrace {traced_total}: {both}"
+    );
 }
 
 /// A gate of 2 permits at 100 ms a persist against 4 clients that give up after
