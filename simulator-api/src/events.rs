@@ -32,10 +32,12 @@ use serde::{Deserialize, Serialize};
 /// A counter moves when its event fires (some only on a condition their help
 /// states). A pair's figure is its opener minus its closer: what is in flight.
 ///
-/// Each macro that receives the list (`define_counts` here, `isim_provider` and
-/// `define_handles` in the server) spells this grammar in its matcher: macro_rules
-/// has no other way to take the entries apart, and a change of grammar fails to
-/// compile in all three until each agrees.
+/// Two macros receive the list: `define_counts` here, which makes everything the
+/// rest of the workspace reads (the counts, the event histograms as a struct of
+/// any bucket type, the [`EVENTS`] table), and `isim_provider` in the server,
+/// which must be a macro because `usdt` reads the probes as Rust functions. Each
+/// spells this grammar in its matcher (macro_rules has no other way to take the
+/// entries apart); a change of grammar fails to compile in both until they agree.
 #[macro_export]
 macro_rules! with_events {
     ($callback:ident) => {
@@ -352,6 +354,9 @@ pub struct Counter {
     pub metric: Metric,
     /// The in-flight pair this counter opens, if any.
     pub opens: Option<Pair>,
+    /// Reads this counter from a [`Counts`].
+    #[serde(skip)]
+    pub get: fn(&Counts) -> u64,
 }
 
 /// A Prometheus metric's name and help.
@@ -428,6 +433,28 @@ macro_rules! define_counts {
             )? )* )*
         }
 
+        /// Every event histogram, a field each of `H` (the server's buckets),
+        /// named as in [`with_events!`].
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct EventHistograms<H> {
+            $( $( pub $hist: H, )* )*
+        }
+
+        impl<H> EventHistograms<H> {
+            /// Field by field, `join(mine, theirs)`.
+            pub fn zip_with(&self, other: &Self, join: impl Fn(&H, &H) -> H) -> Self {
+                EventHistograms {
+                    $( $( $hist: join(&self.$hist, &other.$hist), )* )*
+                }
+            }
+
+            /// Every histogram with its metric, in the order of [`with_events!`].
+            pub fn each(&self) -> impl Iterator<Item = (Metric, &H)> {
+                [ $( $( (Metric { name: $hmetric, help: $hhelp }, &self.$hist), )* )* ]
+                    .into_iter()
+            }
+        }
+
         /// Every event, in the order of [`with_events!`].
         pub const EVENTS: &[Event] = &[ $(
             Event {
@@ -438,6 +465,7 @@ macro_rules! define_counts {
                     field: stringify!($counter),
                     metric: Metric { name: $cmetric, help: $chelp },
                     opens: define_counts!(@pair $( $pair $counter $closer $gauge $ghelp )?),
+                    get: |counts| counts.$counter,
                 } ),* ],
                 histograms: &[ $( Metric { name: $hmetric, help: $hhelp } ),* ],
             }

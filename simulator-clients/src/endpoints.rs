@@ -107,30 +107,17 @@ pub async fn tap(
     events: &[&str],
     token: Option<&str>,
 ) -> Result<hyper::body::Incoming, EndpointError> {
-    use http_body_util::{BodyExt, Empty};
-    let (addr, host) = resolve(target).await?;
     let path = format!("/admin/tap?events={}", events.join(","));
     let what = format!("GET {target}{path}");
     let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
     let subscribe = async {
-        let mut sender = connect(addr).await.map_err(|e| fail(&e))?;
-        let request = request_to(Method::GET, &path, host, token);
-        let request = request.body(Empty::<Bytes>::new()).map_err(|e| fail(&e))?;
-        let response = sender.send_request(request).await.map_err(|e| fail(&e))?;
+        let response = send(target, Method::GET, &path, Bytes::new(), token, &fail).await?;
         let status = response.status();
         if status.is_success() {
             return Ok(response.into_body());
         }
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| fail(&e))?
-            .to_bytes();
-        Err(fail(&format!(
-            "{status}: {}",
-            String::from_utf8_lossy(&bytes)
-        )))
+        let text = text_of(response.into_body(), &fail).await?;
+        Err(fail(&format!("{status}: {text}")))
     };
     tokio::time::timeout(Duration::from_secs(10), subscribe)
         .await
@@ -194,24 +181,12 @@ pub async fn exchange_within(
     token: Option<&str>,
     within: Duration,
 ) -> Result<String, EndpointError> {
-    use http_body_util::{BodyExt, Full};
-    let (addr, host) = resolve(target).await?;
     let what = format!("{method} {target}{path}");
     let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
     let exchange = async {
-        let mut sender = connect(addr).await.map_err(|e| fail(&e))?;
-        let request = request_to(method.clone(), path, host, token)
-            .header(hyper::header::CONTENT_TYPE, "application/json");
-        let request = request.body(Full::new(body)).map_err(|e| fail(&e))?;
-        let response = sender.send_request(request).await.map_err(|e| fail(&e))?;
+        let response = send(target, method.clone(), path, body, token, &fail).await?;
         let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| fail(&e))?
-            .to_bytes();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let text = text_of(response.into_body(), &fail).await?;
         if !status.is_success() {
             return Err(EndpointError::Refused {
                 what: what.clone(),
@@ -227,6 +202,35 @@ pub async fn exchange_within(
             humantime::format_duration(within)
         ))
     })?
+}
+
+/// One request on a connection of its own, answered with its head and its body
+/// still to read; `fail` words what went wrong. The body (empty or not) goes as JSON.
+async fn send(
+    target: &str,
+    method: Method,
+    path: &str,
+    body: Bytes,
+    token: Option<&str>,
+    fail: &impl Fn(&dyn std::fmt::Display) -> EndpointError,
+) -> Result<hyper::Response<hyper::body::Incoming>, EndpointError> {
+    let (addr, host) = resolve(target).await?;
+    let mut sender = connect(addr).await.map_err(|e| fail(&e))?;
+    let request = request_to(method, path, host, token)
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(http_body_util::Full::new(body))
+        .map_err(|e| fail(&e))?;
+    sender.send_request(request).await.map_err(|e| fail(&e))
+}
+
+/// A whole answer's body, as text (lossy where it is not UTF-8).
+async fn text_of(
+    body: hyper::body::Incoming,
+    fail: &impl Fn(&dyn std::fmt::Display) -> EndpointError,
+) -> Result<String, EndpointError> {
+    use http_body_util::BodyExt;
+    let bytes = body.collect().await.map_err(|e| fail(&e))?.to_bytes();
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// An HTTP/1 connection to `addr`, its driver on a task of its own.

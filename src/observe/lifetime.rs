@@ -109,43 +109,30 @@ impl Histogram {
     }
 }
 
-macro_rules! define_lifetime {
-    ($(
-        $probe:ident $name:literal $when:literal
-        ( $( $arg:ident : $meaning:literal ),* $(,)? )
-        counters [ $(
-            $counter:ident $cmetric:literal $chelp:literal
-            $( (pair $pair:ident until $closer:ident $gauge:literal $ghelp:literal) )?
-        ),* ]
-        histograms [ $( $hist:ident $hmetric:literal $hhelp:literal ),* ];
-    )*) => {
-        /// Every event histogram, a field each, named as in `with_events!`.
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-        pub struct Histograms {
-            $( $( pub $hist: Histogram, )* )*
-        }
+/// Every event histogram, in the server's buckets.
+pub type Histograms = simulator_api::events::EventHistograms<Histogram>;
 
-        impl Histograms {
-            fn plus(&self, other: &Histograms) -> Histograms {
-                Histograms {
-                    $( $( $hist: self.$hist.plus(&other.$hist), )* )*
-                }
-            }
+impl Lifetime {
+    /// The Prometheus text of every event counter, then every event histogram.
+    pub fn write(&self, out: &mut String) {
+        let counters = simulator_api::events::EVENTS
+            .iter()
+            .flat_map(|event| event.counters);
+        for counter in counters {
+            let (name, help) = (counter.metric.name, counter.metric.help);
+            write_family(
+                out,
+                name,
+                "counter",
+                help,
+                (counter.get)(&self.counts) as f64,
+            );
         }
-
-        impl Lifetime {
-            /// The Prometheus text of every event counter and histogram.
-            pub fn write(&self, out: &mut String) {
-                $( $(
-                    write_family(out, $cmetric, "counter", $chelp, self.counts.$counter as f64);
-                )* )*
-                $( $( self.histograms.$hist.write(out, $hmetric, $hhelp); )* )*
-            }
+        for (metric, histogram) in self.histograms.each() {
+            histogram.write(out, metric.name, metric.help);
         }
-    };
+    }
 }
-
-simulator_api::with_events!(define_lifetime);
 
 /// The counts and histograms since the process started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -174,7 +161,7 @@ pub fn read() -> Lifetime {
         .iter()
         .fold(Lifetime::default(), |sum, part| Lifetime {
             counts: sum.counts.plus(&part.counts),
-            histograms: sum.histograms.plus(&part.histograms),
+            histograms: sum.histograms.zip_with(&part.histograms, Histogram::plus),
         })
 }
 

@@ -223,10 +223,7 @@ async fn profile(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let (seconds, svg) = profile_query(query.as_deref().unwrap_or(""))?;
-    state
-        .live
-        .mark("profile", format!("profiling for {seconds} s"));
+    let (seconds, svg) = begin_sampling(&state, query, "profile", "profiling for")?;
     let folded = crate::profile::sample(Duration::from_secs(seconds))
         .await
         .map_err(|e| match e {
@@ -267,10 +264,7 @@ async fn threads(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let (seconds, svg) = profile_query(query.as_deref().unwrap_or(""))?;
-    state
-        .live
-        .mark("threads", format!("reading its threads for {seconds} s"));
+    let (seconds, svg) = begin_sampling(&state, query, "threads", "reading its threads for")?;
     let folded = crate::profile::threads::sample(Duration::from_secs(seconds)).await;
     let title = || {
         format!(
@@ -279,6 +273,20 @@ async fn threads(
         )
     };
     Ok(folded_answer(&folded, svg, title, "ms"))
+}
+
+/// What both sampling endpoints begin with: their query read (seconds, and
+/// whether to answer an SVG), and the sampling marked on the live view as
+/// `kind`, "`doing` N s".
+fn begin_sampling(
+    state: &AppState,
+    query: Option<String>,
+    kind: &'static str,
+    doing: &str,
+) -> Result<(u64, bool), ApiError> {
+    let (seconds, svg) = profile_query(query.as_deref().unwrap_or(""))?;
+    state.live.mark(kind, format!("{doing} {seconds} s"));
+    Ok((seconds, svg))
 }
 
 /// A profile's query: its seconds, and whether it is to be an SVG.

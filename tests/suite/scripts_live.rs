@@ -378,7 +378,8 @@ pub(crate) fn runqlat_waited_ms(output: &str) -> u64 {
 /// runqlat.bt and .d sum the time the server's threads waited for a CPU from
 /// the scheduler's tracepoints; the kernel sums the same in each thread's
 /// schedstat, which the server reports (`/stats.runqueue_wait_ns`). Over the
-/// same load, beside its neighbour, the two agree within 10 %.
+/// same load, beside its neighbour, the two agree within 10 % (DTrace may read
+/// over by one more second's waiting: see below).
 async fn runqlat_agrees_with_schedstat(tool: Tool) {
     if !tool.available() {
         return;
@@ -396,7 +397,9 @@ async fn runqlat_agrees_with_schedstat(tool: Tool) {
             .expect("Linux gives schedstat")
     };
     let before = waited(stats(&http, &server.url).await);
-    let load = [&NEIGHBOURED_LOAD[..], &["--duration", "4s"]].concat();
+    const LOAD_SECONDS: u64 = 4;
+    let duration = format!("{LOAD_SECONDS}s");
+    let load = [&NEIGHBOURED_LOAD[..], &["--duration", &duration]].concat();
     let server = run_load_aside(server, &load).await;
     let after = waited(settled_stats(&http, &server.url).await);
     let output = tokio::task::spawn_blocking(move || traced.interrupt())
@@ -411,10 +414,19 @@ async fn runqlat_agrees_with_schedstat(tool: Tool) {
         kernel >= 500,
         "{tool:?}: schedstat counted {kernel} ms\n{output}"
     );
-    // The script's window holds the kernel's and a moment more on each side,
-    // the server idle then (tens of ms a second of its timer's wake-ups).
+    // The script's window holds the kernel's and a moment more on each side.
+    // bpftrace stops at once on Ctrl-C. DTrace's consumer notices it only when
+    // its switch interval ends (1 s by default) and counts until then, while the
+    // neighbour still takes the CPU: beside the other tracer tests that added
+    // 677 ms to 3,578 (19 %, on the slow EPYC kind). So DTrace may read over by
+    // up to one more second of the load's waiting; under, neither may.
+    let over_allowed = match tool {
+        Tool::DTrace => kernel / LOAD_SECONDS,
+        _ => 0,
+    };
+    let margin = kernel / 10;
     assert!(
-        script.abs_diff(kernel) as f64 <= 0.10 * kernel as f64,
+        script + margin >= kernel && script <= kernel + margin + over_allowed,
         "{tool:?}: the script summed {script} ms waited, schedstat {kernel} ms\n{output}"
     );
 }

@@ -108,14 +108,6 @@ impl AcceptQueue {
 }
 
 impl Script for AcceptQueue {
-    fn probes(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn reads_stats(&self) -> bool {
-        true
-    }
-
     fn readings_per_second(&self) -> u32 {
         SAMPLES
     }

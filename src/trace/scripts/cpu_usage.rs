@@ -55,14 +55,6 @@ impl CpuUsage {
 }
 
 impl Script for CpuUsage {
-    fn probes(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn reads_stats(&self) -> bool {
-        true
-    }
-
     fn stats(&mut self, now: &Stats) {
         self.pid = now.pid;
         self.now = now.process_cpu_ns.map(|ns| (ns, Instant::now()));

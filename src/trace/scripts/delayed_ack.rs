@@ -77,14 +77,6 @@ impl DelayedAck {
 }
 
 impl Script for DelayedAck {
-    fn probes(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn reads_stats(&self) -> bool {
-        true
-    }
-
     fn stats(&mut self, now: &Stats) {
         self.reading(now.pid, Reading::of(now), now.tcp.is_some());
     }

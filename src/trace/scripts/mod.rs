@@ -55,11 +55,14 @@ pub struct Options {
 /// A bundled script, run over the tap.
 pub trait Script: Send {
     /// The probes its twin attaches to (none: it reads no tap).
-    fn probes(&self) -> &'static [&'static str];
+    fn probes(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Whether it reads the server's `/stats`: then [`stats`](Self::stats) has a
-    /// fresh reading before `begin`, each `second` and `end`.
+    /// fresh reading before `begin`, each `second` and `end`. By default, when it
+    /// attaches to no probe: a script that did neither would have nothing to read.
     fn reads_stats(&self) -> bool {
-        false
+        self.probes().is_empty()
     }
     fn stats(&mut self, _now: &simulator_api::Stats) {}
     /// How many times a second it reads `/stats` (a line a second whatever this).

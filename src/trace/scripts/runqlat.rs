@@ -55,14 +55,6 @@ fn since(now: Sums, then: Sums) -> (u64, u64, u64) {
 }
 
 impl Script for Runqlat {
-    fn probes(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn reads_stats(&self) -> bool {
-        true
-    }
-
     fn stats(&mut self, now: &Stats) {
         self.pid = now.pid;
         self.sums.read(now.process_cpu_ns.zip(now.runqueue_wait_ns));
