@@ -101,7 +101,7 @@ def arguments(doc, runs=5, seconds=10, connections=64):
 def need(*tools):
     for tool in tools:
         if not shutil.which(tool):
-            sys.exit(f"{tool} is missing: apt-get install wrk time linux-perf")
+            sys.exit(f"{tool} is missing: apt-get install wrk rt-tests time linux-perf")
 
 
 def build(*cargo_args, target_dir=None):
@@ -128,6 +128,10 @@ def raise_fd_limit(want=None):
 
 def start(command):
     """Starts a server that prints its http:// address on its first line."""
+    for built in (SERVER, CLIENTS, BARE_AXUM):
+        if built in command and not os.path.exists(built):
+            sys.exit(f"{built} is missing: run without --no-build, or build it first "
+                     "(cargo build --release --workspace --bins --examples)")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, "RUST_LOG": "warn"},
                                preexec_fn=raise_fd_limit)
