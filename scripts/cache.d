@@ -1,21 +1,24 @@
 /*
  * cache.d: the look-aside cache in front of the store's reads (cache_entries),
- * once a second: reads that hit and that missed and the hit ratio, fills that
+ * once a second.
+ *
+ * USAGE:  sudo dtrace -s scripts/cache.d [SECONDS]   macOS, illumos, FreeBSD
+ *         scripts/trace cache [PID] [--seconds N]   any platform
+ *
+ * Each second: reads that hit and that missed and the hit ratio, fills that
  * put their element in the cache, fills that ended with nothing put in it
  * because their client had gone (ABANDONED; of them WASTED, the ones the store
  * had read all the same), misses refused at fill_limit, and fills in flight at
  * the second's end (FILLING: the store's queue of reads and the ones it
  * serves, counted from the script's start: fills begun before it are not in
- * it, and their ends can take it below 0 for a moment; cache.bt shows 0). INCIDENT is 1 in a second during which a scenario's incident was in
- * force, attached before it began or during it (the server fires
- * incident-in-force every 100 ms while one is).
+ * it, and their ends can take it below 0 for a moment; cache.bt shows 0).
+ * INCIDENT is 1 in a second during which a scenario's incident was in force,
+ * attached before it began or during it (the server fires incident-in-force
+ * every 100 ms while one is).
  *
  * D cannot divide one aggregation by another, so HIT% is an average of its
  * own: 100 for each hit, 0 for each miss (the same whole percent as
  * HITS * 100 / (HITS + MISSES), which cache.bt prints).
- *
- * USAGE:  sudo dtrace -s scripts/cache.d [SECONDS]   macOS, illumos, FreeBSD
- *         scripts/trace cache [PID] [--seconds N]   any platform
  *
  * Needs the isim USDT probes and nothing of the kernel's. Runs for SECONDS
  * (default 60) or until Ctrl-C, then prints the totals and the fills' latency
