@@ -181,13 +181,22 @@ def wrk_with_cpu(pid, url, args, per_request):
     return rps
 
 
-def wrk_against(command, args, path="/requests", post=True):
+def wrk_against(command, args, path="/requests", post=True, cpu_per_request=None):
     """A measurement for `alternate`: start the server `command` on a free port,
-    wrk it for args.seconds over args.connections, stop it; returns requests/s."""
+    wrk it for args.seconds over args.connections, stop it; returns requests/s.
+    With a list `cpu_per_request`, appends the server's CPU microseconds per
+    request to it: on a 2-core VM shared with wrk the steadier figure, since a
+    run's requests/s moves with whatever else the host runs, and a request's
+    CPU much less."""
     def run():
         server, url = start(command)
         try:
-            return wrk(url, path, post, args.seconds, args.connections)
+            before = cpu_seconds(server.pid)
+            rps = wrk(url, path, post, args.seconds, args.connections)
+            if cpu_per_request is not None:
+                used = cpu_seconds(server.pid) - before
+                cpu_per_request.append(used / (rps * args.seconds) * 1e6)
+            return rps
         finally:
             stop(server)
     return run

@@ -5,7 +5,8 @@ Starts each build in turn on a free loopback port with the request path at its
 cheapest (no simulated delay, permits never short) and drives it with wrk:
 GET /healthz (the HTTP layer alone) and POST /requests (the whole request path).
 Runs alternate between the builds; prints each run, the medians with min and max,
-and NEW / BASELINE.
+and NEW / BASELINE, for requests/s and for the server's CPU per request (the
+steadier of the two on a VM the server shares with wrk).
 
   git worktree add ../old <commit> && (cd ../old && cargo build --release)
   python3 scripts/bench/server-builds.py ../old/target/release/system-simulator \\
@@ -18,9 +19,9 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 import benchlib  # noqa: E402
 
 
-def measure(binary, path, post, args):
+def measure(binary, path, post, args, cpu):
     return benchlib.wrk_against([binary, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER],
-                                args, path, post)
+                                args, path, post, cpu_per_request=cpu)
 
 
 def main():
@@ -32,9 +33,12 @@ def main():
     benchlib.machine_limits()
     for route, path, post in (("GET /healthz", "/healthz", False), ("POST /requests", "/requests", True)):
         print(f"\n{route}, requests per second (wrk -c {args.connections})")
-        results = benchlib.alternate(args.runs, [("baseline", measure(args.baseline, path, post, args)),
-                                                 ("new", measure(args.new, path, post, args))])
+        cpu = {"baseline": [], "new": []}
+        results = benchlib.alternate(args.runs, [("baseline", measure(args.baseline, path, post, args, cpu["baseline"])),
+                                                 ("new", measure(args.new, path, post, args, cpu["new"]))])
         benchlib.report(results, "baseline", " req/s")
+        print("  the server's CPU per request:")
+        benchlib.report(cpu, "baseline", " us")
 
 
 if __name__ == "__main__":
