@@ -8,14 +8,19 @@
 //! An extractor, not a middleware: buffering every request in a middleware cost
 //! 20 % of peak throughput (`scripts/bench/server-builds.py`).
 
-use axum::body::Bytes;
+use axum::body::HttpBody as _;
+use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request};
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderValue};
+use axum::BoxError;
+use bytes::BytesMut;
+use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 
 use super::error::{bad_json, ApiError};
 use super::state::AppState;
-use crate::request_path::Element;
+use crate::request_path::{delay, Element};
+use simulator_api::Settings;
 
 /// A request body read in full within `body_read_timeout` and `max_body_bytes`, so
 /// a client that sends half a body and stalls is answered 408 and let go. The
@@ -28,29 +33,90 @@ impl FromRequest<AppState> for TimedBody {
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
         let settings = state.processor.settings();
-        let limit = settings.max_body_bytes;
-        let declared = request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit) {
-            return Err(too_large(limit));
-        }
-        let body = request.into_body();
-        let read = axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX));
-        let timeout = settings.body_read_timeout;
-        match tokio::time::timeout(timeout, read).await {
-            Ok(Ok(bytes)) => Ok(TimedBody(bytes)),
-            Ok(Err(err)) if is_over_limit(&err) => Err(too_large(limit)),
-            Ok(Err(err)) => Err(ApiError::BadRequest(format!(
-                "could not read the request body: {err}"
-            ))),
-            Err(_) => Err(ApiError::RequestTimeout(format!(
+        Ok(TimedBody(read_timed(request, &settings).await?))
+    }
+}
+
+/// `POST /requests`' body: the element it carries and the key it reads, if it
+/// is a read, read as [`TimedBody`] and made by [`parse_element`].
+#[derive(Debug)]
+pub struct ElementBody {
+    pub element: Element,
+    pub key: Option<u64>,
+}
+
+impl FromRequest<AppState> for ElementBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let settings = state.processor.settings();
+        // Only its content type is needed of the head: taken alone, not the
+        // whole header map copied as a `HeaderMap` extractor would (issue 62).
+        let content_type = request.headers().get(header::CONTENT_TYPE).cloned();
+        let body = read_timed(request, &settings).await?;
+        let (element, key) =
+            parse_element(content_type.as_ref(), body, settings.max_element_bytes)?;
+        Ok(ElementBody { element, key })
+    }
+}
+
+/// The body in full within `body_read_timeout` and `max_body_bytes`.
+async fn read_timed(request: Request, settings: &Settings) -> Result<Bytes, ApiError> {
+    let limit = settings.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    // Most bodies are whole at their first look (they came in the head's
+    // packets): `within` arms no timer for those.
+    let timeout = settings.body_read_timeout;
+    let outcome = delay::within(timeout, read_whole(request.into_body(), limit))
+        .await
+        .map_err(|_| {
+            ApiError::RequestTimeout(format!(
                 "the request body did not arrive within {} (body_read_timeout)",
                 humantime::format_duration(timeout)
-            ))),
+            ))
+        })?;
+    outcome.map_err(|err| {
+        if is_over_limit(&*err) {
+            too_large(limit)
+        } else {
+            ApiError::BadRequest(format!("could not read the request body: {err}"))
+        }
+    })
+}
+
+/// The whole body, at most `limit` bytes. Ends at the last byte its
+/// content-length declares, without waiting for hyper to say the stream has
+/// ended: `axum::body::to_bytes` waits for that, one poll more, so a body
+/// already in hand would not be done at its first poll and would arm the timer.
+async fn read_whole(body: Body, limit: u64) -> Result<Bytes, BoxError> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut body = Limited::new(body, limit);
+    let mut whole = BytesMut::new();
+    let mut only: Option<Bytes> = None;
+    while !body.is_end_stream() {
+        let Some(frame) = body.frame().await.transpose()? else {
+            break;
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers: not part of the body
+        };
+        // One chunk (the usual case) is kept as it came, without a copy.
+        match only.take() {
+            None if whole.is_empty() => only = Some(data),
+            None => whole.extend_from_slice(&data),
+            Some(first) => {
+                whole.extend_from_slice(&first);
+                whole.extend_from_slice(&data);
+            }
         }
     }
+    Ok(only.unwrap_or_else(|| whole.freeze()))
 }
 
 fn too_large(limit: u64) -> ApiError {
@@ -59,8 +125,8 @@ fn too_large(limit: u64) -> ApiError {
     ))
 }
 
-fn is_over_limit(err: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+fn is_over_limit(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(err);
     while let Some(e) = source {
         if e.is::<http_body_util::LengthLimitError>() {
             return true;
@@ -83,26 +149,24 @@ struct SyntheticElement {
 /// Turns a request body into an element, by content type, and the key it
 /// reads if it is a read (`{"size": N, "key": K}`).
 pub fn parse_element(
-    headers: &HeaderMap,
+    content_type: Option<&HeaderValue>,
     body: Bytes,
     max_element_bytes: u64,
 ) -> Result<(Element, Option<u64>), ApiError> {
-    let content_type = match headers.get(header::CONTENT_TYPE) {
+    let content_type = match content_type {
         None => None,
         Some(value) => Some(value.to_str().map_err(|_| {
             ApiError::BadRequest("the content-type header is not valid text".into())
         })?),
     };
-    let essence = content_type.map(|ct| {
-        ct.split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase()
-    });
-    match essence.as_deref() {
-        None | Some("application/octet-stream") => Ok((Element::Bytes(body), None)),
-        Some("application/json") => {
+    // The media type without its parameters; compared ignoring case, without
+    // a lowercased copy a request.
+    let essence = content_type.map(|ct| ct.split(';').next().unwrap_or("").trim());
+    let is = |name: &str| essence.is_some_and(|e| e.eq_ignore_ascii_case(name));
+    match essence {
+        None => Ok((Element::Bytes(body), None)),
+        Some(_) if is("application/octet-stream") => Ok((Element::Bytes(body), None)),
+        Some(_) if is("application/json") => {
             // serde's derive also takes a struct from an array (`[1, 2]` as
             // size 1, key 2): only an object names its fields.
             if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
@@ -120,7 +184,8 @@ pub fn parse_element(
             Ok((Element::Synthetic(synthetic.size), synthetic.key))
         }
         Some(other) => Err(ApiError::UnsupportedMediaType(format!(
-            "content-type {other} is not supported: send application/octet-stream (the element) or application/json ({{\"size\": N}})"
+            "content-type {} is not supported: send application/octet-stream (the element) or application/json ({{\"size\": N}})",
+            other.to_ascii_lowercase()
         ))),
     }
 }

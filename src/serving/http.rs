@@ -9,7 +9,7 @@
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, Method, Uri};
+use axum::http::{header, Method, Uri};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -17,7 +17,7 @@ use simulator_api::{Reply, ScenarioInfo, Stats};
 
 use super::admin;
 use super::answers::{self, AnswersQuery};
-use super::body::{parse_element, TimedBody};
+use super::body::ElementBody;
 use super::error::ApiError;
 use super::live;
 use super::state::AppState;
@@ -57,13 +57,11 @@ fn operator_routes(state: AppState) -> Router<AppState> {
 
 async fn create_request(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    TimedBody(body): TimedBody,
+    ElementBody { element, key }: ElementBody,
 ) -> Result<Json<Reply>, ApiError> {
-    let max_element_bytes = state.processor.settings().max_element_bytes;
-    let reply = match parse_element(&headers, body, max_element_bytes)? {
-        (_, Some(key)) => state.processor.submit_read(key).await,
-        (element, None) => state.processor.submit(element).await,
+    let reply = match key {
+        Some(key) => state.processor.submit_read(key).await,
+        None => state.processor.submit(element).await,
     }
     .map_err(|e: RequestError| ApiError::Unavailable(e.to_string()))?;
     Ok(Json(reply))

@@ -40,6 +40,7 @@ pub mod connections;
 pub mod counted_writes;
 pub mod error;
 pub mod handshake;
+pub mod head_deadline;
 pub mod head_first;
 pub mod http;
 pub mod incidents;

@@ -116,6 +116,21 @@ async fn a_half_sent_head_is_closed_after_the_header_timeout() {
     assert_eq!(s["requests_started"], 0);
 }
 
+/// The header timeout counts from a reply's end, not its start: a stream (the
+/// live view's events) that outlasts it is not cut.
+#[tokio::test]
+async fn a_reply_that_streams_longer_than_the_header_timeout_is_not_cut() {
+    let server = Server::start(&["--header-read-timeout", "300ms"]);
+    let (answer, closed) = exchange_off_thread(
+        server.addr(),
+        b"GET /live/events HTTP/1.1\r\nHost: x\r\n\r\n",
+        Duration::from_millis(1500),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(!closed, "the stream was cut within 1.5 s: {answer}");
+}
+
 #[tokio::test]
 async fn a_stalled_body_gets_a_408_and_never_reaches_the_processor() {
     let server = Server::start(&["--body-read-timeout", "300ms"]);

@@ -37,6 +37,7 @@ use tokio_util::task::TaskTracker;
 
 use super::admission::{Admission, Permit};
 use super::client::ClientWatch;
+use super::delay;
 use super::store::{PersistError, Store};
 use super::Element;
 use crate::observe::Events;
@@ -190,10 +191,23 @@ impl Backend {
         element: &Element,
         settings: &Settings,
     ) -> Result<(), PersistError> {
-        let first = self.store.persist(id, element);
         if settings.hedge_after.is_zero() {
-            return first.await;
+            return self.store.persist(id, element).await;
         }
+        // Boxed: a race of two writes and a timer is over 2 KB of state, which
+        // every persist's future would carry inline, and move into its box,
+        // hedging or not (issue 62).
+        Box::pin(self.race(id, element, settings)).await
+    }
+
+    /// Two attempts when the first is still running at `hedge_after`.
+    async fn race(
+        &self,
+        id: u64,
+        element: &Element,
+        settings: &Settings,
+    ) -> Result<(), PersistError> {
+        let first = self.store.persist(id, element);
         tokio::pin!(first);
         tokio::select! {
             outcome = &mut first => outcome,
@@ -228,11 +242,10 @@ impl Backend {
         } = job;
         let started = Instant::now();
         let timeout = settings.persist_timeout;
-        let outcome =
-            match tokio::time::timeout(timeout, self.written(id, &element, &settings)).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(PersistError::TimedOut(timeout)),
-            };
+        let outcome = match delay::within(timeout, self.written(id, &element, &settings)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(PersistError::TimedOut(timeout)),
+        };
         if let Err(err) = &outcome {
             tracing::debug!(id, %err, "persist failed");
         }

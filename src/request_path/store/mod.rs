@@ -166,9 +166,12 @@ impl Store {
                 crate::request_path::delay::sleep(latency, settings.timer_tick).await;
                 Ok(())
             }
+            // Boxed: a file's write (open, write, sync, rename) is most of a
+            // kilobyte of state, which every simulated persist would carry
+            // inline and move into its box (issue 62); beside a disk write a
+            // box is nothing.
             Medium::Files(files) => {
-                files
-                    .write(id, element)
+                Box::pin(files.write(id, element))
                     .await
                     .map_err(|source| PersistError::Io {
                         path: files.path_of(id),
