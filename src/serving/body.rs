@@ -1,7 +1,8 @@
 //! Request bodies: read whole within a deadline and a size limit, and turned into
 //! the element a request carries.
 //!
-//! A route that reads a body takes a [`TimedBody`], read in full before the
+//! A route that reads a body takes a [`TimedBody`] (`POST /requests` an
+//! [`ElementBody`], the element made of it), read in full before the
 //! handler runs, so a handler never waits on a slow client: a body that is late
 //! gets 408 (`body_read_timeout`), one over `max_body_bytes` 413. A route that
 //! reads none leaves it unread, and hyper closes that connection after the reply.

@@ -375,11 +375,56 @@ pub(crate) fn runqlat_waited_ms(output: &str) -> u64 {
         .unwrap_or_else(|| panic!("no runqlat summary in\n{output}"))
 }
 
+/// The longest single wait runqlat's histogram holds, in ms: the upper end of
+/// its highest bucket with a count. bpftrace writes `[128K, 256K)   2` (us,
+/// K = 1024); DTrace's quantize writes `  131072 |@   2`, the bucket's lower end.
+fn runqlat_longest_wait_ms(output: &str) -> u64 {
+    let bpftrace_bound = |b: &str| {
+        let (digits, scale) = match b.strip_suffix('K') {
+            Some(d) => (d, 1 << 10),
+            None => b.strip_suffix('M').map_or((b, 1), |d| (d, 1 << 20)),
+        };
+        digits.parse::<u64>().ok().map(|n| n * scale)
+    };
+    let longest_us = output
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let (upper_us, count) = if let Some(bucket) = line.strip_prefix('[') {
+                let (range, rest) = bucket.split_once(')')?;
+                (bpftrace_bound(range.split_once(", ")?.1)?, rest)
+            } else {
+                let (value, rest) = line.split_once('|')?;
+                (value.trim().parse::<u64>().ok()? * 2, rest)
+            };
+            let count: u64 = count
+                .trim_start_matches(['@', ' '])
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()?;
+            (count > 0).then_some(upper_us)
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no runqlat histogram in\n{output}"));
+    longest_us.div_ceil(1000)
+}
+
+#[test]
+fn the_longest_wait_is_read_from_either_tools_histogram() {
+    let bpftrace =
+        "@wait_us:\n[4, 8)   40 |@@@   |\n[64K, 128K)   10 |@@  |\n[128K, 256K)   2 |   |\n";
+    assert_eq!(runqlat_longest_wait_ms(bpftrace), 263);
+    let dtrace = "  value  ------------- Distribution ------------- count\n    4096 |@@@@   23\n    8192 |@      4\n   16384 |       0\n";
+    assert_eq!(runqlat_longest_wait_ms(dtrace), 17);
+}
+
 /// runqlat.bt and .d sum the time the server's threads waited for a CPU from
 /// the scheduler's tracepoints; the kernel sums the same in each thread's
 /// schedstat, which the server reports (`/stats.runqueue_wait_ns`). Over the
-/// same load, beside its neighbour, the two agree within 10 % (DTrace may read
-/// over by one more second's waiting: see below).
+/// same load, beside its neighbour, the two agree within 10 % (the script may
+/// read under by the threads' first waits, DTrace over by one more second's
+/// waiting: see below).
 async fn runqlat_agrees_with_schedstat(tool: Tool) {
     if !tool.available() {
         return;
@@ -402,6 +447,9 @@ async fn runqlat_agrees_with_schedstat(tool: Tool) {
     let load = [&NEIGHBOURED_LOAD[..], &["--duration", &duration]].concat();
     let server = run_load_aside(server, &load).await;
     let after = waited(settled_stats(&http, &server.url).await);
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(Iterator::count)
+        .unwrap_or(0) as u64;
     let output = tokio::task::spawn_blocking(move || traced.interrupt())
         .await
         .unwrap();
@@ -424,10 +472,16 @@ async fn runqlat_agrees_with_schedstat(tool: Tool) {
         Tool::DTrace => kernel / LOAD_SECONDS,
         _ => 0,
     };
+    // Under: the script learns a thread at its first switch (its header says
+    // so), so it misses at most one wait a thread, the one before; beside the
+    // other tracer tests those came to 934 ms of 8,640 (10.8 %), the threads'
+    // first waits behind the neighbour. Each is at most the longest wait seen.
+    let first_waits = threads * runqlat_longest_wait_ms(&output);
     let margin = kernel / 10;
     assert!(
-        script + margin >= kernel && script <= kernel + margin + over_allowed,
-        "{tool:?}: the script summed {script} ms waited, schedstat {kernel} ms\n{output}"
+        script + margin + first_waits >= kernel && script <= kernel + margin + over_allowed,
+        "{tool:?}: the script summed {script} ms waited, schedstat {kernel} ms \
+         (first waits of {threads} threads: up to {first_waits} ms)\n{output}"
     );
 }
 
