@@ -28,7 +28,7 @@ pub mod value;
 
 pub use bodies::{
     ConnectionCounts, Counts, CpuCgroup, ErrorBody, Fix, Machine, Model, NeighbourStats, OsFeature,
-    Reply, RetriedLoad, RuntimeStats, ScenarioInfo, Stats, TcpCounters, SEED_COUNTS,
+    Reply, RetriedLoad, RuntimeStats, ScenarioInfo, SeedCount, Stats, TcpCounters, SEED_COUNTS,
 };
 pub use delay::Delay;
 pub use incident::{Incident, IncidentStatus};

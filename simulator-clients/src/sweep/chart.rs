@@ -130,7 +130,7 @@ fn chart_lines(report: &SweepReport) -> (Vec<Line>, Vec<Line>, Vec<Line>) {
             colour,
             Look::Measured,
             steps,
-            |s| s.mean.requests_done_per_min,
+            |s| s.mean.per_minute.requests_done(),
         ));
         throughput.push(line(
             &format!("predicted, {phase}"),

@@ -2,7 +2,8 @@
 //! client counts, repeated, with the server's counters reset before each run and,
 //! with a fix, the fix's `PUT /admin/config` body for that client count applied
 //! before each step. Owns the sweep's plan, its runner and its figures;
-//! `table.rs` lays them out as text, `chart.rs` as an SVG and PNG, `seed.rs` holds
+//! `counts.rs` names the seed's counts as the sweep publishes them, `table.rs`
+//! lays the figures out as text, `chart.rs` as an SVG and PNG, `seed.rs` holds
 //! the seed's own figures to put beside them, and `shard.rs` splits a sweep over
 //! processes.
 //!
@@ -13,6 +14,7 @@
 //! clients offering clients / (think time + unblocked lifetime).
 
 pub mod chart;
+pub mod counts;
 pub mod seed;
 pub mod shard;
 pub mod table;
@@ -26,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::endpoints::{self, EndpointError};
 use crate::plan::{LoadPlan, Pacing, Stop};
 use crate::reporting::report::Report;
+use crate::sweep::counts::PerMinute;
 use crate::sweep::shard::ShardSchedule;
 
 /// What to sweep.
@@ -76,12 +79,9 @@ pub enum SweepError {
 /// The figures of one run, or the mean or the spread of several.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
-    pub requests_started_per_min: f64,
-    pub requests_done_per_min: f64,
-    pub blocked_per_min: f64,
-    pub nonblocked_per_min: f64,
-    pub persists_started_per_min: f64,
-    pub persists_done_per_min: f64,
+    /// The seed's counts, per minute (`counts.rs` names them).
+    #[serde(flatten)]
+    pub per_minute: PerMinute,
     /// Blocked / (blocked + non blocked), 0 to 1.
     pub blocked_share: f64,
     pub latency_p50_ms: f64,
@@ -477,14 +477,8 @@ async fn settle(target: &str, within: Duration) -> Result<(), SweepError> {
 fn figures(report: &Report, cpu_ns: Option<u64>) -> Figures {
     let elapsed_ns = report.elapsed_ns.max(1) as f64;
     let server = report.server.unwrap_or_default();
-    let per_min = |count: u64| count as f64 * 60e9 / elapsed_ns;
     Figures {
-        requests_started_per_min: per_min(server.requests_started),
-        requests_done_per_min: per_min(server.requests_done),
-        blocked_per_min: per_min(server.requests_blocked),
-        nonblocked_per_min: per_min(server.requests_nonblocked),
-        persists_started_per_min: per_min(server.persists_started),
-        persists_done_per_min: per_min(server.persists_done),
+        per_minute: PerMinute::of(&server, elapsed_ns / 60e9),
         blocked_share: server.blocked_share(),
         latency_p50_ms: report.summary.latency.p50_ns as f64 / 1e6,
         latency_p99_ms: report.summary.latency.p99_ns as f64 / 1e6,
@@ -498,13 +492,9 @@ impl Figures {
     fn across(runs: &[Figures], reduce: impl Fn(&[f64]) -> f64) -> Figures {
         let pick = |get: fn(&Figures) -> f64| reduce(&runs.iter().map(get).collect::<Vec<_>>());
         let cpu: Vec<f64> = runs.iter().filter_map(|f| f.server_cpu_percent).collect();
+        let count = |i: usize| reduce(&runs.iter().map(|f| f.per_minute.0[i]).collect::<Vec<_>>());
         Figures {
-            requests_started_per_min: pick(|f| f.requests_started_per_min),
-            requests_done_per_min: pick(|f| f.requests_done_per_min),
-            blocked_per_min: pick(|f| f.blocked_per_min),
-            nonblocked_per_min: pick(|f| f.nonblocked_per_min),
-            persists_started_per_min: pick(|f| f.persists_started_per_min),
-            persists_done_per_min: pick(|f| f.persists_done_per_min),
+            per_minute: PerMinute(std::array::from_fn(count)),
             blocked_share: pick(|f| f.blocked_share),
             latency_p50_ms: pick(|f| f.latency_p50_ms),
             latency_p99_ms: pick(|f| f.latency_p99_ms),
@@ -544,8 +534,10 @@ mod tests {
     use super::*;
 
     fn run_with(done: f64, errors: f64) -> Figures {
+        let mut per_minute = PerMinute::default();
+        per_minute.0[counts::REQUESTS_DONE] = done;
         Figures {
-            requests_done_per_min: done,
+            per_minute,
             client_errors: errors,
             ..Figures::default()
         }
@@ -563,8 +555,8 @@ mod tests {
                 run_with(890.0, 1.0),
             ],
         );
-        assert_eq!(s.mean.requests_done_per_min, 890.0);
-        assert_eq!(s.spread.requests_done_per_min, 20.0);
+        assert_eq!(s.mean.per_minute.requests_done(), 890.0);
+        assert_eq!(s.spread.per_minute.requests_done(), 20.0);
         assert_eq!(s.mean.client_errors, 1.0);
         assert_eq!(s.mean.server_cpu_percent, None, "no CPU figure, no column");
     }

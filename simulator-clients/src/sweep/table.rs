@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::sweep::{Figures, Step, SweepReport};
+use crate::sweep::counts::SWEEP_COUNTS;
+use crate::sweep::{Step, SweepReport};
 
 /// How a table is laid out: aligned text for a terminal, or Markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,96 +21,82 @@ struct Column {
     /// Width in the text table (right-aligned).
     width: usize,
     markdown: &'static str,
-    cell: fn(&Step, Layout) -> String,
+    cell: Cell,
+}
+
+/// How a step fills a column: one of the seed's counts (`SWEEP_COUNTS[index]`),
+/// or a figure of its own.
+#[derive(Clone, Copy)]
+enum Cell {
+    Count(usize),
+    Figure(fn(&Step, Layout) -> String),
+}
+
+impl Column {
+    fn cell(&self, step: &Step, layout: Layout) -> String {
+        match self.cell {
+            Cell::Count(index) => count(step, layout, index),
+            Cell::Figure(fill) => fill(step, layout),
+        }
+    }
 }
 
 /// A count per minute: the mean, with ± half the runs' range in Markdown (and in
-/// text for requests done, the figure the runs are compared by).
-fn count(step: &Step, layout: Layout, get: fn(&Figures) -> f64, spread_in_text: bool) -> String {
-    let (mean, half) = (get(&step.mean), get(&step.spread) / 2.0);
-    if layout == Layout::Markdown || spread_in_text {
+/// text where its declaration asks).
+fn count(step: &Step, layout: Layout, index: usize) -> String {
+    let mean = step.mean.per_minute.0[index];
+    let half = step.spread.per_minute.0[index] / 2.0;
+    if layout == Layout::Markdown || SWEEP_COUNTS[index].spread_in_text {
         format!("{mean:.0} ±{half:.0}")
     } else {
         format!("{mean:.0}")
     }
 }
 
-/// The columns of both tables, in the seed's order for the counts.
-const COLUMNS: [Column; 13] = [
+/// The columns before the counts.
+const LEADING: [Column; 2] = [
     Column {
         text: "clients",
         width: 7,
         markdown: "clients",
-        cell: |s, _| s.clients.to_string(),
+        cell: Cell::Figure(|s, _| s.clients.to_string()),
     },
     Column {
         text: "permits",
         width: 7,
         markdown: "permits",
-        cell: |s, _| s.permits.to_string(),
+        cell: Cell::Figure(|s, _| s.permits.to_string()),
     },
-    Column {
-        text: "started",
-        width: 9,
-        markdown: "requests started",
-        cell: |s, l| count(s, l, |f| f.requests_started_per_min, false),
-    },
-    Column {
-        text: "done",
-        width: 15,
-        markdown: "requests done",
-        cell: |s, l| count(s, l, |f| f.requests_done_per_min, true),
-    },
-    Column {
-        text: "blocked",
-        width: 9,
-        markdown: "blocked",
-        cell: |s, l| count(s, l, |f| f.blocked_per_min, false),
-    },
-    Column {
-        text: "nonblock",
-        width: 9,
-        markdown: "non blocked",
-        cell: |s, l| count(s, l, |f| f.nonblocked_per_min, false),
-    },
-    Column {
-        text: "wr start",
-        width: 9,
-        markdown: "writes started",
-        cell: |s, l| count(s, l, |f| f.persists_started_per_min, false),
-    },
-    Column {
-        text: "wr done",
-        width: 9,
-        markdown: "writes done",
-        cell: |s, l| count(s, l, |f| f.persists_done_per_min, false),
-    },
+];
+
+/// The columns after the counts.
+const TRAILING: [Column; 5] = [
     Column {
         text: "blocked%",
         width: 9,
         markdown: "blocked share",
-        cell: |s, l| match l {
+        cell: Cell::Figure(|s, l| match l {
             Layout::Text => format!("{:.1}%", s.mean.blocked_share * 100.0),
             Layout::Markdown => format!("{:.1} %", s.mean.blocked_share * 100.0),
-        },
+        }),
     },
     Column {
         text: "p50 ms",
         width: 8,
         markdown: "p50 ms",
-        cell: |s, _| format!("{:.1}", s.mean.latency_p50_ms),
+        cell: Cell::Figure(|s, _| format!("{:.1}", s.mean.latency_p50_ms)),
     },
     Column {
         text: "p99 ms",
         width: 9,
         markdown: "p99 ms",
-        cell: |s, _| format!("{:.1}", s.mean.latency_p99_ms),
+        cell: Cell::Figure(|s, _| format!("{:.1}", s.mean.latency_p99_ms)),
     },
     Column {
         text: "CPU%",
         width: 6,
         markdown: "server CPU %",
-        cell: |s, l| {
+        cell: Cell::Figure(|s, l| {
             let missing = match l {
                 Layout::Text => "-",
                 Layout::Markdown => "–",
@@ -117,15 +104,29 @@ const COLUMNS: [Column; 13] = [
             s.mean
                 .server_cpu_percent
                 .map_or(missing.into(), |v| format!("{v:.1}"))
-        },
+        }),
     },
     Column {
         text: "predicted",
         width: 10,
         markdown: "predicted",
-        cell: |s, _| format!("{:.0}", s.predicted_per_min),
+        cell: Cell::Figure(|s, _| format!("{:.0}", s.predicted_per_min)),
     },
 ];
+
+/// The columns of both tables: the step, the seed's counts in its order, the rest.
+fn columns() -> Vec<Column> {
+    let counts = SWEEP_COUNTS
+        .iter()
+        .enumerate()
+        .map(|(index, count)| Column {
+            text: count.text,
+            width: count.width,
+            markdown: count.markdown,
+            cell: Cell::Count(index),
+        });
+    LEADING.into_iter().chain(counts).chain(TRAILING).collect()
+}
 
 /// The whole sweep, the fix after the original when it was run.
 pub fn render(report: &SweepReport) -> String {
@@ -212,13 +213,14 @@ pub fn markdown(report: &SweepReport) -> String {
     );
     for (title, steps) in titles(report) {
         let _ = writeln!(out, "\n## {title}\n");
-        let headers: Vec<&str> = COLUMNS.iter().map(|c| c.markdown).collect();
+        let columns = columns();
+        let headers: Vec<&str> = columns.iter().map(|c| c.markdown).collect();
         let _ = writeln!(out, "| {} |", headers.join(" | "));
-        let _ = writeln!(out, "|{}", " ---: |".repeat(COLUMNS.len()));
+        let _ = writeln!(out, "|{}", " ---: |".repeat(columns.len()));
         for step in steps {
-            let cells: Vec<String> = COLUMNS
+            let cells: Vec<String> = columns
                 .iter()
-                .map(|c| (c.cell)(step, Layout::Markdown))
+                .map(|c| c.cell(step, Layout::Markdown))
                 .collect();
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
@@ -233,8 +235,9 @@ pub fn markdown(report: &SweepReport) -> String {
 
 fn phase(out: &mut String, title: &str, steps: &[Step]) {
     let _ = writeln!(out, "\n{title}:");
+    let columns = columns();
     let row = |cell: &dyn Fn(&Column) -> String| {
-        let cells: Vec<String> = COLUMNS
+        let cells: Vec<String> = columns
             .iter()
             .map(|c| format!("{:>w$}", cell(c), w = c.width))
             .collect();
@@ -242,24 +245,22 @@ fn phase(out: &mut String, title: &str, steps: &[Step]) {
     };
     let _ = writeln!(out, "{}", row(&|c| c.text.to_owned()));
     for step in steps {
-        let _ = writeln!(out, "{}", row(&|c| (c.cell)(step, Layout::Text)));
+        let _ = writeln!(out, "{}", row(&|c| c.cell(step, Layout::Text)));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sweep::Figures;
 
     /// A sweep shaped like the seed's, without running one.
     fn seed_like() -> SweepReport {
         let step = |clients: usize, permits: usize, done: f64, share: f64| {
+            let mut per_minute = crate::sweep::counts::PerMinute([done / 2.0; SWEEP_COUNTS.len()]);
+            per_minute.0[crate::sweep::counts::REQUESTS_DONE] = done;
             let figures = Figures {
-                requests_started_per_min: done / 2.0,
-                requests_done_per_min: done,
-                blocked_per_min: done / 2.0,
-                nonblocked_per_min: done / 2.0,
-                persists_started_per_min: done / 2.0,
-                persists_done_per_min: done / 2.0,
+                per_minute,
                 blocked_share: share,
                 latency_p50_ms: 5.0 + share * 1000.0,
                 latency_p99_ms: 5.0 + share * 1000.0,
