@@ -315,20 +315,23 @@ impl DataProcessor {
         let s = &*self.inner;
         let settings = self.settings();
         let mut progress = Progress::default();
+        // Borrowed where the request shares the server's token: a clone locks the
+        // token's node, a lock both workers take on every request.
+        let child;
         let stop = match settings.on_disconnect {
-            OnDisconnect::Detach => s.abandon.clone(),
+            OnDisconnect::Detach => &s.abandon,
             OnDisconnect::Cancel => {
-                let stop = s.abandon.child_token();
-                client.cancel_on_leaving(stop.clone());
-                stop
+                child = s.abandon.child_token();
+                client.cancel_on_leaving(child.clone());
+                &child
             }
         };
         let mut outcome = match operation {
             Operation::Store(element) => {
-                self.process(id, element, settings, client.clone(), &stop, &mut progress)
+                self.process(id, element, settings, client.clone(), stop, &mut progress)
                     .await
             }
-            Operation::Read(key) => self.read(id, key, &settings, &client, &stop).await,
+            Operation::Read(key) => self.read(id, key, &settings, &client, stop).await,
         };
         // A wait ended by the client leaving, not by shutdown.
         if outcome == Err(RequestError::ShuttingDown)
