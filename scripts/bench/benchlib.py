@@ -155,8 +155,9 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wrk(url, path="/requests", post=True, seconds=10, connections=64, threads=1):
-    """Requests per second wrk reached; exits on any failed request."""
+def wrk(url, path="/requests", post=True, seconds=10, connections=64, threads=1, pin=False):
+    """Requests per second wrk reached; exits on any failed request. With `pin`,
+    wrk runs on CPU 0 (`pin_server` keeps the server off it)."""
     command = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", url + path]
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         if post:
@@ -164,6 +165,8 @@ def wrk(url, path="/requests", post=True, seconds=10, connections=64, threads=1)
                          'wrk.headers["content-type"] = "application/json"\n')
             script.flush()
             command[1:1] = ["-s", script.name]
+        if pin:
+            command = ["taskset", "-c", "0"] + command
         out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
@@ -192,7 +195,8 @@ def wrk_against(command, args, path="/requests", post=True, cpu_per_request=None
         server, url = start(command)
         try:
             before = cpu_seconds(server.pid)
-            rps = wrk(url, path, post, args.seconds, args.connections)
+            rps = wrk(url, path, post, args.seconds, args.connections,
+                      pin=getattr(args, "pin", False))
             if cpu_per_request is not None:
                 used = cpu_seconds(server.pid) - before
                 cpu_per_request.append(used / (rps * args.seconds) * 1e6)
@@ -200,6 +204,13 @@ def wrk_against(command, args, path="/requests", post=True, cpu_per_request=None
         finally:
             stop(server)
     return run
+
+
+def pin_server(command, pin):
+    """`command` on every CPU but 0 (where `wrk(..., pin=True)` runs), with `pin`."""
+    if not pin or (os.cpu_count() or 1) < 2:
+        return command
+    return ["taskset", "-c", f"1-{os.cpu_count() - 1}"] + command
 
 
 def timed(command, env=None):
@@ -286,8 +297,7 @@ def machine_limits(pin=False, seconds=3):
     if has_cyclictest:
         limits["cyclictest idle us"] = cyclictest_p99(cyclictest(seconds, pin))
     if shutil.which("wrk") and os.path.exists(BARE_AXUM):
-        pin_server = ["taskset", "-c", f"1-{os.cpu_count() - 1}"] if pin and os.cpu_count() > 1 else []
-        server, url = start(pin_server + [BARE_AXUM, "127.0.0.1:0"])
+        server, url = start(pin_server([BARE_AXUM, "127.0.0.1:0"], pin))
         try:
             beside = cyclictest(seconds, pin) if has_cyclictest else None
             limits["bare axum req/s"] = wrk(url, seconds=seconds)

@@ -76,9 +76,8 @@ def main():
     if not args.no_build:
         benchlib.build("--workspace", "--examples")
     idle = benchlib.machine_limits(args.pin)["cyclictest idle us"]
-    pin_server = ["taskset", "-c", f"1-{os.cpu_count() - 1}"] if args.pin else []
-    server, url = benchlib.start(pin_server + [benchlib.SERVER, "serve", "--listen", "127.0.0.1:0",
-                                               *benchlib.ZERO_COST_SERVER])
+    server, url = benchlib.start(benchlib.pin_server(
+        [benchlib.SERVER, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER], args.pin))
     modes = [("tokio timer", None)] + [(f"precise {slack}", slack) for slack in args.slacks.split(",")]
     results = {name: [] for name, _ in modes}
     oha_cpu = []

@@ -147,8 +147,7 @@ def main():
     if not args.no_build:
         benchlib.build("--workspace", "--examples")
     benchlib.machine_limits(args.pin)
-    pin_server = ["taskset", "-c", f"1-{os.cpu_count() - 1}"] if args.pin else []
-    server, url = benchlib.start(pin_server + [benchlib.BARE_AXUM, "127.0.0.1:0"])
+    server, url = benchlib.start(benchlib.pin_server([benchlib.BARE_AXUM, "127.0.0.1:0"], args.pin))
     try:
         compare("closed loop flat out, 64 connections, against bare axum", url, args,
                 [("sim-clients", sim), ("oha", oha), ("wrk", wrk)], None)

@@ -8,9 +8,11 @@ ratio is what the simulator adds on top of HTTP: its request path, probes (compi
 in, not enabled), counters, metrics and connection limits. Runs alternate; prints
 each run, the medians with min and max, and the ratio (target: at least 0.9);
 then each server's CPU per request, the steadier figure on a VM shared with wrk.
+--pin puts wrk on CPU 0 and the servers on the rest, so the two never share a core.
 
   python3 scripts/bench/server-vs-axum.py                 # builds both, 5 runs of 10 s
   python3 scripts/bench/server-vs-axum.py --runs 3 --seconds 5 --no-build
+  python3 scripts/bench/server-vs-axum.py --pin             # wrk on CPU 0, the servers on the rest
 """
 
 import os
@@ -21,7 +23,9 @@ import benchlib  # noqa: E402
 
 
 def main():
-    args = benchlib.arguments(__doc__).parse_args()
+    parser = benchlib.arguments(__doc__)
+    parser.add_argument("--pin", action="store_true", help="wrk on CPU 0, the servers on the rest")
+    args = parser.parse_args()
     benchlib.need("wrk")
     if not args.no_build:
         benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
@@ -29,10 +33,12 @@ def main():
     print(f"POST /requests, requests per second (wrk -t 1 -c {args.connections}, {args.seconds} s a run)")
     cpu = {"bare axum": [], "system-simulator": []}
     results = benchlib.alternate(args.runs, [
-        ("bare axum", benchlib.wrk_against([benchlib.BARE_AXUM, "127.0.0.1:0"], args,
-                                           cpu_per_request=cpu["bare axum"])),
+        ("bare axum", benchlib.wrk_against(
+            benchlib.pin_server([benchlib.BARE_AXUM, "127.0.0.1:0"], args.pin), args,
+            cpu_per_request=cpu["bare axum"])),
         ("system-simulator", benchlib.wrk_against(
-            [benchlib.SERVER, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER], args,
+            benchlib.pin_server([benchlib.SERVER, "serve", "--listen", "127.0.0.1:0",
+                                 *benchlib.ZERO_COST_SERVER], args.pin), args,
             cpu_per_request=cpu["system-simulator"])),
     ])
     ratios = benchlib.report(results, "bare axum", " req/s")
