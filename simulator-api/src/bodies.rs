@@ -41,39 +41,27 @@ pub struct SeedCount {
     pub get: fn(&Counts) -> u64,
 }
 
+/// A [`SeedCount`] of `label` and the `Counts` field `field`: the field's name and
+/// its getter written once, so the two cannot name different counts.
+macro_rules! seed_count {
+    ($label:literal, $field:ident) => {
+        SeedCount {
+            label: $label,
+            field: stringify!($field),
+            get: |c| c.$field,
+        }
+    };
+}
+
 /// The seed's count.d labels in its order; the demo, the shutdown report, the
 /// sweep and the script tests all use this list.
 pub const SEED_COUNTS: [SeedCount; 6] = [
-    SeedCount {
-        label: "requests started",
-        field: "requests_started",
-        get: |c| c.requests_started,
-    },
-    SeedCount {
-        label: "requests done",
-        field: "requests_done",
-        get: |c| c.requests_done,
-    },
-    SeedCount {
-        label: "blocked requests",
-        field: "requests_blocked",
-        get: |c| c.requests_blocked,
-    },
-    SeedCount {
-        label: "non blocked requests",
-        field: "requests_nonblocked",
-        get: |c| c.requests_nonblocked,
-    },
-    SeedCount {
-        label: "persistent writes started",
-        field: "persists_started",
-        get: |c| c.persists_started,
-    },
-    SeedCount {
-        label: "persistent writes done",
-        field: "persists_done",
-        get: |c| c.persists_done,
-    },
+    seed_count!("requests started", requests_started),
+    seed_count!("requests done", requests_done),
+    seed_count!("blocked requests", requests_blocked),
+    seed_count!("non blocked requests", requests_nonblocked),
+    seed_count!("persistent writes started", persists_started),
+    seed_count!("persistent writes done", persists_done),
 ];
 
 /// TCP connections: open now, served since start, refused at `max_connections`;
