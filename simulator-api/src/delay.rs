@@ -116,8 +116,20 @@ impl Delay {
         self.base + shape
     }
 
+    /// Draws one latency from this thread's generator, which a fixed delay never
+    /// touches: the request path draws three a request, most of them fixed.
+    pub fn draw(&self) -> Duration {
+        match self.shape {
+            Shape::None => self.base.min(MAX_TERM * 4),
+            _ => self.sample(&mut rand::rng()),
+        }
+    }
+
     /// Draws one latency.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
+        if let Shape::None = self.shape {
+            return self.base.min(MAX_TERM * 4);
+        }
         let base = self.base.as_secs_f64();
         let extra = match self.shape {
             Shape::None => 0.0,
@@ -300,6 +312,24 @@ mod tests {
         assert_eq!(
             "3511s + 1.5m".parse::<Delay>(),
             Err(DelayError::TooLong("3511s + 1.5m".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_fixed_delay_draws_itself_exactly_and_a_shaped_one_draws_its_shape() {
+        // 1.000000001 s does not survive a round trip through f64 seconds.
+        let odd = Duration::new(1, 1);
+        assert_eq!(Delay::fixed(odd).draw(), odd);
+        assert_eq!(Delay::fixed(odd).sample(&mut StdRng::seed_from_u64(1)), odd);
+        let shaped: Delay = "uniform(1ms, 2ms)".parse().unwrap();
+        let drawn: Vec<Duration> = (0..100).map(|_| shaped.draw()).collect();
+        assert!(
+            drawn.iter().all(|d| (ms(1)..ms(2)).contains(d)),
+            "{drawn:?}"
+        );
+        assert!(
+            drawn.iter().any(|d| *d != drawn[0]),
+            "a shape varies: {drawn:?}"
         );
     }
 

@@ -21,7 +21,7 @@ pub async fn traverse(
     tick: Duration,
     abandon: &CancellationToken,
 ) -> Result<(), CutShort> {
-    let delay = delay.sample(&mut rand::rng());
+    let delay = delay.draw();
     if delay.is_zero() {
         return Ok(());
     }

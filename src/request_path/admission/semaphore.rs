@@ -197,6 +197,22 @@ impl PersistGate {
                 shed: true,
             };
         }
+        // Boxed: the wait's state (the semaphore's acquire, the stop and the limit
+        // raced) is most of this future's size, which every request's future
+        // carries inline and moves into its box, waiting or not (issue 62). A
+        // request that waits pays one allocation; one that does not, none.
+        Box::pin(self.wait_for_permit(id, events, patience, weight)).await
+    }
+
+    /// A blocked request's wait for its permit, to a permit, its stop, or the
+    /// end of its patience.
+    async fn wait_for_permit(
+        &self,
+        id: u64,
+        events: &Events,
+        patience: WaitPolicy<'_>,
+        weight: usize,
+    ) -> Admitted<GatePermit> {
         let wait_started = Instant::now();
         let waiting = Waiting::begin(&self.inner.waiting);
         let limit = match patience.wait_limit.is_zero() {

@@ -114,20 +114,30 @@ impl Pool {
         job: Job,
         abandon: &CancellationToken,
     ) -> Result<(), HandOffError> {
-        let slot = match job.settings.when_full {
-            WhenFull::Shed => match self.queue.try_reserve() {
-                Ok(slot) => slot,
-                Err(TrySendError::Full(())) => {
-                    self.backend.events.queue_refuse(job.id);
-                    return Err(HandOffError::QueueFull);
-                }
-                Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
-            },
-            WhenFull::Wait => tokio::select! {
-                slot = self.queue.reserve() => slot.map_err(|_| HandOffError::CutShort)?,
-                () = abandon.cancelled() => return Err(HandOffError::CutShort),
-            },
-        };
+        let slot =
+            match job.settings.when_full {
+                WhenFull::Shed => match self.queue.try_reserve() {
+                    Ok(slot) => slot,
+                    Err(TrySendError::Full(())) => {
+                        self.backend.events.queue_refuse(job.id);
+                        return Err(HandOffError::QueueFull);
+                    }
+                    Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
+                },
+                WhenFull::Wait => match self.queue.try_reserve() {
+                    Ok(slot) => slot,
+                    Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
+                    // Boxed: the wait's state is most of this future's size, which
+                    // every request's future carries inline, waiting or not (issue 62).
+                    Err(TrySendError::Full(())) => Box::pin(async {
+                        tokio::select! {
+                            slot = self.queue.reserve() => slot.map_err(|_| HandOffError::CutShort),
+                            () = abandon.cancelled() => Err(HandOffError::CutShort),
+                        }
+                    })
+                    .await?,
+                },
+            };
         self.backend.events.queue_enqueue(job.id);
         // Queued, the request goes on to its reply: owed from here until a
         // worker's persist-done, or its drop from the queue.

@@ -14,14 +14,20 @@ pub async fn around(
     settings: &Settings,
     store: impl Future<Output = Result<(), PersistError>>,
 ) -> Result<(), PersistError> {
-    // Validation keeps the rates within 0..=1, where random_bool cannot panic.
-    if rand::rng().random_bool(settings.persist_stall_rate) {
+    // Validation keeps the rates within 0..=1, where random_bool cannot panic. A
+    // rate of 0 (every world but the faults') draws nothing.
+    if happens(settings.persist_stall_rate) {
         // A hung store: only persistence's timeout (or shutdown) ends this.
         std::future::pending::<()>().await;
     }
     store.await?;
-    if rand::rng().random_bool(settings.persist_error_rate) {
+    if happens(settings.persist_error_rate) {
         return Err(PersistError::Injected);
     }
     Ok(())
+}
+
+/// Whether an event of probability `rate` happens this time.
+fn happens(rate: f64) -> bool {
+    rate > 0.0 && rand::rng().random_bool(rate)
 }

@@ -145,7 +145,7 @@ impl Store {
             },
         };
         let world = self.world();
-        let latency = world.persist_latency.sample(&mut rand::rng());
+        let latency = world.persist_latency.draw();
         crate::request_path::delay::sleep(latency, world.timer_tick).await;
         drop(slot);
         true
@@ -159,10 +159,10 @@ impl Store {
     ) -> Result<(), PersistError> {
         match &self.medium {
             Medium::Simulated => {
-                // rand::rng() is a temporary: the thread-local generator must not be
-                // held across the await, where the task may move to another thread.
-                let latency = settings.persist_latency.sample(&mut rand::rng())
-                    + per_mib_cost(settings, element.len());
+                // `draw` takes the thread-local generator for the draw alone: it must
+                // not be held across the await, where the task may move to another thread.
+                let latency =
+                    settings.persist_latency.draw() + per_mib_cost(settings, element.len());
                 crate::request_path::delay::sleep(latency, settings.timer_tick).await;
                 Ok(())
             }
