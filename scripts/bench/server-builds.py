@@ -6,7 +6,8 @@ cheapest (no simulated delay, permits never short) and drives it with wrk:
 GET /healthz (the HTTP layer alone) and POST /requests (the whole request path).
 Runs alternate between the builds; prints each run, the medians with min and max,
 and NEW / BASELINE, for requests/s and for the server's CPU per request (the
-steadier of the two on a VM the server shares with wrk).
+steadier of the two on a VM the server shares with wrk). --pin puts wrk on CPU 0
+and the servers on the rest.
 
   git worktree add ../old <commit> && (cd ../old && cargo build --release)
   python3 scripts/bench/server-builds.py ../old/target/release/system-simulator \\
@@ -20,14 +21,16 @@ import benchlib  # noqa: E402
 
 
 def measure(binary, path, post, args, cpu):
-    return benchlib.wrk_against([binary, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER],
-                                args, path, post, cpu_per_request=cpu)
+    return benchlib.wrk_against(
+        benchlib.pin_server([binary, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER], args.pin),
+        args, path, post, cpu_per_request=cpu)
 
 
 def main():
     p = benchlib.arguments(__doc__, connections=50)
     p.add_argument("baseline")
     p.add_argument("new")
+    p.add_argument("--pin", action="store_true", help="wrk on CPU 0, the servers on the rest")
     args = p.parse_args()
     benchlib.need("wrk")
     benchlib.machine_limits()
