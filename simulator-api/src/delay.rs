@@ -119,16 +119,20 @@ impl Delay {
     /// Draws one latency from this thread's generator, which a fixed delay never
     /// touches: the request path draws three a request, most of them fixed.
     pub fn draw(&self) -> Duration {
-        match self.shape {
-            Shape::None => self.base.min(MAX_TERM * 4),
-            _ => self.sample(&mut rand::rng()),
-        }
+        self.fixed_draw()
+            .unwrap_or_else(|| self.sample(&mut rand::rng()))
+    }
+
+    /// What every draw of a fixed delay is, exactly (no round trip through f64
+    /// seconds); `None` for a shaped one.
+    fn fixed_draw(&self) -> Option<Duration> {
+        matches!(self.shape, Shape::None).then(|| self.base.min(MAX_TERM * 4))
     }
 
     /// Draws one latency.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
-        if let Shape::None = self.shape {
-            return self.base.min(MAX_TERM * 4);
+        if let Some(fixed) = self.fixed_draw() {
+            return fixed;
         }
         let base = self.base.as_secs_f64();
         let extra = match self.shape {

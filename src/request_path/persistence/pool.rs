@@ -114,30 +114,19 @@ impl Pool {
         job: Job,
         abandon: &CancellationToken,
     ) -> Result<(), HandOffError> {
-        let slot =
-            match job.settings.when_full {
-                WhenFull::Shed => match self.queue.try_reserve() {
-                    Ok(slot) => slot,
-                    Err(TrySendError::Full(())) => {
-                        self.backend.events.queue_refuse(job.id);
-                        return Err(HandOffError::QueueFull);
-                    }
-                    Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
-                },
-                WhenFull::Wait => match self.queue.try_reserve() {
-                    Ok(slot) => slot,
-                    Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
-                    // Boxed: the wait's state is most of this future's size, which
-                    // every request's future carries inline, waiting or not (issue 62).
-                    Err(TrySendError::Full(())) => Box::pin(async {
-                        tokio::select! {
-                            slot = self.queue.reserve() => slot.map_err(|_| HandOffError::CutShort),
-                            () = abandon.cancelled() => Err(HandOffError::CutShort),
-                        }
-                    })
-                    .await?,
-                },
-            };
+        let slot = match self.queue.try_reserve() {
+            Ok(slot) => slot,
+            Err(TrySendError::Closed(())) => return Err(HandOffError::CutShort),
+            Err(TrySendError::Full(())) => match job.settings.when_full {
+                WhenFull::Shed => {
+                    self.backend.events.queue_refuse(job.id);
+                    return Err(HandOffError::QueueFull);
+                }
+                // Boxed: the wait's state is most of this future's size, which every
+                // request's future carries inline, waiting or not (issue 62).
+                WhenFull::Wait => Box::pin(self.wait_for_room(abandon)).await?,
+            },
+        };
         self.backend.events.queue_enqueue(job.id);
         // Queued, the request goes on to its reply: owed from here until a
         // worker's persist-done, or its drop from the queue.
@@ -145,6 +134,17 @@ impl Pool {
         job.owed = self.backend.owed(&job);
         slot.send((job, Instant::now()));
         Ok(())
+    }
+
+    /// A full queue's wait for a place, to a place or shutdown.
+    async fn wait_for_room(
+        &self,
+        abandon: &CancellationToken,
+    ) -> Result<mpsc::Permit<'_, (Job, Instant)>, HandOffError> {
+        tokio::select! {
+            slot = self.queue.reserve() => slot.map_err(|_| HandOffError::CutShort),
+            () = abandon.cancelled() => Err(HandOffError::CutShort),
+        }
     }
 
     pub fn workers(&self) -> usize {
