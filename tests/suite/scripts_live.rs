@@ -1026,3 +1026,62 @@ fn the_pages_trace_line_runs_as_typed_under_dtrace() {
 fn the_pages_trace_line_runs_as_typed_under_bpftrace() {
     the_pages_trace_line_runs_as_typed(Tool::Bpftrace);
 }
+
+/// DTrace for Linux ends with its trace: `scripts/trace` preloads
+/// scripts/dtrace-quick-exit.c, which skips the freeing of the kernel's types
+/// at its end (7.5 s of CPU here), and the tracer still takes down what it set
+/// up: no uprobe of its own is left in tracefs once it has exited. A shim that
+/// skipped `dtrace_close` whole would leave its `dt_PID_dtrace/BEGIN` and
+/// `END` behind and fail this.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: DTrace attached as root to a server"]
+async fn dtrace_ends_with_its_trace_and_leaves_no_uprobe_behind() {
+    if !Tool::DTrace.available() {
+        return;
+    }
+    if !have("cc") {
+        skip_or_fail("no C compiler: scripts/trace cannot build the DTrace shim");
+        return;
+    }
+    let server = Server::start(&[]);
+    let pid = server.pid.to_string();
+    let dry = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace"))
+        .args(["count", &pid, "--dtrace", "--seconds", "2", "--dry-run"])
+        .output()
+        .unwrap();
+    let described = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        described.contains("LD_PRELOAD=") && described.contains("dtrace-quick-exit"),
+        "{described}"
+    );
+    let traced = tokio::task::spawn_blocking(move || {
+        Traced::start_until_begin(Tool::DTrace, "count", server.pid, &["--seconds", "2"])
+    })
+    .await
+    .unwrap();
+    let tracer = traced.pid();
+    let uprobes = || {
+        [
+            "/sys/kernel/tracing/uprobe_events",
+            "/sys/kernel/debug/tracing/uprobe_events",
+        ]
+        .iter()
+        .find_map(|path| std::fs::read_to_string(path).ok())
+        .expect("tracefs's uprobe_events")
+    };
+    let own = format!("dt_{tracer}_");
+    assert!(
+        uprobes().contains(&own),
+        "DTrace's own uprobes while it runs:\n{}",
+        uprobes()
+    );
+    let output = tokio::task::spawn_blocking(move || traced.wait_exit(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert!(output.contains("Counting isim probes"), "{output}");
+    let left = uprobes();
+    assert!(
+        !left.contains(&own),
+        "left behind by dtrace {tracer}:\n{left}"
+    );
+}

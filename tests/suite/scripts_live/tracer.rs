@@ -103,6 +103,11 @@ impl Traced {
         }
     }
 
+    /// The tracer's pid (`scripts/trace` execs it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts a bundled script and returns once its BEGIN clause has printed: both
     /// tools run BEGIN only after every probe is attached and enabled. bpftrace's
     /// own "Attaching N probes..." comes before that and does not count.
