@@ -123,7 +123,17 @@ fn column(output: &str, column: usize) -> Vec<u64> {
 /// accept-queue's drops at a full queue and SYNs sent again, together, against
 /// the namespace's listen overflows: herds of 100 new connections a second into
 /// a queue of 64 for 3 s.
+///
+/// Alone: beside the shared tests, bpftrace's script twice counted about two
+/// thirds of what nstat counted (113 of 166 in a CI run, 2026-11-29; once before
+/// in a run filtered to the queue tests), while alone it matched nstat exactly
+/// in every run (and beside the DTrace twin, a delayed-ack trace and a
+/// size trace, 3 runs of 3). Not reproduced on demand, so the cause is not
+/// known; the kernel skips a BPF program that fires while another BPF program
+/// or map operation holds the same CPU (each program's `recursion_misses`),
+/// which other tracers beside it would make likely.
 async fn accept_queue_agrees_with_nstat(tool: Tool) {
+    common::runs_alone();
     if !tool.available() {
         return;
     }
@@ -267,6 +277,6 @@ async fn delayed_ack_agrees_with_nstat(tool: Tool) {
 }
 
 both_tools! {
-    accept_queue_counts_what_nstat_counts: accept_queue_agrees_with_nstat;
+    accept_queue_counts_what_nstat_counts_alone: accept_queue_agrees_with_nstat;
     delayed_ack_counts_what_nstat_counts: delayed_ack_agrees_with_nstat;
 }
