@@ -2,7 +2,8 @@
  * dtrace-quick-exit.c: lets DTrace for Linux exit as soon as its trace is over.
  *
  * scripts/trace preloads this into dtrace on Linux (LD_PRELOAD; it builds it
- * once with cc, into ~/.cache/system-simulator). Why: DTrace for Linux 2.0.7
+ * once with cc, into /var/cache/system-simulator, which only root can write:
+ * whoever could replace this file would run code as root). Why: DTrace for Linux 2.0.7
  * on a kernel without a CTF archive (every kernel but Oracle's UEK: DTrace
  * converts the kernel's BTF into CTF types at start) spent 7.5 s of CPU after
  * the trace's last line in dtrace_close(), freeing those types one by one

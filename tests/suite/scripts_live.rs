@@ -1084,4 +1084,22 @@ async fn dtrace_ends_with_its_trace_and_leaves_no_uprobe_behind() {
         !left.contains(&own),
         "left behind by dtrace {tracer}:\n{left}"
     );
+    // Loaded into a tracer that runs as root: root's own file, in a folder
+    // nobody else can write.
+    use std::os::unix::fs::MetadataExt;
+    let shim = described
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("LD_PRELOAD="))
+        .map(std::path::PathBuf::from)
+        .unwrap();
+    for path in [shim.as_path(), shim.parent().unwrap()] {
+        let meta = std::fs::metadata(path).unwrap();
+        assert!(
+            meta.uid() == 0 && meta.mode() & 0o022 == 0,
+            "{}: uid {} mode {:o}",
+            path.display(),
+            meta.uid(),
+            meta.mode()
+        );
+    }
 }
