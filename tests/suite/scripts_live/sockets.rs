@@ -124,9 +124,9 @@ fn column(output: &str, column: usize) -> Vec<u64> {
 /// the namespace's listen overflows: herds of 100 new connections a second into
 /// a queue of 64 for 3 s.
 ///
-/// Alone: beside the shared tests, bpftrace's script twice counted about two
-/// thirds of what nstat counted (113 of 166 in a CI run, 2026-11-29; once before
-/// in a run filtered to the queue tests), while alone it matched nstat exactly
+/// Alone: beside other tests, bpftrace's run of it failed twice (in a CI run,
+/// 2026-11-29, the script counted 113 of nstat's 166; once before in a run
+/// filtered to the queue tests), while alone it matched nstat exactly
 /// in every run (and beside the DTrace twin, a delayed-ack trace and a
 /// size trace, 3 runs of 3). Not reproduced on demand, so the cause is not
 /// known; the kernel skips a BPF program that fires while another BPF program
