@@ -5,7 +5,9 @@
  * USAGE:  sudo dtrace -s scripts/cache.d [SECONDS]   macOS, illumos, FreeBSD
  *         scripts/trace cache [PID] [--seconds N]   any platform
  *
- * Each second: reads that hit and that missed and the hit ratio, fills that
+ * Each second: reads that hit a fresh entry, that missed, and that were
+ * answered with a stale one (STALE: stale_reads = serve, after the cache was
+ * unreachable), and the hit ratio, fills that
  * put their element in the cache, fills that ended with nothing put in it
  * because their client had gone (ABANDONED; of them WASTED, the ones the store
  * had read all the same), misses refused at fill_limit, and fills in flight at
@@ -17,18 +19,21 @@
  * every 100 ms while one is).
  *
  * D cannot divide one aggregation by another, so HIT% is an average of its
- * own: 100 for each hit, 0 for each miss (the same whole percent as
- * HITS * 100 / (HITS + MISSES), which cache.bt prints).
+ * own: 100 for each hit, 0 for each miss or stale read (the same whole
+ * percent as HITS * 100 / (HITS + MISSES + STALE), which cache.bt prints).
  *
  * Needs the isim USDT probes and nothing of the kernel's. Runs for SECONDS
  * (default 60) or until Ctrl-C, then prints the totals and the fills' latency
  * as a power-of-two histogram in ns.
  *
- * EXAMPLE (cold-cache, its incident from the 5th second, --seconds 30):
- *   TIME                    HITS  MISSES  HIT%  FILLED  ABANDONED  WASTED  REFUSED  FILLING  INCIDENT
- *   2026 Nov 28 09:14:03     196      25    88      26          0       0        0        1         0
- *   2026 Nov 28 09:14:08       0     259     0      73         32       0        0      226         1
- *   2026 Nov 28 09:14:12       0     898     0       0        899      80        0      905         0
+ * EXAMPLE (cold-cache with stale_reads = serve, its incident from the 8th
+ * second: stale entries answered while they are refreshed, --seconds 14):
+ *   TIME                    HITS  MISSES  STALE  HIT%  FILLED  ABANDONED  WASTED  REFUSED  FILLING  INCIDENT
+ *   2026 Nov 29 12:17:25     183      16      0    91      17          0       0        0        0         0
+ *   2026 Nov 29 12:17:27       0     200      0     0      80          0       0        0      159         1
+ *   2026 Nov 29 12:17:28       0     227    106     0      27        129      53        0      277         1
+ *   2026 Nov 29 12:17:29      27      54    345     6      21        230      59        0      172         0
+ *   2026 Nov 29 12:17:33     151      89     25    56      25         85      55        0      119         0
  *   ...
  */
 #pragma D option quiet
@@ -43,12 +48,12 @@ BEGIN
 	deadline = timestamp + seconds * 1000000000;
 	incident = 0;
 	seen_incident = 0;
-	@hits = sum(0); @misses = sum(0); @filled = sum(0); @abandoned = sum(0);
+	@hits = sum(0); @misses = sum(0); @stale = sum(0); @filled = sum(0); @abandoned = sum(0);
 	@wasted = sum(0); @refused = sum(0); @filling = sum(0);
 	/* A key with nothing in it: an empty second prints 0, not nothing. */
 	@hit_percent = avg(0); clear(@hit_percent);
-	printf("%-21s %6s %7s %5s %7s %10s %7s %8s %8s %9s\n", "TIME", "HITS", "MISSES",
-	    "HIT%", "FILLED", "ABANDONED", "WASTED", "REFUSED", "FILLING", "INCIDENT");
+	printf("%-21s %6s %7s %6s %5s %7s %10s %7s %8s %8s %9s\n", "TIME", "HITS", "MISSES",
+	    "STALE", "HIT%", "FILLED", "ABANDONED", "WASTED", "REFUSED", "FILLING", "INCIDENT");
 }
 
 isim*:::cache-hit
@@ -63,6 +68,13 @@ isim*:::cache-miss
 	@misses = sum(1);
 	@hit_percent = avg(0);
 	@totals["reads that missed"] = count();
+}
+
+isim*:::cache-stale-hit
+{
+	@stale = sum(1);
+	@hit_percent = avg(0);
+	@totals["reads answered stale"] = count();
 }
 
 isim*:::cache-fill-start
@@ -120,11 +132,11 @@ isim*:::incident-end
 tick-1s
 {
 	printf("%-21Y ", walltimestamp);
-	printa("%@6d %@7d %@5d %@7d %@10d %@7d %@8d %@8d", @hits, @misses, @hit_percent,
+	printa("%@6d %@7d %@6d %@5d %@7d %@10d %@7d %@8d %@8d", @hits, @misses, @stale, @hit_percent,
 	    @filled, @abandoned, @wasted, @refused, @filling);
 	printf(" %9d\n", seen_incident);
 	/* FILLING is a running sum: begun minus ended since the script's start. */
-	clear(@hits); clear(@misses); clear(@hit_percent); clear(@filled); clear(@abandoned);
+	clear(@hits); clear(@misses); clear(@stale); clear(@hit_percent); clear(@filled); clear(@abandoned);
 	clear(@wasted); clear(@refused);
 	seen_incident = incident;
 }

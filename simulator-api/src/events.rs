@@ -249,7 +249,14 @@ macro_rules! with_events {
                         "Reads answered from the cache (probe cache-hit)."
                 ]
                 histograms [];
-            cache__miss "cache-miss" "a read did not find its key in the cache: a fill follows, or waits on one in flight, or is refused"
+            cache__stale__hit "cache-stale-hit" "a read found its key's entry stale (`cache_reachable`) and was answered with it (`stale_reads = serve`); a refresh of the key follows unless one is in flight"
+                (id: "request id", key: "the element's key")
+                counters [
+                    cache_stale_hits "isim_cache_stale_hits_total"
+                        "Reads answered with a stale entry (probe cache-stale-hit)."
+                ]
+                histograms [];
+            cache__miss "cache-miss" "a read did not find its key in the cache, or found it stale (`stale_reads = miss`): a fill follows, or waits on one in flight, or is refused"
                 (id: "request id", key: "the element's key")
                 counters [
                     cache_misses "isim_cache_misses_total"

@@ -178,6 +178,20 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// What a read does with an entry that is stale (the cache missed the
+    /// invalidations sent while it was unreachable: `cache_reachable`).
+    StaleReads {
+        /// A stale entry is a miss: the read fills it as any other miss.
+        Miss = "miss",
+        /// A stale entry answers the read at once (cache-stale-hit), and one
+        /// refresh per key runs in the background: a fill that belongs to no
+        /// request, so it runs to its end (stale-while-revalidate, as HTTP's
+        /// RFC 5861 and nginx's `proxy_cache_use_stale updating`).
+        Serve = "serve",
+    }
+}
+
+crate::choice! {
     /// What becomes of a fill whose request's client has gone.
     AbandonedFills {
         /// Thrown away, as a fetch made under the request's deadline is: while
@@ -676,6 +690,12 @@ macro_rules! with_settings {
             /// that failed and came back does.
             cache_entries: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 1 << 24 }; live; world; "cache";
+            /// With `cache_entries`: whether the service reaches the cache. While it does not,
+            /// every read misses and no fill goes in; when it does again, every entry the cache
+            /// kept is stale (it missed the invalidations sent meanwhile), and a read of a stale
+            /// entry is a miss unless `stale_reads = serve`.
+            cache_reachable: bool = true;
+                $crate::value::Bounds::Any; live; world; "cache";
             /// With `cache_entries`: `per-request` (each miss fills for itself) or `coalesced` (one
             /// fill per key in flight, the other misses wait on it).
             cache_fills: $crate::settings::CacheFills = $crate::settings::CacheFills::PerRequest;
@@ -690,6 +710,11 @@ macro_rules! with_settings {
             /// at once (cache-fill-refuse) instead of a fill (0 = no limit).
             fill_limit: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; live; service; "cache";
+            /// With `cache_entries`: what a read does with a stale entry (`cache_reachable`): `miss`
+            /// (fills it as any miss) or `serve` (answers with it at once, and one refresh per key
+            /// runs to its end in the background, unless `fill_limit` fills are in flight).
+            stale_reads: $crate::settings::StaleReads = $crate::settings::StaleReads::Miss;
+                $crate::value::Bounds::Any; live; service; "cache";
             /// Write every element to DIR/<id>.bin instead of simulating the store (real I/O; files
             /// are kept).
             persist_dir: Option<std::path::PathBuf> = None;

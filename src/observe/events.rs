@@ -217,6 +217,11 @@ impl Events {
         self.counts.record(|c| c.cache_hits += 1);
     }
 
+    pub fn cache_stale_hit(&self, id: u64, key: u64) {
+        fire!(cache__stale__hit, || (id, key));
+        self.counts.record(|c| c.cache_stale_hits += 1);
+    }
+
     pub fn cache_miss(&self, id: u64, key: u64) {
         fire!(cache__miss, || (id, key));
         self.counts.record(|c| c.cache_misses += 1);

@@ -29,8 +29,8 @@ pub struct Watched {
     pub peak: u64,
     /// Each read's seconds since the watch began and the count then.
     pub reads: Vec<(f64, u64)>,
-    /// Each read's seconds since the watch began and the cache's hits and
-    /// misses then (`cache_hits`, `cache_misses`).
+    /// Each read's seconds since the watch began and the cache's reads then
+    /// (`cache_reads`: those that hit a fresh entry, and the others).
     pub cache: Vec<(f64, u64, u64)>,
     /// Reads that got no answer: the window's peak is then a lower bound.
     pub missed: u64,
@@ -65,7 +65,17 @@ pub fn growth_per_s(reads: &[(f64, u64)], window_s: f64) -> f64 {
     covariance / variance
 }
 
-/// The share of reads that hit over the last `last_s` of a window of
+/// The cache's reads that hit a fresh entry, and the others: misses, and
+/// reads answered with a stale entry (`stale_reads = serve`), which a cache
+/// that has warmed again no longer needs.
+pub fn cache_reads(counts: &simulator_api::Counts) -> (u64, u64) {
+    (
+        counts.cache_hits,
+        counts.cache_misses + counts.cache_stale_hits,
+    )
+}
+
+/// The share of reads that hit a fresh entry over the last `last_s` of a window of
 /// `window_s`: from the first read at or after its start to `end` (the hits
 /// and misses after the window). NaN without a read in it.
 pub fn late_hit_ratio(
@@ -103,9 +113,8 @@ impl Watch {
                         seen.peak = seen.peak.max(stats.acked_unwritten_peak);
                         let at = began.elapsed().as_secs_f64();
                         seen.reads.push((at, stats.acked_unwritten));
-                        let counts = &stats.counts;
-                        seen.cache
-                            .push((at, counts.cache_hits, counts.cache_misses));
+                        let (hit, other) = cache_reads(&stats.counts);
+                        seen.cache.push((at, hit, other));
                     }
                     Err(_) => seen.missed += 1,
                 }

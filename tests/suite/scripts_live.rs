@@ -116,19 +116,35 @@ async fn traced_run_with(
 }
 
 /// A cache of 100 elements in front of a store of 2 slots, 20 ms a read (100
-/// reads a second), and [`CACHE_LOAD`]: 40 clients with no think time reading
-/// keys of zipf(1000, 1.0) (the 100 hottest hold about 69 % of the draws), who
-/// give up after 150 ms. The misses queue for the store past that, so some
-/// fills are abandoned while others fill the cache: every count of cache.bt
-/// and cache.d moves.
-pub const CACHE_SERVER: [&str; 6] = [
+/// reads a second), that serves stale entries, and [`CACHE_LOAD`]: 40 clients
+/// with no think time reading keys of zipf(1000, 1.0) (the 100 hottest hold
+/// about 69 % of the draws), who give up after 150 ms. The misses queue for
+/// the store past that, so some fills are abandoned while others fill the
+/// cache; [`stale_cache_server`] makes its entries stale, so some reads are
+/// answered stale too: every count of cache.bt and cache.d moves.
+pub const CACHE_SERVER: [&str; 8] = [
     "--cache-entries",
     "100",
     "--store-concurrency",
     "2",
     "--persist-latency",
     "20ms",
+    "--stale-reads",
+    "serve",
 ];
+
+/// A [`CACHE_SERVER`] whose cache was unreachable for a moment: every entry
+/// it kept is stale until a read refreshes it.
+pub async fn stale_cache_server() -> Server {
+    let server = Server::start(&CACHE_SERVER);
+    let config = format!("{}/admin/config", server.url);
+    for reachable in [false, true] {
+        let body = format!(r#"{{"cache_reachable": {reachable}}}"#);
+        let put = put_json(&client(), &config, &body).await;
+        assert_eq!(put.status, 200, "{body}: {}", put.body);
+    }
+    server
+}
 pub const CACHE_LOAD: [&str; 10] = [
     "--n",
     "40",
@@ -204,7 +220,20 @@ async fn traced_run_full(
     if !tool.available() {
         return None;
     }
-    let server = Server::start(server_args);
+    traced_run_on(tool, script, Server::start(server_args), load, trace_args).await
+}
+
+/// [`traced_run_full`] on a server already started.
+async fn traced_run_on(
+    tool: Tool,
+    script: &str,
+    server: Server,
+    load: &[&str],
+    trace_args: &'static [&'static str],
+) -> Option<(String, Truth)> {
+    if !tool.available() {
+        return None;
+    }
     let pid = server.pid;
     let script = script.to_owned();
     let traced = tokio::task::spawn_blocking(move || {
@@ -545,13 +574,18 @@ both_tools! {
         let wasted_per_second: u64 = rows.iter().map(|r| r[1]).sum();
         assert!(wasted_per_second <= wasted, "{output}");
     };
-    cache_counts_what_stats_counts: |tool| async move {
+    cache_counts_what_stats_counts: |tool: Tool| async move {
+        if !tool.available() {
+            return;
+        }
+        let server = stale_cache_server().await;
         let Some((output, truth)) =
-            traced_run_with(tool, "cache", &CACHE_SERVER, &CACHE_LOAD).await else { return };
+            traced_run_on(tool, "cache", server, &CACHE_LOAD, &[]).await else { return };
         let got = figures(&output);
         for (label, counter) in [
             ("reads that hit", "cache_hits"),
             ("reads that missed", "cache_misses"),
+            ("reads answered stale", "cache_stale_hits"),
             ("fills begun", "cache_fills_started"),
             ("fills that filled the cache", "cache_fills_done"),
             ("fills abandoned (client gone)", "cache_fills_abandoned"),

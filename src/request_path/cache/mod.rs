@@ -17,6 +17,15 @@
 //! - `fill_limit`: a miss that finds that many fills in flight is refused at once
 //!   (cache-fill-refuse, 503).
 //!
+//! While the cache is unreachable (`cache_reachable = false`, the world's),
+//! every read misses and no fill goes in. When it is reachable again, every
+//! entry it kept is **stale**: it missed the invalidations sent meanwhile. A
+//! read of a stale entry is a miss (`stale_reads = miss`) or is answered with it
+//! at once (`serve`, cache-stale-hit) while one refresh per key, a shared fill,
+//! runs in the background. Staleness is an epoch, as memcached's `flush_all`
+//! is a time: each entry keeps the epoch it went in at, and reconnecting moves
+//! the cache's epoch on, so marking a million entries stale is one addition.
+//!
 //! This is how a cache that loses its contents can stay cold for good: with
 //! every read a miss, the store's queue grows past the clients' timeout, every
 //! fill is then abandoned before it ends, and nothing ever goes back in.
@@ -36,7 +45,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lru::LruCache;
-use simulator_api::settings::{AbandonedFills, CacheFills};
+use simulator_api::settings::{AbandonedFills, CacheFills, StaleReads};
 use simulator_api::Settings;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -58,15 +67,41 @@ pub enum ReadError {
 /// The cache and its fills in flight. One per processor.
 #[derive(Debug, Default)]
 pub struct Cache {
-    /// The entries (keys: a read returns a synthetic element, so there is no
-    /// value to keep); `None` without a cache (`cache_entries = 0`).
-    entries: Mutex<Option<LruCache<u64, ()>>>,
+    /// The entries and what they are read against.
+    entries: Mutex<Entries>,
     /// The `cache_entries` the entries were made for, to tell a change.
     made_for: AtomicUsize,
-    /// Shared fills in flight by key (`coalesced`).
+    /// Shared fills in flight by key (`coalesced`, and the refreshes of stale
+    /// entries with `stale_reads = serve`).
     shared: Mutex<HashMap<u64, watch::Receiver<Outcome>>>,
     /// Fills in flight, of either kind, for `fill_limit`.
     filling: AtomicUsize,
+}
+
+/// The entries, and whether they can be reached and trusted.
+#[derive(Debug, Default)]
+struct Entries {
+    /// Key to the epoch it went in at (a read returns a synthetic element, so
+    /// there is no value to keep); `None` without a cache (`cache_entries = 0`).
+    lru: Option<LruCache<u64, u64>>,
+    /// An entry from an earlier epoch is stale.
+    epoch: u64,
+    /// False while the cache cannot be reached (`cache_reachable`).
+    unreachable: bool,
+}
+
+/// What a read found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Fresh,
+    Stale,
+    Absent,
+}
+
+/// A shared fill of a key: joined, begun, or refused at `fill_limit`.
+enum Shared {
+    InFlight(watch::Receiver<Outcome>),
+    Full,
 }
 
 /// What a fill reports to the reads that wait on it: `None` while it runs,
@@ -80,13 +115,17 @@ impl Cache {
     /// of traffic would have left in it).
     pub fn new(settings: &Settings) -> Self {
         let cache = Self::default();
-        let mut entries = new_entries(settings.cache_entries);
-        if let Some(entries) = entries.as_mut() {
+        let mut lru = new_entries(settings.cache_entries);
+        if let Some(lru) = lru.as_mut() {
             for key in (0..settings.cache_entries as u64).rev() {
-                entries.put(key, ());
+                lru.put(key, 0);
             }
         }
-        *cache.lock() = entries;
+        *cache.lock() = Entries {
+            lru,
+            epoch: 0,
+            unreachable: !settings.cache_reachable,
+        };
         cache
             .made_for
             .store(settings.cache_entries, Ordering::Relaxed);
@@ -94,39 +133,58 @@ impl Cache {
     }
 
     /// Takes a change of `cache_entries`: the cache comes back empty at its new
-    /// size, as a cache node that failed and was replaced does.
+    /// size, as a cache node that failed and was replaced does. And of
+    /// `cache_reachable`: reached again, every entry it kept is stale.
     pub fn follow(&self, settings: &Settings) {
-        if self
+        let resized = self
             .made_for
             .swap(settings.cache_entries, Ordering::Relaxed)
-            != settings.cache_entries
-        {
-            *self.lock() = new_entries(settings.cache_entries);
+            != settings.cache_entries;
+        let mut entries = self.lock();
+        if resized {
+            entries.lru = new_entries(settings.cache_entries);
         }
+        let unreachable = !settings.cache_reachable;
+        if entries.unreachable && !unreachable {
+            entries.epoch += 1;
+        }
+        entries.unreachable = unreachable;
     }
 
-    /// Entries held now.
+    /// Entries held now, stale or not.
     pub fn len(&self) -> usize {
-        self.lock().as_ref().map_or(0, LruCache::len)
+        self.lock().lru.as_ref().map_or(0, LruCache::len)
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<LruCache<u64, ()>>> {
+    fn lock(&self) -> MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn hit(&self, key: u64) -> bool {
-        self.lock()
-            .as_mut()
-            .is_some_and(|entries| entries.get(&key).is_some())
+    fn find(&self, key: u64) -> Found {
+        let mut entries = self.lock();
+        let epoch = entries.epoch;
+        if entries.unreachable {
+            return Found::Absent;
+        }
+        match entries.lru.as_mut().and_then(|lru| lru.get(&key)) {
+            Some(&went_in) if went_in == epoch => Found::Fresh,
+            Some(_) => Found::Stale,
+            None => Found::Absent,
+        }
     }
 
     fn put(&self, key: u64) {
-        if let Some(entries) = self.lock().as_mut() {
-            entries.put(key, ());
+        let mut entries = self.lock();
+        let epoch = entries.epoch;
+        if entries.unreachable {
+            return;
+        }
+        if let Some(lru) = entries.lru.as_mut() {
+            lru.put(key, epoch);
         }
     }
 
@@ -151,9 +209,19 @@ impl Cache {
         stop: &CancellationToken,
     ) -> Result<(), ReadError> {
         let events = &backend.events;
-        if self.hit(key) {
-            events.cache_hit(id, key);
-            return Ok(());
+        match self.find(key) {
+            Found::Fresh => {
+                events.cache_hit(id, key);
+                return Ok(());
+            }
+            Found::Stale if settings.stale_reads == StaleReads::Serve => {
+                events.cache_stale_hit(id, key);
+                // At fill_limit the entry is served without a refresh: a later
+                // read of it tries again.
+                let _ = self.shared_fill(backend, (id, key), settings.fill_limit);
+                return Ok(());
+            }
+            Found::Stale | Found::Absent => {}
         }
         events.cache_miss(id, key);
         let mut done = match settings.cache_fills {
@@ -192,19 +260,35 @@ impl Cache {
         (id, key): (u64, u64),
         settings: &Settings,
     ) -> Result<watch::Receiver<Outcome>, ReadError> {
+        match self.shared_fill(backend, (id, key), settings.fill_limit) {
+            Shared::InFlight(fill) => Ok(fill),
+            Shared::Full => {
+                backend.events.cache_fill_refuse(id, key);
+                Err(ReadError::FillLimit)
+            }
+        }
+    }
+
+    /// Joins the shared fill of `key` in flight, or begins one for request
+    /// `id` unless `limit` fills are in flight.
+    fn shared_fill(
+        self: &Arc<Self>,
+        backend: &Arc<Backend>,
+        (id, key): (u64, u64),
+        limit: usize,
+    ) -> Shared {
         let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(fill) = shared.get(&key) {
-            return Ok(fill.clone());
+            return Shared::InFlight(fill.clone());
         }
-        if !self.enter_fill(settings.fill_limit) {
-            backend.events.cache_fill_refuse(id, key);
-            return Err(ReadError::FillLimit);
+        if !self.enter_fill(limit) {
+            return Shared::Full;
         }
         let (tx, rx) = watch::channel(None);
         shared.insert(key, rx.clone());
         drop(shared);
         self.begin(backend, (id, key), None, tx, true);
-        Ok(rx)
+        Shared::InFlight(rx)
     }
 
     /// Spawns a fill: a read of the store, then the element into the cache, or
@@ -245,7 +329,7 @@ impl Cache {
     }
 }
 
-fn new_entries(capacity: usize) -> Option<LruCache<u64, ()>> {
+fn new_entries(capacity: usize) -> Option<LruCache<u64, u64>> {
     NonZeroUsize::new(capacity).map(LruCache::new)
 }
 

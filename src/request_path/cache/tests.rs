@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use simulator_api::settings::{AbandonedFills, CacheFills};
+use simulator_api::settings::{AbandonedFills, CacheFills, StaleReads};
 use simulator_api::{Counts, Settings, SettingsUpdate};
 
 use crate::request_path::{DataProcessor, RequestError};
@@ -160,4 +160,86 @@ async fn a_change_of_size_empties_the_cache_and_no_cache_misses_every_read() {
     p.submit_read(1).await.unwrap();
     let c = counts(&p);
     assert_eq!((c.cache_hits, c.cache_misses), (1, 3), "{c:?}");
+}
+
+fn reachable(p: &DataProcessor, yes: bool) {
+    p.update(&SettingsUpdate {
+        cache_reachable: Some(yes),
+        ..SettingsUpdate::default()
+    })
+    .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unreachable_cache_misses_every_read_and_comes_back_stale() {
+    let p = DataProcessor::new(&settings(10)).unwrap();
+    reachable(&p, false);
+    p.submit_read(1).await.unwrap();
+    p.submit_read(1).await.unwrap();
+    let c = counts(&p);
+    assert_eq!((c.cache_hits, c.cache_misses), (0, 2), "{c:?}");
+    assert_eq!(p.cache_entries_held(), 10, "it keeps what it held");
+    reachable(&p, true);
+    // Key 1 is stale: a miss, whose fill makes it fresh; key 2 was never read.
+    p.submit_read(1).await.unwrap();
+    p.submit_read(1).await.unwrap();
+    p.submit_read(2).await.unwrap();
+    let c = counts(&p);
+    assert_eq!((c.cache_hits, c.cache_misses), (1, 4), "{c:?}");
+    assert_eq!(c.cache_stale_hits, 0, "stale_reads = miss serves none");
+    // Going unreachable and back again makes the fresh entry stale too.
+    reachable(&p, false);
+    reachable(&p, true);
+    p.submit_read(1).await.unwrap();
+    assert_eq!(counts(&p).cache_misses, 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn served_stale_reads_answer_at_once_and_refresh_each_key_once() {
+    let p = DataProcessor::new(&Settings {
+        stale_reads: StaleReads::Serve,
+        ..settings(10)
+    })
+    .unwrap();
+    reachable(&p, false);
+    reachable(&p, true);
+    let began = tokio::time::Instant::now();
+    for _ in 0..5 {
+        p.submit_read(3).await.unwrap();
+    }
+    assert!(began.elapsed() < READ, "served without the store");
+    let c = counts(&p);
+    assert_eq!((c.cache_stale_hits, c.cache_misses), (5, 0), "{c:?}");
+    assert_eq!(c.cache_fills_started, 1, "one refresh for five reads");
+    settle().await;
+    p.submit_read(3).await.unwrap();
+    let c = counts(&p);
+    assert_eq!((c.cache_hits, c.cache_fills_done), (1, 1), "{c:?}");
+    // A key that is not in the cache is still a miss that fills.
+    p.submit_read(50).await.unwrap();
+    assert_eq!(counts(&p).cache_misses, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_the_fill_limit_a_stale_read_is_served_without_a_refresh() {
+    let p = DataProcessor::new(&Settings {
+        stale_reads: StaleReads::Serve,
+        fill_limit: 1,
+        ..settings(10)
+    })
+    .unwrap();
+    reachable(&p, false);
+    reachable(&p, true);
+    let miss = tokio::spawn(p.submit_read(500));
+    tokio::task::yield_now().await;
+    p.submit_read(4).await.unwrap();
+    miss.await.unwrap().unwrap();
+    let c = counts(&p);
+    assert_eq!((c.cache_stale_hits, c.cache_fills_refused), (1, 0), "{c:?}");
+    assert_eq!(c.cache_fills_started, 1, "the miss's fill only");
+    // The next read of it, below the limit, refreshes it.
+    p.submit_read(4).await.unwrap();
+    settle().await;
+    p.submit_read(4).await.unwrap();
+    assert_eq!(counts(&p).cache_hits, 1);
 }

@@ -1,5 +1,5 @@
 //! cache.bt over the tap: the look-aside cache's reads and fills a line a
-//! second (hits, misses, the hit ratio, fills done, abandoned and wasted, misses
+//! second (hits, misses, reads answered stale, the hit ratio, fills done, abandoned and wasted, misses
 //! refused, fills in flight since the start, whether an incident was in force);
 //! then the run's totals and the fills' latency.
 
@@ -12,6 +12,7 @@ use crate::trace::report::{Count, Hist, Map};
 struct Second {
     hits: u64,
     misses: u64,
+    stale: u64,
     filled: u64,
     abandoned: u64,
     wasted: u64,
@@ -47,6 +48,7 @@ impl Script for Cache {
         &[
             "cache-hit",
             "cache-miss",
+            "cache-stale-hit",
             "cache-fill-start",
             "cache-fill-done",
             "cache-fill-abandoned",
@@ -59,10 +61,11 @@ impl Script for Cache {
 
     fn begin(&mut self, out: &mut String) {
         out.push_str(&format!(
-            "{:<8} {:>6} {:>7} {:>5} {:>7} {:>10} {:>7} {:>8} {:>8} {:>9}\n",
+            "{:<8} {:>6} {:>7} {:>6} {:>5} {:>7} {:>10} {:>7} {:>8} {:>8} {:>9}\n",
             "TIME",
             "HITS",
             "MISSES",
+            "STALE",
             "HIT%",
             "FILLED",
             "ABANDONED",
@@ -88,6 +91,10 @@ impl Script for Cache {
             "cache-miss" => {
                 now.misses += 1;
                 totals.add("reads that missed", 1);
+            }
+            "cache-stale-hit" => {
+                now.stale += 1;
+                totals.add("reads answered stale", 1);
             }
             "cache-fill-start" => {
                 self.started += 1;
@@ -118,15 +125,16 @@ impl Script for Cache {
 
     fn second(&mut self, clock: &str, out: &mut String) {
         let s = std::mem::take(&mut self.now);
-        let reads = s.hits + s.misses;
+        let reads = s.hits + s.misses + s.stale;
         let hit_percent = match reads {
             0 => 0,
             _ => s.hits * 100 / reads,
         };
         out.push_str(&format!(
-            "{clock:<8} {:>6} {:>7} {:>5} {:>7} {:>10} {:>7} {:>8} {:>8} {:>9}\n",
+            "{clock:<8} {:>6} {:>7} {:>6} {:>5} {:>7} {:>10} {:>7} {:>8} {:>8} {:>9}\n",
             s.hits,
             s.misses,
+            s.stale,
             hit_percent,
             s.filled,
             s.abandoned,

@@ -73,7 +73,7 @@ pub(super) async fn judge(
             &ran.unwritten.cache,
             report.window_ns as f64 / 1e9,
             LATE_HIT_RATIO_S,
-            (after.counts.cache_hits, after.counts.cache_misses),
+            unwritten_watch::cache_reads(&after.counts),
         ),
         incident_end_s: ran.incident_end_s,
         offered_per_s: match load.pacing {

@@ -262,25 +262,29 @@ async fn the_gate_scripts_twins_report_what_bpftrace_reports() {
     assert!(count["blocked requests"] > 0, "{}", pairs[0].tap);
 }
 
-/// The cache's twin under a cache whose fills are both done and abandoned
-/// (`CACHE_SERVER`, `CACHE_LOAD`), beside bpftrace and then DTrace: every count
-/// equal, and the one a second lines alike.
+/// The cache's twin under a cache whose fills are both done and abandoned and
+/// whose stale entries are served (`stale_cache_server`, `CACHE_LOAD`), beside
+/// bpftrace and then DTrace: every count equal, and the one a second lines
+/// alike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: bpftrace and DTrace attached as root beside the tap twin"]
 async fn the_cache_twin_reports_what_bpftrace_and_dtrace_report() {
-    use crate::scripts_live::{CACHE_LOAD, CACHE_SERVER};
-    let Some(pairs) = twins_under_load(&CACHE_SERVER, &CACHE_LOAD, &[("cache", &[])]).await else {
+    use crate::scripts_live::{stale_cache_server, CACHE_LOAD};
+    if !Tool::Bpftrace.available() {
         return;
-    };
+    }
+    let server = stale_cache_server().await;
+    let pairs = twins_on(Tool::Bpftrace, server, &CACHE_LOAD, &[("cache", &[])]).await;
     assert_twins_agree(&pairs[0]);
     let got = figures(&pairs[0].tap);
     assert!(got["fills abandoned (client gone)"] > 0, "{}", pairs[0].tap);
     assert!(got["fills that filled the cache"] > 0, "{}", pairs[0].tap);
-    let Some(pairs) =
-        twins_under(Tool::DTrace, &CACHE_SERVER, &CACHE_LOAD, &[("cache", &[])]).await
-    else {
+    assert!(got["reads answered stale"] > 0, "{}", pairs[0].tap);
+    if !Tool::DTrace.available() {
         return;
-    };
+    }
+    let server = stale_cache_server().await;
+    let pairs = twins_on(Tool::DTrace, server, &CACHE_LOAD, &[("cache", &[])]).await;
     let pair = &pairs[0];
     let (traced, twin) = (figures(&pair.bpftrace), figures(&pair.tap));
     let both = format!("--- dtrace\n{}\n--- tap\n{}", pair.bpftrace, pair.tap);
