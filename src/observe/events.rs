@@ -280,7 +280,11 @@ impl Events {
     }
 
     /// Incident `seq` is in force, for `elapsed` so far (every 100 ms while it
-    /// is: `serving/incidents.rs`).
+    /// is: `serving/incidents.rs`). Never inlined: inlined into the incident's
+    /// spawned task, the probe site was copied into a task harness the linker
+    /// then dropped, and that copy's note (address 0x45 in a release build)
+    /// made bpftrace warn "invalid address" on every attach.
+    #[inline(never)]
     pub fn incident_in_force(&self, seq: u64, elapsed: Duration) {
         fire!(incident__in__force, || (seq, nanos(elapsed)));
     }
