@@ -66,26 +66,26 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Room(args) => crate::room::run(args).await,
         Command::Neighbour(args) => crate::neighbour::run(&args),
         Command::Settings { markdown } => {
-            print_settings(markdown);
-            Ok(())
+            crate::platform::stdout::print_listing(&settings_text(markdown))
         }
-        Command::Scenarios => print_scenarios(),
+        Command::Scenarios => crate::platform::stdout::print_listing(&scenarios_text()?),
         Command::Probes => {
-            print!("{}", simulator_api::events::markdown_table());
-            Ok(())
+            crate::platform::stdout::print_listing(&simulator_api::events::markdown_table())
         }
     };
     done.map(|()| std::process::ExitCode::SUCCESS)
 }
 
-fn print_settings(markdown: bool) {
+fn settings_text(markdown: bool) -> String {
+    use std::fmt::Write;
     if markdown {
-        print!("{}", simulator_api::settings::markdown_table());
-        return;
+        return simulator_api::settings::markdown_table();
     }
+    let mut out = String::new();
     for s in simulator_api::SETTINGS {
         let default = (s.default_text)();
-        println!(
+        let _ = writeln!(
+            out,
             "{:<22} --{:<22} {:<28} {:<8} {}",
             s.key,
             s.flag(),
@@ -98,21 +98,24 @@ fn print_settings(markdown: bool) {
             s.bounds.describe()
         );
     }
+    out
 }
 
-fn print_scenarios() -> anyhow::Result<()> {
+fn scenarios_text() -> anyhow::Result<String> {
+    use std::fmt::Write;
+    let mut out = String::new();
     for s in scenario::bundled()? {
-        println!("{} ({}): {}", s.name, s.seed_words(), s.summary);
-        println!("  symptom: {}", s.symptom);
-        println!("  load:    sim-clients {}", s.load.words().join(" "));
+        writeln!(out, "{} ({}): {}", s.name, s.seed_words(), s.summary)?;
+        writeln!(out, "  symptom: {}", s.symptom)?;
+        writeln!(out, "  load:    sim-clients {}", s.load.words().join(" "))?;
         for fix in &s.fixes {
             let body = serde_json::to_string(&fix.config)?;
-            println!("  fix {}: {}", fix.name, fix.summary);
-            println!("    curl -X PUT localhost:7878/admin/config -H 'Content-Type: application/json' -d '{body}'");
+            writeln!(out, "  fix {}: {}", fix.name, fix.summary)?;
+            writeln!(out, "    curl -X PUT localhost:7878/admin/config -H 'Content-Type: application/json' -d '{body}'")?;
         }
-        println!();
+        writeln!(out)?;
     }
-    Ok(())
+    Ok(out)
 }
 
 impl Command {

@@ -9,7 +9,8 @@
 //! Windows); the network namespace's TCP counters (`netstat.rs`, Linux's
 //! `/proc`); the threads' run-queue wait (`schedstat.rs`, Linux's `/proc`); the server's own stack sampler (`stack_sampler.rs`: a SIGPROF
 //! timer, Unix only); a thread's kernel id and the stop signal (`process.rs`);
-//! files only their owner reads (`files.rs`). Where an OS lacks a figure the
+//! files only their owner reads (`files.rs`); listings that a closed pipe ends
+//! (`stdout.rs`). Where an OS lacks a figure the
 //! answer is `None`, which `/stats` shows as null, and `/stats.machine.os_lacks`
 //! names it, so `workshop list`, `start` and `check` say up front which
 //! exercise cannot run there; where it lacks a tool, the error says so.
@@ -22,6 +23,7 @@ pub mod os;
 pub mod process;
 pub mod schedstat;
 pub mod stack_sampler;
+pub mod stdout;
 
 /// An owned duplicate of a socket: the same kernel object, read while another
 /// part owns the original.

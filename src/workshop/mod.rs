@@ -148,22 +148,27 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
 
 /// `workshop list`: the exercises in order, with what may not fit this machine.
 fn list() -> anyhow::Result<ExitCode> {
+    use std::fmt::Write;
     let machine = local_machine();
+    let mut out = String::new();
     for (i, s) in scenario::bundled()?.iter().enumerate() {
-        println!(
+        writeln!(
+            out,
             "{:>2}. {:<22} ({}) {}",
             i + 1,
             s.name,
             s.seed_words(),
             s.headline
-        );
+        )?;
         for warning in fit::warnings(s, &machine) {
-            println!("      on this machine: {warning}");
+            writeln!(out, "      on this machine: {warning}")?;
         }
     }
-    println!(
+    writeln!(
+        out,
         "\nstart one with `system-simulator workshop start NAME`; docs/workshop/ has the pages"
-    );
+    )?;
+    crate::platform::stdout::print_listing(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 

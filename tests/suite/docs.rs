@@ -1,7 +1,7 @@
 //! The docs that are made from code must still be what the code makes: the
 //! settings tables of docs/limits.md come from the one declaration of the
 //! settings, the probe table of docs/tracing.md from the one declaration of the
-//! events.
+//! events. And the listings that print them end quietly when their reader does.
 
 use std::path::Path;
 
@@ -109,4 +109,35 @@ fn no_page_needs_curl_7_82() {
         "curl --json needs curl 7.82:\n{}",
         found.join("\n")
     );
+}
+
+/// `settings | head -1` and the like: a listing whose reader has gone ends with
+/// success and says nothing, where `println!` used to panic on the closed pipe
+/// (a backtrace under the line `head` printed).
+#[test]
+fn a_listing_whose_reader_left_ends_quietly() {
+    use std::process::{Command, Stdio};
+    for listing in [
+        &["settings"][..],
+        &["settings", "--markdown"],
+        &["scenarios"],
+        &["probes"],
+        &["workshop", "list"],
+    ] {
+        // The read end closed before the listing starts: its first write fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(crate::common::BIN)
+            .args(listing)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stderr.trim().is_empty(),
+            "{listing:?}: {:?}\n{stderr}",
+            out.status
+        );
+    }
 }
