@@ -108,6 +108,31 @@ impl Traced {
         self.child.id()
     }
 
+    /// The times the kernel skipped one of the tracer's BPF programs because
+    /// another BPF program held its CPU: the sum of `recursion_misses` over
+    /// the programs it holds open (`/proc/PID/fdinfo`, Linux 5.12 on). A count
+    /// short of the kernel's own, with misses here, is the tracer's loss, not
+    /// the script's error. None where nothing could be read.
+    pub fn bpf_recursion_misses(&self) -> Option<u64> {
+        let fds = std::fs::read_dir(format!("/proc/{}/fdinfo", self.pid())).ok()?;
+        let mut programs = 0;
+        let mut misses = 0;
+        for fd in fds.flatten() {
+            let Ok(info) = std::fs::read_to_string(fd.path()) else {
+                continue;
+            };
+            if let Some(n) = info
+                .lines()
+                .find_map(|l| l.strip_prefix("recursion_misses:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+            {
+                programs += 1;
+                misses += n;
+            }
+        }
+        (programs > 0).then_some(misses)
+    }
+
     /// Starts a bundled script and returns once its BEGIN clause has printed: both
     /// tools run BEGIN only after every probe is attached and enabled. bpftrace's
     /// own "Attaching N probes..." comes before that and does not count.
