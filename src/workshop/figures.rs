@@ -14,7 +14,9 @@
 //! incident (40 s), its figures are rates against a timeline rather than CPU, and
 //! its servers use a small share of a core, so running them together changes no
 //! figure and saves minutes. The others run one server at a time: their figures
-//! are what a whole machine (or its confined share) gives one server.
+//! are what a whole machine (or its confined share) gives one server; with
+//! `--at-once` they too share the machine, for a quick look (the test suite
+//! measures its light exercises so), never for the pages.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -95,6 +97,7 @@ impl Drop for ChildServer {
 pub async fn measure(
     scenario: &Scenario,
     window: Duration,
+    order: Order,
     confinement: &Confinement,
 ) -> anyhow::Result<String> {
     let window = check::window_for(scenario, window);
@@ -117,22 +120,7 @@ pub async fn measure(
     if let Some(why) = super::fit::cannot_judge(scenario, &machine) {
         return Ok(not_measured(out, confinement, &why));
     }
-    let runs = std::iter::once(None).chain(scenario.fixes.iter().map(Some));
-    let verdicts = match !measures_its_fixes_at_once(scenario) {
-        true => {
-            let mut verdicts = Vec::new();
-            for fix in runs {
-                verdicts.push(measure_one(scenario, fix, window, confinement).await?);
-            }
-            verdicts
-        }
-        false => {
-            futures::future::try_join_all(
-                runs.map(|fix| measure_one(scenario, fix, window, confinement)),
-            )
-            .await?
-        }
-    };
+    let verdicts = measure_all(scenario, window, order, confinement).await?;
     all_judged(scenario, confinement, &verdicts)?;
     let before = &verdicts[0];
     for (fix, after) in scenario.fixes.iter().zip(&verdicts[1..]) {
@@ -181,6 +169,28 @@ pub async fn measure(
     Ok(out)
 }
 
+/// The verdicts before a fix and after each, on fresh servers one after
+/// another or at once, as `order` and the exercise say.
+async fn measure_all(
+    scenario: &Scenario,
+    window: Duration,
+    order: Order,
+    confinement: &Confinement,
+) -> anyhow::Result<Vec<Verdict>> {
+    let runs = std::iter::once(None).chain(scenario.fixes.iter().map(Some));
+    if order == Order::AtOnce || measures_its_fixes_at_once(scenario) {
+        return futures::future::try_join_all(
+            runs.map(|fix| measure_one(scenario, fix, window, confinement)),
+        )
+        .await;
+    }
+    let mut verdicts = Vec::new();
+    for fix in runs {
+        verdicts.push(measure_one(scenario, fix, window, confinement).await?);
+    }
+    Ok(verdicts)
+}
+
 /// An error where a check would not judge ("before" first, then each fix):
 /// a refused check has no figures, so its table would be empty and the reason
 /// the only thing worth printing.
@@ -212,8 +222,16 @@ fn not_measured(mut out: String, confinement: &Confinement, why: &str) -> String
     out
 }
 
-/// The win condition on a fresh server in the scenario, with `fix` applied
-/// (its server side live, its client side in the check's load) or without one.
+/// How the servers of one exercise's figures share the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// At once for an exercise with an incident, one after another otherwise
+    /// ([`measures_its_fixes_at_once`]): what the pages' figures are.
+    AsTheExerciseSays,
+    /// Every server at once (`--at-once`): one window, the servers sharing the CPU.
+    AtOnce,
+}
+
 /// Whether `workshop figures` measures the exercise's "before" and every fix at
 /// once, each on its own server (an exercise with an incident: the module's
 /// comment says why), rather than one server after another.
@@ -221,6 +239,8 @@ pub fn measures_its_fixes_at_once(scenario: &Scenario) -> bool {
     !scenario.incident.is_empty()
 }
 
+/// The win condition on a fresh server in the scenario, with `fix` applied
+/// (its server side live, its client side in the check's load) or without one.
 async fn measure_one(
     scenario: &Scenario,
     fix: Option<&simulator_api::Fix>,

@@ -81,6 +81,13 @@ pub enum WorkshopCommand {
             requires = "exercise"
         )]
         fixes: Vec<String>,
+        /// Measure the "before" and every fix at the same time, each on its own
+        /// server, as an exercise with an incident always is: one window instead
+        /// of one a server, with the servers sharing the CPU. For a quick look
+        /// (and the test suite's light exercises); the pages' figures are each
+        /// server alone, so not with `--write`.
+        #[arg(long, conflicts_with = "write")]
+        at_once: bool,
         /// Measure on servers with less CPU than this machine has.
         #[command(flatten)]
         confinement: confine::Confinement,
@@ -134,13 +141,18 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
             duration,
             write,
             fixes,
+            at_once,
             confinement,
         } => {
             let chosen = match exercise.as_deref() {
                 Some(name) => vec![only_fixes(self::exercise(name)?, &fixes)?],
                 None => scenario::bundled()?,
             };
-            measure_figures(chosen, duration, write, &confinement).await
+            let order = match at_once {
+                true => figures::Order::AtOnce,
+                false => figures::Order::AsTheExerciseSays,
+            };
+            measure_figures(chosen, duration, write, order, &confinement).await
         }
         WorkshopCommand::Check(args) => check_exercise(&args).await,
     }
@@ -210,10 +222,12 @@ async fn measure_figures(
     chosen: Vec<Scenario>,
     duration: Duration,
     write: bool,
+    order: figures::Order,
     confinement: &confine::Confinement,
 ) -> anyhow::Result<ExitCode> {
     for s in chosen {
-        let block = figures::measure(&s, duration.max(check::MIN_WINDOW), confinement).await?;
+        let window = duration.max(check::MIN_WINDOW);
+        let block = figures::measure(&s, window, order, confinement).await?;
         if write {
             let page = figures::page_of(std::path::Path::new("."), &s)?;
             figures::write_into(&page, &block)?;

@@ -54,10 +54,17 @@
 //! eight at once on one core failed two fixes. Cold-cache's five go one after
 //! another too (101 s; 68 s at once, which starved the loads in a CI run).
 //!
-//! What adding an exercise costs CI: its windows (a before and one per fix, 6 s
-//! each) twice: on the whole machine, then the confined pair at once. About
-//! 12.5 s a window: 25 s with one fix, 37 s with two (slow-backend: 18 s whole,
-//! 18 s confined).
+//! The light exercises ([`MEASURED_AT_ONCE`]: no incident, a lesson that is not
+//! the CPU) measure their before and every fix at once on every confinement too
+//! (`workshop figures --at-once`): one window on the whole machine, one for the
+//! confined pair. A window that says something wrong is measured again one
+//! server at a time, as the page's figures are, and that one decides.
+//!
+//! What adding an exercise costs CI: a light one, 12.5-15.5 s whatever its
+//! fixes (the six measured at once took 81 s together, 241 s one server at a
+//! time, 2026-11-29); any other, its windows (a before and one per fix, 6 s
+//! each) twice: on the whole machine, then the confined pair at once, about
+//! 12.5 s a window: 25 s with one fix, 37 s with two.
 //!
 //! The CPU work's cost is calibrated in CPU time on the server at start
 //! (`work_cpu`), so a laptop 3x slower per core runs the same exercise as this
@@ -100,6 +107,41 @@ const SERVERS_A_CPU_HOLDS: usize = 4;
 /// `taskset -c 1 system-simulator workshop figures retry-storm --duration 6s
 /// --server-cpus 0 --fixes cancel-on-disconnect,queue-wait-limit,shed-when-full,retry-budget`.
 const FIXES_A_CPU_HOLDS_ALONE: usize = 4;
+
+/// The exercises without an incident whose before and fixes are measured at
+/// once (`workshop figures --at-once`) on each confinement too: one window a
+/// confinement instead of one a server (13-16 s an exercise instead of 25-50).
+/// Each is light on the CPU (a persist's sleep, a delayed ACK, a small
+/// compaction), so servers beside each other leave its verdicts where one
+/// server alone puts them. Measured three times at once on each confinement
+/// (2-vCPU AMD EPYC VM, debug build, 2026-11-29; `scripts/margins.py --from`),
+/// against the appendix of docs/workshop/README.md (one at a time), worst after
+/// a fix:
+///
+/// - nagle-delayed-ack's p50 2.18 ms at half a core (bound 5; 1.40 alone);
+/// - periodic-stall's p99 22.9 ms at half a core (bound 60; 7.8 alone),
+///   compactions the same 0.167 a second;
+/// - sequential-persist's persists a second 190 and p99 9.7 ms, as alone;
+/// - size-variance's blocked share 0.105 (bound 0.19; 0.136 alone);
+/// - slow-backend's persists a second 283 (bound 220; 284 alone), p99 20.7 ms
+///   (bound 50), its trade-off failing by 1.90x (1.77x alone);
+/// - spawn-per-request's persists a second 263 (bound 240; 1.10x, as alone).
+///
+/// Before a fix each failed as clearly as alone. Not at once: the exercises
+/// whose lesson is CPU (blocking-runtime's canary reached 32.9 ms against 20 at
+/// half a core, cpu-quota's throttling before a fix fell to 11.4 against 20,
+/// noisy-neighbour's fixes failed), cpu-hot-spot (p99 19 ms against 8.8 alone),
+/// accept-queue (its herd's connect p99 73.8 ms against 100; 4.4 alone) and
+/// semaphore-starvation, whose 135 clients in step reached a p99 of 104 ms
+/// against 100 at half a core (34.8 alone).
+const MEASURED_AT_ONCE: [&str; 6] = [
+    "nagle-delayed-ack",
+    "periodic-stall",
+    "sequential-persist",
+    "size-variance",
+    "slow-backend",
+    "spawn-per-request",
+];
 
 /// Where an exercise's server runs: the name its kept figures go under, the
 /// `workshop figures` flags that confine it, and the CPUs its measuring load
@@ -166,13 +208,16 @@ fn confined() -> Vec<Confinement> {
 }
 
 /// `workshop figures NAME` with the server confined (only `fixes`, where
-/// given), what it printed kept under the target directory for
-/// `scripts/margins.py`.
-fn measure(name: &str, confinement: Confinement, fixes: &[&str]) -> String {
+/// given; every server at once with `at_once`), what it printed kept under the
+/// target directory for `scripts/margins.py`.
+fn measure(name: &str, confinement: Confinement, fixes: &[&str], at_once: bool) -> String {
     let mut figures = vec!["workshop", "figures", name, "--duration", "6s"];
     let only = fixes.join(",");
     if !fixes.is_empty() {
         figures.extend(["--fixes", &only]);
+    }
+    if at_once {
+        figures.push("--at-once");
     }
     let mut command = match confinement.load_cpus {
         Some(cpus) => {
@@ -306,16 +351,19 @@ fn against_the_page(scenario: &Scenario, fresh: &[FixTable]) -> Vec<String> {
 fn measured_everywhere(name: &str) {
     common::runs_alone();
     let scenario = Scenario::load(name).unwrap();
+    // A window that says something wrong is measured again one server at a
+    // time, as the page's figures are: servers at once may only cost time.
     let judged = |confinement: Confinement, fixes: &[&str], first: String| {
         judged_twice_if_wrong(
             name,
             confinement.name,
             first,
-            || measure(name, confinement, fixes),
+            || measure(name, confinement, fixes, false),
             |printed| judge(&scenario, confinement, printed),
         )
     };
-    let mut errors = judged(WHOLE, &[], measure(name, WHOLE, &[]));
+    let at_once = MEASURED_AT_ONCE.contains(&name);
+    let mut errors = judged(WHOLE, &[], measure(name, WHOLE, &[], at_once));
     let confined = confined();
     let servers_at_once = 1 + scenario.fixes.len();
     if measures_its_fixes_at_once(&scenario) && servers_at_once > SERVERS_A_CPU_HOLDS {
@@ -324,14 +372,18 @@ fn measured_everywhere(name: &str) {
         let fixes: Vec<&str> = scenario.fixes.iter().map(|f| f.name.as_str()).collect();
         for confinement in confined.into_iter().map(Confinement::alone) {
             for some in fixes.chunks(FIXES_A_CPU_HOLDS_ALONE) {
-                errors.extend(judged(confinement, some, measure(name, confinement, some)));
+                errors.extend(judged(
+                    confinement,
+                    some,
+                    measure(name, confinement, some, false),
+                ));
             }
         }
     } else {
         let firsts: Vec<String> = std::thread::scope(|s| {
             let runs: Vec<_> = confined
                 .iter()
-                .map(|&c| s.spawn(move || measure(name, c, &[])))
+                .map(|&c| s.spawn(move || measure(name, c, &[], at_once)))
                 .collect();
             runs.into_iter().map(|r| r.join().unwrap()).collect()
         });
