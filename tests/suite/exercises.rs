@@ -394,6 +394,18 @@ fn measured_everywhere(name: &str) {
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
+#[test]
+fn the_exercises_measured_at_once_are_bundled_and_have_no_incident() {
+    for name in MEASURED_AT_ONCE {
+        let scenario = Scenario::load(name)
+            .unwrap_or_else(|e| panic!("MEASURED_AT_ONCE names {name}, no bundled exercise: {e}"));
+        assert!(
+            !measures_its_fixes_at_once(&scenario),
+            "{name} measures its fixes at once already (an incident): MEASURED_AT_ONCE is for the others"
+        );
+    }
+}
+
 /// A test per exercise, named as its scenario with `_` for `-`, so each
 /// exercise's minutes show in the run's report.
 macro_rules! each_exercise {
