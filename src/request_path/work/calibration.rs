@@ -85,27 +85,20 @@ mod tests {
         start.elapsed()
     }
 
-    /// Judged by the CPU it gets, so it runs alone, in the full tier (tier C),
-    /// as the integration tests that judge CPU do (`.config/nextest.toml` picks
-    /// it by its name's end). Beside the suite, a byte of a 2 MiB work cost
-    /// 0.39-0.64x of a byte of the 4 MiB sample, in every one of a run's pairs
-    /// (CI; here with two `dd` streaming memory beside it): while a neighbour
-    /// streams memory through the shared cache, the larger sample loses more
-    /// to it than the smaller work, so no interleaving evens it out.
-    #[test]
-    #[ignore = "tier C: judged by the CPU a compression costs; runs alone"]
-    fn a_calibrated_work_costs_the_cpu_it_was_asked_to_alone() {
-        let want = Duration::from_millis(20);
+    /// A work sized by a fresh calibration to cost `want`, against what the
+    /// sample predicts: the ratio, and what it was measured from.
+    ///
+    /// The sample and the sized work run in turns, each judged by its fastest
+    /// run: the CPU time a byte costs is not steady even alone (it doubles while
+    /// the core's other hyperthread is busy, and this VM's neighbours are not
+    /// ours to quiet), so the work is not compared with a calibration taken a
+    /// moment before but with what the sample cost in the same stretch of
+    /// time. A wrong size (a slip in `bytes_for`, a cost that does not grow with
+    /// the bytes) misses by its own factor.
+    fn work_against_sample(want: Duration) -> (f64, String) {
         let calibrated = measure();
         assert!(calibrated.bytes_per_cpu_s > 1e6, "{calibrated:?}");
         let bytes = calibrated.bytes_for(want) as usize;
-        // The sample and the sized work, run in turns, each judged by its
-        // fastest run: the CPU time a byte costs is not steady even alone (it
-        // doubles while the core's other hyperthread is busy, and this VM's
-        // neighbours are not ours to quiet), so the work is not compared with
-        // a calibration taken a moment before but with what the sample cost
-        // in the same stretch of time. A wrong size (a slip in `bytes_for`, a
-        // cost that does not grow with the bytes) misses by its own factor.
         let (mut sample, mut work) = (calibrated.sample_cpu, Duration::MAX);
         for _ in 0..8 {
             sample = sample.min(cpu_of(SAMPLE_BYTES));
@@ -113,13 +106,40 @@ mod tests {
         }
         let expected = want.mul_f64(sample.as_secs_f64() / calibrated.sample_cpu.as_secs_f64());
         let ratio = work.as_secs_f64() / expected.as_secs_f64();
-        assert!(
-            (0.75..1.33).contains(&ratio),
+        let said = format!(
             "a work asked to cost {want:?} (by a calibration whose sample cost \
              {:?}) cost {work:?}, {ratio:.2}x of the {expected:?} the sample's \
              fastest run ({sample:?}) predicts",
             calibrated.sample_cpu
         );
+        (ratio, said)
+    }
+
+    /// Judged by the CPU it gets, so it runs alone, in the full tier (tier C),
+    /// as the integration tests that judge CPU do (`.config/nextest.toml` picks
+    /// it by its name's end). Beside the suite, a byte of a 2 MiB work cost
+    /// 0.39-0.64x of a byte of the 4 MiB sample, in every one of a run's pairs
+    /// (CI; here with two `dd` streaming memory beside it): while a neighbour
+    /// streams memory through the shared cache, the larger sample loses more
+    /// to it than the smaller work, so no interleaving evens it out.
+    ///
+    /// Measured once more where the first stretch misses, and the second
+    /// decides, as the exercises' windows are (`judged_twice_if_wrong`): alone,
+    /// one CI run of 2026-11-29 saw 1.41x in all eight turns (its sample never
+    /// ran faster than the calibration's 44.4 ms, the work took 28.2 ms for 20),
+    /// where the runs before and after it passed. A wrong size misses both times.
+    #[test]
+    #[ignore = "tier C: judged by the CPU a compression costs; runs alone"]
+    fn a_calibrated_work_costs_the_cpu_it_was_asked_to_alone() {
+        const CLOSE: std::ops::Range<f64> = 0.75..1.33;
+        let want = Duration::from_millis(20);
+        let (ratio, said) = work_against_sample(want);
+        if CLOSE.contains(&ratio) {
+            return;
+        }
+        eprintln!("measured again, after a first stretch in which {said}");
+        let (ratio, said) = work_against_sample(want);
+        assert!(CLOSE.contains(&ratio), "{said}");
     }
 
     #[test]
