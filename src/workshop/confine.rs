@@ -108,18 +108,22 @@ impl Confinement {
     }
 }
 
-/// A new cgroup with a CPU quota of `cores` per 10 ms period, at the top of the
+/// The period of the quota `--server-cpu-quota` gives: 10 ms, where the kernel's
+/// usual 100 ms would stop the server for tens of milliseconds at a time
+/// (`fit.rs` says what that does to an exercise).
+pub const QUOTA_PERIOD_US: u64 = 10_000;
+
+/// A new cgroup with a CPU quota of `cores` per [`QUOTA_PERIOD_US`], at the top of the
 /// hierarchy that has the cpu controller (v2 where the root hands it down, else v1).
 fn make_cgroup(cores: f64) -> anyhow::Result<Cgroup> {
-    const PERIOD_US: u64 = 10_000;
-    let quota_us = (cores * PERIOD_US as f64).round().max(1_000.0) as u64;
+    let quota_us = (cores * QUOTA_PERIOD_US as f64).round().max(1_000.0) as u64;
     let name = format!("isim-confine-{}-{}", std::process::id(), next_id());
     let Some(root) = CpuGroup::root() else {
         bail!("no cgroup cpu controller here (neither v2's cpu.max nor v1's cpu.cfs_quota_us): cannot cap the server's CPU");
     };
     let max = CpuMax {
         quota_us: Some(quota_us),
-        period_us: PERIOD_US,
+        period_us: QUOTA_PERIOD_US,
     };
     Cgroup::under(&root, &name, max).map_err(|e| anyhow::anyhow!("{e} (a CPU quota needs root)"))
 }

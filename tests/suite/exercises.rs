@@ -40,6 +40,10 @@
 //! appendix), periodic-stall's 7.9 -> 12 ms (bound 60), each still 3x or more
 //! under its bound.
 //!
+//! At half a core the timer canary's p99 after a fix is held to its bound plus
+//! two of the quota's periods (`allow_the_quotas_stalls` says why): there the
+//! canary measures the quota's stalls, not the fix.
+//!
 //! An exercise whose verdict comes out wrong is measured once more, alone, and
 //! the second window decides (`judged_twice_if_wrong` in
 //! tests/suite/common/figures.rs says why): a regression is wrong twice.
@@ -79,7 +83,8 @@ use common::figures::{
     block_of, judged_twice_if_wrong, keep, page_text, tables, verdict_errors, FixTable,
 };
 use common::{have, is_root, skip_or_fail, BIN};
-use system_simulator::scenario::{self, Scenario};
+use system_simulator::scenario::{self, Metric, Scenario};
+use system_simulator::workshop::confine::QUOTA_PERIOD_US;
 use system_simulator::workshop::figures::{measures_its_fixes_at_once, NOT_MEASURED};
 
 /// The most servers of an exercise that measures its fixes at once (one with
@@ -269,8 +274,11 @@ fn judge(scenario: &Scenario, confinement: Confinement, printed: &str) -> Vec<St
         );
         return Vec::new();
     }
-    let fresh = tables(printed);
+    let mut fresh = tables(printed);
     assert!(!fresh.is_empty(), "{name}: no figures\n{printed}");
+    if confinement.name == HALF_CORE.name {
+        allow_the_quotas_stalls(&mut fresh);
+    }
     let mut errors: Vec<String> = verdict_errors(name, &fresh)
         .into_iter()
         .map(|e| format!("{}: {e}", confinement.name))
@@ -279,6 +287,32 @@ fn judge(scenario: &Scenario, confinement: Confinement, printed: &str) -> Vec<St
         errors.extend(against_the_page(scenario, &fresh));
     }
     errors
+}
+
+/// At half a core, the timer canary's p99 after a fix held to its bound plus
+/// two of the quota's periods; before a fix, to the bound itself.
+///
+/// The quota stops every thread of the server together once the period's share
+/// is spent, and the kernel notices the overrun only at its next tick (4 ms at
+/// HZ 250), so a wake-up that lands in a stall waits for it, and now and then
+/// for the next one too. bpftrace on `canary-tick` at half a core after
+/// spawn-blocking-limited (2-vCPU AMD EPYC VM, Linux 6.18, 2026-11-29): modes
+/// at 1 ms, 5-10 ms and 15-20 ms, a p99 of 10.0-13.2 ms in nine windows, the
+/// same with a period of 2, 5 or 20 ms (the debt of an overrun, not the
+/// period, sets the stall); a CI run on another host saw 20.3 and 22.6 ms in
+/// both its windows against the bound of 20. The canary measures exactly a
+/// wake-up's lateness, so there it measures the quota. The other latencies the
+/// checks bound are requests' own, which a stall lengthens by its few
+/// milliseconds against bounds of 50-100 ms (nagle-delayed-ack's is a p50,
+/// which the stalls, 2 % of wake-ups, do not reach).
+/// A fix that does not cure still fails by far: 139-281 ms before a fix there.
+fn allow_the_quotas_stalls(fresh: &mut [FixTable]) {
+    let two_periods_ms = 2.0 * QUOTA_PERIOD_US as f64 / 1e3;
+    for row in fresh.iter_mut().flat_map(|t| t.rows.iter_mut()) {
+        if row.label == Metric::CanaryP99Ms.label() {
+            row.after.1 = row.after.0 < row.bound + two_periods_ms;
+        }
+    }
 }
 
 /// Whether a value is far enough from its bound that a short window should agree.
