@@ -315,6 +315,33 @@ fn allow_the_quotas_stalls(fresh: &mut [FixTable]) {
     }
 }
 
+#[test]
+fn the_quotas_allowance_is_two_periods_on_the_canary_after_a_fix_and_nothing_else() {
+    use common::figures::Row;
+    let row = |label: &str, before: f64, after: f64| Row {
+        label: label.to_owned(),
+        bound: 20.0,
+        before: (before, before < 20.0),
+        after: (after, after < 20.0),
+    };
+    let canary = Metric::CanaryP99Ms.label();
+    let mut fresh = [FixTable {
+        name: "a-fix".to_owned(),
+        trade_off: false,
+        rows: vec![
+            row(canary, 148.0, 22.6),
+            row(canary, 148.0, 40.5),
+            row(canary, 19.0, 10.0),
+            row("p99 (ms)", 148.0, 22.6),
+        ],
+    }];
+    allow_the_quotas_stalls(&mut fresh);
+    let after: Vec<bool> = fresh[0].rows.iter().map(|r| r.after.1).collect();
+    let before: Vec<bool> = fresh[0].rows.iter().map(|r| r.before.1).collect();
+    assert_eq!(after, [true, false, true, false], "{fresh:?}");
+    assert_eq!(before, [false, false, true, false], "{fresh:?}");
+}
+
 /// Whether a value is far enough from its bound that a short window should agree.
 fn clear_of_bound(value: f64, bound: f64) -> bool {
     (value - bound).abs() > 0.25 * bound.abs()
