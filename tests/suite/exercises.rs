@@ -304,7 +304,7 @@ fn judge(scenario: &Scenario, confinement: Confinement, printed: &str) -> Vec<St
 /// wake-up's lateness, so there it measures the quota. The other latencies the
 /// checks bound are requests' own, which a stall lengthens by its few
 /// milliseconds against bounds of 50-100 ms (nagle-delayed-ack's is a p50,
-/// which the stalls, 2 % of wake-ups, do not reach).
+/// which the stalls, about 30 % of the canary's wake-ups there, do not reach).
 /// A fix that does not cure still fails by far: 139-281 ms before a fix there.
 fn allow_the_quotas_stalls(fresh: &mut [FixTable]) {
     let two_periods_ms = 2.0 * QUOTA_PERIOD_US as f64 / 1e3;
