@@ -305,7 +305,12 @@ fn judge(scenario: &Scenario, confinement: Confinement, printed: &str) -> Vec<St
 /// checks bound are requests' own, which a stall lengthens by its few
 /// milliseconds against bounds of 50-100 ms (nagle-delayed-ack's is a p50,
 /// which the stalls, about 30 % of the canary's wake-ups there, do not reach).
-/// A fix that does not cure still fails by far: 139-281 ms before a fix there.
+/// Margins at half a core (the allowance applies nowhere else): after a fix
+/// 10.0-13.2 ms here and 22.6 at the worst in CI, 1.77x under the 40 ms it
+/// allows; before a fix 139-281 ms, still judged against the bound's own 20
+/// ms (7x over), and 3.5x over 40, so a fix that does not cure fails either
+/// way. On one core and the whole machine the canary keeps the plain 20 ms
+/// (after a fix 1.7-2.5 ms, blocking-runtime.toml).
 fn allow_the_quotas_stalls(fresh: &mut [FixTable]) {
     let two_periods_ms = 2.0 * QUOTA_PERIOD_US as f64 / 1e3;
     for row in fresh.iter_mut().flat_map(|t| t.rows.iter_mut()) {
