@@ -191,17 +191,24 @@ async fn accept_queue_agrees_with_nstat(tool: Tool) {
         kernel >= 20,
         "{tool:?}: 3 s of herds overflowed {kernel} times\n{output}"
     );
+    // The first herd meets an empty queue of 64 and a third of it is dropped
+    // at the SYN, every run. A drop at the last ACK (or at a request behind it)
+    // needs a SYN let in while the queue had room and its ACK arriving after
+    // the queue filled: 17-117 a run by hand (27 runs of 27), but none in one
+    // CI run (2026-11-29, DTrace; its 111 SYNs sent again were all it saw), so
+    // that kind is held to the twin's count of it below, not required.
     assert!(
-        syns > 0 && dropped > 0,
-        "{tool:?}: both kinds of drop\n{output}"
+        syns > 0,
+        "{tool:?}: no SYN sent again: the script counted {dropped} + {syns}, nstat {kernel}\n{}",
+        run.both()
     );
     // By hand both tools matched nstat exactly (157 = 56 + 101; 158 = 61 + 97)
     // over 140-200 overflows; the room is for a retransmit at the window's edge.
     let room = 3.max(kernel / 10);
     assert!(
         (dropped + syns).abs_diff(kernel) <= room,
-        "{tool:?}: the script counted {dropped} + {syns}, nstat {kernel} (room {room}); {}\n{output}",
-        run.misses()
+        "{tool:?}: the script counted {dropped} + {syns}, nstat {kernel} (room {room})\n{}",
+        run.both()
     );
     // The twin splits the same overflows from the listener's own drops: its
     // ACKs dropped and SYNs dropped against the script's drops and SYNs sent
