@@ -59,8 +59,23 @@ def machine_line():
     return (
         f"machine: {info.get('model name', 'unknown CPU')}, microcode {info.get('microcode', '?')}, "
         f"hypervisor {hypervisor}; {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} ours); "
-        f"Linux {os.uname().release}"
+        f"Linux {os.uname().release}; clock {clocksource()}"
     )
+
+
+def clocksource():
+    """The kernel's clocksource. A request reads the clock several times (the
+    simulator about 7.7 times, bare axum 2.0: bpftrace uprobes on glibc's
+    clock_gettime under wrk, 2026-11-29), through the vDSO at about 21 ns a read
+    with `tsc` on a KVM guest; a clocksource the vDSO cannot read (`hpet`,
+    `acpi_pm`, or a `kvm-clock` the host marks unstable) makes each read a
+    system call, 150 ns or more, and costs the simulator more than its
+    baseline. So two hosts that print the same CPU can differ here."""
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            return f.read().strip() or "?"
+    except OSError:
+        return "?"
 
 
 def _report_machine():
