@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::common::{have, is_root, skip_or_fail, wait_child};
+use crate::common::{have, is_root, skip_or_fail};
 
 const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace");
 
@@ -231,8 +231,20 @@ impl Traced {
     }
 
     /// Waits for the tracer to end by itself and returns all it printed.
+    /// One that has not ended by `within` is killed, and the failure says what
+    /// it had printed by then (a seed script under DTrace once ran 120 s past its
+    /// `tick-60s` beside the shared tests, and said nothing of why).
     pub fn wait_exit(mut self, within: Duration) -> String {
-        let status = wait_child(&mut self.child, within);
+        let deadline = Instant::now() + within;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the tracer") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!("did not exit within {within:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
         let stderr = self.stderr.iter().collect::<Vec<_>>().join("\n");
         self.lines.extend(self.stdout.iter());
         let output = self.lines.join("\n");
@@ -247,7 +259,9 @@ impl Traced {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let stderr = self.stderr.try_iter().collect::<Vec<_>>().join("\n");
-        panic!("the tracer {why}:\n{stderr}");
+        self.lines.extend(self.stdout.try_iter());
+        let stdout = self.lines.join("\n");
+        panic!("the tracer {why}:\n{stderr}\n--- its output so far\n{stdout}");
     }
 }
 
