@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::common::{have, is_root, skip_or_fail};
+use crate::common::{exited_within, have, is_root, skip_or_fail};
 
 const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/trace");
 
@@ -235,15 +235,8 @@ impl Traced {
     /// it had printed by then (a seed script under DTrace once ran 120 s past its
     /// `tick-60s` beside the shared tests, and said nothing of why).
     pub fn wait_exit(mut self, within: Duration) -> String {
-        let deadline = Instant::now() + within;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait for the tracer") {
-                break status;
-            }
-            if Instant::now() >= deadline {
-                self.fail(&format!("did not exit within {within:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let Some(status) = exited_within(&mut self.child, within) else {
+            self.fail(&format!("did not exit within {within:?}"));
         };
         let stderr = self.stderr.iter().collect::<Vec<_>>().join("\n");
         self.lines.extend(self.stdout.iter());
