@@ -20,7 +20,6 @@ moves from one hour to the next by more than a batch's runs show
   python3 scripts/bench/server-vs-axum.py --runs 7 --seconds 8 --batches 3 --gap 20
 """
 
-import argparse
 import os
 import statistics
 import sys
@@ -30,27 +29,16 @@ sys.path.insert(0, os.path.dirname(__file__))
 import benchlib  # noqa: E402
 
 
-def at_least(low, kind):
-    """An argparse type: a number of `kind` no smaller than `low`."""
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{text} is below {low}")
-        return value
-    return parse
-
-
 def main():
     parser = benchlib.arguments(__doc__)
     parser.add_argument("--pin", action="store_true", help="wrk on CPU 0, the servers on the rest")
-    parser.add_argument("--batches", type=at_least(1, int), default=1,
+    parser.add_argument("--batches", type=int, default=1,
                         help="run the whole comparison this many times (default 1)")
-    parser.add_argument("--gap", type=at_least(0, float), default=0.0,
-                        help="minutes between two batches (default 0)")
+    parser.add_argument("--gap", type=float, default=0.0,
+                        help="minutes between two batches, 0 to 1440 (default 0)")
     args = parser.parse_args()
+    if args.batches < 1 or not 0 <= args.gap <= 1440:
+        parser.error("--batches takes 1 or more, --gap 0 to 1440 minutes (a day)")
     benchlib.need("wrk")
     if not args.no_build:
         benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
@@ -86,6 +74,7 @@ def compare(args):
     print("the server's CPU per request (what the ratio comes from, steadier than requests/s):")
     benchlib.report(cpu, "bare axum", " us")
     return ratio
+
 
 if __name__ == "__main__":
     main()
