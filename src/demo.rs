@@ -310,6 +310,9 @@ async fn run_once(
         ..Default::default()
     };
     let report = simulator_clients::run_with(load, cancel, outputs).await?;
+    if let Some(why) = report.out_of_descriptors() {
+        anyhow::bail!("the demo's clients: {why}");
+    }
     if let Some(trigger) = trigger {
         trigger
             .await?

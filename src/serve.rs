@@ -69,6 +69,8 @@ pub async fn serve_with(
     after_banner: impl FnOnce(u32, &str),
 ) -> anyhow::Result<()> {
     let (config, scenario) = args.resolve()?;
+    // Before anything is opened: a shell's soft limit is far below a room's load.
+    let descriptors = crate::platform::descriptors::raise_limit();
     // Before the server enters a limit of its own: the neighbour is someone else's.
     let neighbour = start_neighbour(&config)?;
     // Before the work is calibrated or served, so all of it counts against the limit.
@@ -109,6 +111,9 @@ pub async fn serve_with(
         crate::request_path::work::figures(&config),
     );
     println!("  {}", machine::banner(&config, &machine));
+    if let Some(descriptors) = descriptors {
+        println!("  {descriptors}");
+    }
     for (i, command) in probes::trace_commands(pid, &scenario.scripts)
         .iter()
         .enumerate()

@@ -10,12 +10,14 @@
 //! `/proc`); the threads' run-queue wait (`schedstat.rs`, Linux's `/proc`); the server's own stack sampler (`stack_sampler.rs`: a SIGPROF
 //! timer, Unix only); a thread's kernel id and the stop signal (`process.rs`);
 //! files only their owner reads (`files.rs`); listings that a closed pipe ends
-//! (`stdout.rs`). Where an OS lacks a figure the
+//! (`stdout.rs`); the descriptor limit, raised at start (`descriptors.rs`).
+//! Where an OS lacks a figure the
 //! answer is `None`, which `/stats` shows as null, and `/stats.machine.os_lacks`
 //! names it, so `workshop list`, `start` and `check` say up front which
 //! exercise cannot run there; where it lacks a tool, the error says so.
 
 pub mod cgroup;
+pub mod descriptors;
 pub mod files;
 pub mod listener;
 pub mod netstat;

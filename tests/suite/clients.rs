@@ -118,6 +118,60 @@ async fn refused_connections_are_errors_and_the_run_goes_on() {
     assert!(report.server.is_none());
 }
 
+/// The mission's own `sim-clients --n 1000` under a Mac's shell limit (`ulimit
+/// -Sn 256`, the hard limit left high): the driver and the server raise their
+/// soft limits, and every connect is made.
+#[test]
+fn under_a_macs_soft_file_limit_a_thousand_clients_connect_and_the_server_raises_its_own() {
+    let server = Server::start_under_ulimit("-Sn 256", &FAST_SERVER);
+    let out = under_ulimit("-Sn 256", BIN)
+        .args(["clients", "--target", &server.url])
+        .args(["--n", "1000", "--think-time", "1s", "--duration", "2s"])
+        .output()
+        .expect("run the clients");
+    let text = stdout_of_success(&out);
+    assert!(
+        text.contains("errors: connect 0, connect timeout 0, out of descriptors 0"),
+        "{text}"
+    );
+    let report_line = |label: &str| Server::final_count(&text, label);
+    // Every client sent at once at the start, and again after its second of thought.
+    assert!(report_line("requests done") >= 1000, "{text}");
+    let (_, printed) = server.terminate(Duration::from_secs(10));
+    assert!(
+        printed.contains("file descriptors: up to ") && printed.contains("(raised from 256,"),
+        "the banner names the raised limit: {printed}"
+    );
+}
+
+/// The same command where the hard limit is 256 too (`ulimit -n 256`): refused
+/// before any load, with the limit, the count it needs and what to do; nothing
+/// reaches the server.
+#[test]
+fn a_hard_file_limit_too_low_for_the_clients_stops_them_before_any_load() {
+    let server = Server::start(&FAST_SERVER);
+    let out = under_ulimit("-n 256", BIN)
+        .args(["clients", "--target", &server.url])
+        .args(["--n", "1000", "--think-time", "100ms", "--duration", "2s"])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run the clients");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused, not a report: {said}");
+    for part in [
+        "1000 clients need about",
+        "This process may open 256.",
+        "Its hard limit is 256",
+        "ulimit -n 10",
+        "--shard K/N",
+    ] {
+        assert!(said.contains(part), "{part:?} not in {said}");
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stats = runtime.block_on(settled_stats(&client(), &server.url));
+    assert_eq!(stats["requests_started"], 0, "no load was sent");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_replies_are_timeouts() {
     let server = Server::start(&["--network-delay", "300ms"]);

@@ -154,7 +154,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(endpoint) = endpoint {
         endpoint.linger(args.metrics_linger, &cancel).await;
     }
-    Ok(())
+    // Printed and saved all the same, so what the run saw is kept; but a run
+    // that measured its own limit is no measurement, and says so in its status.
+    match report.out_of_descriptors() {
+        Some(why) => Err(anyhow::anyhow!(why)),
+        None => Ok(()),
+    }
 }
 
 /// `path` with `{shard}` replaced by the shard's index, so every shard of a job

@@ -184,7 +184,13 @@ impl Connection {
                 Some(ip) => connect_from(ip, self.addr).await,
             };
             self.connecting = false;
-            let stream = stream.map_err(|_| Failure::Connect)?;
+            let stream =
+                stream.map_err(
+                    |err| match crate::platform::descriptors::is_out_of_descriptors(&err) {
+                        true => Failure::FileLimit,
+                        false => Failure::Connect,
+                    },
+                )?;
             self.connected_in = Some(began.elapsed());
             let _ = stream.set_nodelay(true);
             self.stream = Some(stream);

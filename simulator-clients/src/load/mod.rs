@@ -28,6 +28,124 @@ pub enum RunError {
     Target(#[from] crate::plan::TargetError),
     #[error("series file: {0}")]
     Series(std::io::Error),
+    #[error(transparent)]
+    Descriptors(#[from] DescriptorShortfall),
+}
+
+/// Descriptors the driver keeps for itself beside its clients' connections,
+/// over those open when the run starts: the `/stats` reads before and after,
+/// the series file, the metrics endpoint and its scrapes, the precise timer.
+pub const DRIVER_DESCRIPTORS: u64 = 16;
+
+/// A plan whose connections cannot fit under the descriptor limit even after it
+/// was raised to the hard one: refused before any load, since a run past the
+/// limit measures nothing but its own failed connects.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{clients} clients need about {needed} file descriptors: one a connection, and \
+     {others} for the driver. This process may open {soft}{raised}. {advice} \
+     Or run at most {fits} clients in this process and the rest in others \
+     (--shard K/N)."
+)]
+pub struct DescriptorShortfall {
+    pub clients: u64,
+    pub needed: u64,
+    pub others: u64,
+    pub soft: u64,
+    pub hard: u64,
+    /// Where the soft limit was raised: " (raised from N, as far as its hard limit)".
+    raised: String,
+    /// How to raise the limit: at once where the hard limit allows it, as root where not.
+    advice: String,
+    pub fits: u64,
+}
+
+/// Raises the descriptor limit and checks that `clients` connections fit under
+/// it; where the OS has no such limit, they do.
+pub fn descriptors_for(clients: usize) -> Result<(), DescriptorShortfall> {
+    use crate::platform::descriptors;
+    let Some(limit) = descriptors::raise() else {
+        return Ok(());
+    };
+    let others = descriptors::open_now().unwrap_or(0) + DRIVER_DESCRIPTORS;
+    shortfall(u64::try_from(clients).unwrap_or(u64::MAX), others, limit).map_or(Ok(()), Err)
+}
+
+fn shortfall(
+    clients: u64,
+    others: u64,
+    limit: crate::platform::descriptors::Limit,
+) -> Option<DescriptorShortfall> {
+    let needed = clients.saturating_add(others);
+    (needed > limit.soft).then(|| DescriptorShortfall {
+        clients,
+        needed,
+        others,
+        soft: limit.soft,
+        hard: limit.hard,
+        raised: limit.raised_from.map_or(String::new(), |from| {
+            format!(" (raised from {from}, as far as its hard limit)")
+        }),
+        advice: match needed <= limit.hard {
+            true => format!("Raise it: `ulimit -n {needed}`."),
+            false => format!(
+                "Its hard limit is {}: raise that as root (/etc/security/limits.conf on \
+                 Linux, `sudo launchctl limit maxfiles` on macOS), then `ulimit -n {needed}`.",
+                limit.hard
+            ),
+        },
+        fits: limit.soft.saturating_sub(others),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::descriptors::Limit;
+
+    #[test]
+    fn clients_that_fit_under_the_limit_pass_and_one_more_is_refused_with_what_fits() {
+        let limit = Limit {
+            soft: 256,
+            hard: 256,
+            raised_from: None,
+        };
+        assert_eq!(shortfall(240, 16, limit), None);
+        let refused = shortfall(241, 16, limit).expect("257 > 256");
+        assert_eq!((refused.needed, refused.fits), (257, 240));
+        let words = refused.to_string();
+        for part in [
+            "241 clients need about 257 file descriptors",
+            "may open 256.",
+            "Its hard limit is 256: raise that as root",
+            "`ulimit -n 257`",
+            "at most 240 clients",
+            "--shard K/N",
+        ] {
+            assert!(words.contains(part), "{part:?} not in {words:?}");
+        }
+    }
+
+    #[test]
+    fn a_soft_limit_the_driver_could_not_raise_is_raised_by_ulimit_alone() {
+        let limit = Limit {
+            soft: 256,
+            hard: 4096,
+            raised_from: None,
+        };
+        let words = shortfall(1000, 16, limit).unwrap().to_string();
+        assert!(words.contains("Raise it: `ulimit -n 1016`."), "{words}");
+        let raised = Limit {
+            soft: 512,
+            hard: 512,
+            raised_from: Some(256),
+        };
+        let words = shortfall(1000, 16, raised).unwrap().to_string();
+        assert!(
+            words.contains("may open 512 (raised from 256, as far as its hard limit)"),
+            "{words}"
+        );
+    }
 }
 
 /// Where a run's output goes besides the returned report.
@@ -113,6 +231,7 @@ pub async fn run_with(
     outputs: Outputs,
 ) -> Result<Report, RunError> {
     plan.validate()?;
+    descriptors_for(plan.local_clients())?;
     let (addr, host) = crate::plan::resolve(&plan.target).await?;
     let live = outputs
         .live

@@ -237,6 +237,9 @@ impl RunState {
         let curable = match outcome {
             Ok(_) => false,
             Err(Failure::Status(status)) => *status >= 500,
+            // The driver's own limit: the retry would fail alike, and say nothing
+            // of the server.
+            Err(Failure::FileLimit) => false,
             Err(Failure::Connect | Failure::ConnectTimeout | Failure::Timeout | Failure::Io) => {
                 true
             }

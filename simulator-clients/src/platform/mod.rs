@@ -3,10 +3,12 @@
 //! `tests/suite/platform.rs` holds both crates to that): `--precise-pacing`'s
 //! shared timer (`precise_timer.rs`, a Linux timerfd; elsewhere a pacer that
 //! cannot start, and the plan refuses the flag up front), the socket option
-//! that lets connect choose the port (`socket.rs`), and the kernel's view of
-//! the clock's synchronisation (`clock.rs`).
+//! that lets connect choose the port (`socket.rs`), the kernel's view of the
+//! clock's synchronisation (`clock.rs`), and the descriptor limit every
+//! connection counts against (`descriptors.rs`).
 
 pub mod clock;
+pub mod descriptors;
 pub mod socket;
 
 #[cfg(target_os = "linux")]

@@ -45,15 +45,22 @@ pub struct LiveMetrics {
     missed: Counter,
     retries: Counter,
     given_up: Counter,
-    /// By kind, in [`Failure`]'s order: connect, connect_timeout, timeout,
-    /// http_status, io.
-    errors: [Counter; 5],
+    /// By kind, in [`Failure`]'s order: connect, connect_timeout, file_limit,
+    /// timeout, http_status, io.
+    errors: [Counter; 6],
     /// A handle per declared figure (`figures.rs`); a no-op for a figure that is
     /// not recorded live.
     histograms: PerFigure<Histogram>,
 }
 
-const ERROR_KINDS: [&str; 5] = ["connect", "connect_timeout", "timeout", "http_status", "io"];
+const ERROR_KINDS: [&str; 6] = [
+    "connect",
+    "connect_timeout",
+    "file_limit",
+    "timeout",
+    "http_status",
+    "io",
+];
 
 impl LiveMetrics {
     /// Handles that record nothing, for a run without `--metrics-listen`.
@@ -182,9 +189,10 @@ impl LiveMetrics {
                 let kind = match failure {
                     Failure::Connect => 0,
                     Failure::ConnectTimeout => 1,
-                    Failure::Timeout => 2,
-                    Failure::Status(_) => 3,
-                    Failure::Io => 4,
+                    Failure::FileLimit => 2,
+                    Failure::Timeout => 3,
+                    Failure::Status(_) => 4,
+                    Failure::Io => 5,
                 };
                 self.errors[kind].increment(1);
             }

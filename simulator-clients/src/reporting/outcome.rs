@@ -16,6 +16,11 @@ pub enum Failure {
     /// retransmits after 1 s, 3 s, 7 s, ...).
     #[error("connect timeout")]
     ConnectTimeout,
+    /// The driver itself had no descriptor left for the connection (EMFILE,
+    /// ENFILE): its own limit, not the server's doing; the report says so and
+    /// the run exits non-zero.
+    #[error("connect: out of file descriptors")]
+    FileLimit,
     #[error("timeout")]
     Timeout,
     #[error("HTTP {0}")]

@@ -23,6 +23,10 @@ pub struct Errors {
     /// of earlier versions have none: read as 0.
     #[serde(default)]
     pub connect_timeout: u64,
+    /// Connects that failed for want of a descriptor in the driver (EMFILE,
+    /// ENFILE). Reports of earlier versions have none: read as 0.
+    #[serde(default)]
+    pub file_limit: u64,
     pub timeout: u64,
     pub http_status: u64,
     pub io: u64,
@@ -30,13 +34,19 @@ pub struct Errors {
 
 impl Errors {
     pub fn total(&self) -> u64 {
-        self.connect + self.connect_timeout + self.timeout + self.http_status + self.io
+        self.connect
+            + self.connect_timeout
+            + self.file_limit
+            + self.timeout
+            + self.http_status
+            + self.io
     }
 
     /// Adds `other`'s counts to these (`merge`).
     pub fn add(&mut self, other: &Errors) {
         self.connect += other.connect;
         self.connect_timeout += other.connect_timeout;
+        self.file_limit += other.file_limit;
         self.timeout += other.timeout;
         self.http_status += other.http_status;
         self.io += other.io;
@@ -203,6 +213,7 @@ impl Tally {
             }
             Err(Failure::Connect) => self.errors.connect += 1,
             Err(Failure::ConnectTimeout) => self.errors.connect_timeout += 1,
+            Err(Failure::FileLimit) => self.errors.file_limit += 1,
             Err(Failure::Timeout) => self.errors.timeout += 1,
             Err(Failure::Status(_)) => self.errors.http_status += 1,
             Err(Failure::Io) => self.errors.io += 1,

@@ -169,16 +169,20 @@ impl Report {
         let e = &self.errors_by_kind;
         let _ = writeln!(
             out,
-            "\n  throughput {:.1}/s, {:.0}/min; blocked share {:.1} %; errors: connect {}, connect timeout {}, timeout {}, http status {}, io {}",
+            "\n  throughput {:.1}/s, {:.0}/min; blocked share {:.1} %; errors: connect {}, connect timeout {}, out of descriptors {}, timeout {}, http status {}, io {}",
             self.throughput_per_s,
             self.throughput_per_min,
             self.blocked_share * 100.0,
             e.connect,
             e.connect_timeout,
+            e.file_limit,
             e.timeout,
             e.http_status,
             e.io
         );
+        if let Some(why) = self.out_of_descriptors() {
+            let _ = writeln!(out, "  {why}");
+        }
         let d = &self.digests;
         if d.right + d.wrong > 0 {
             let _ = writeln!(

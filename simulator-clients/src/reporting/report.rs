@@ -229,6 +229,24 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Why the run's figures are the driver's own failure rather than the
+    /// server's, where its connects ran out of file descriptors: the words the
+    /// report prints and the error the command exits with.
+    pub fn out_of_descriptors(&self) -> Option<String> {
+        let failed = self.errors_by_kind.file_limit;
+        (failed > 0).then(|| {
+            format!(
+                "{failed} of {} attempts could not connect: sim-clients ran out of file \
+                 descriptors (EMFILE), so these figures measure its limit, not the server. \
+                 Raise the limit (`ulimit -n`, up to `ulimit -Hn`; above it, as root) \
+                 or run fewer clients in each process (--shard K/N).",
+                self.requests_sent
+            )
+        })
+    }
+}
+
 /// The quantize rows of the power-of-two counts, from the first bucket with a
 /// count to the last, with one empty row either side, as DTrace prints them.
 fn quantize_rows(pow2: &[u64; 64]) -> Vec<Bucket> {
@@ -454,6 +472,51 @@ pub(crate) mod tests {
         let mut fractional = serde_json::to_value(&report).unwrap();
         fractional["errors"] = 0.5.into();
         assert!(!schema_errors("report.schema.json", &fractional).is_empty());
+    }
+
+    #[test]
+    fn connects_the_driver_had_no_descriptor_for_are_named_in_the_report_and_its_json() {
+        let clean = Report::new(&open_plan(), 9, &tally(), Duration::from_secs(1), None);
+        assert_eq!(clean.out_of_descriptors(), None);
+        assert!(clean.render().contains("out of descriptors 0"));
+        let r = Recorder::new(Duration::from_millis(5), false);
+        let ms = Duration::from_millis;
+        for _ in 0..3 {
+            r.record(&Err(Failure::FileLimit), Timing::on_time(ms(1), None));
+        }
+        r.record(&Err(Failure::Connect), Timing::on_time(ms(1), None));
+        let report = Report::new(&open_plan(), 9, &r.tally(), Duration::from_secs(1), None);
+        assert_eq!(
+            (
+                report.errors_by_kind.file_limit,
+                report.errors_by_kind.connect,
+                report.errors
+            ),
+            (3, 1, 4)
+        );
+        let why = report
+            .out_of_descriptors()
+            .expect("three connects had no descriptor");
+        assert!(
+            why.starts_with("3 of 4 attempts could not connect"),
+            "{why}"
+        );
+        assert!(why.contains("ulimit -n"), "{why}");
+        let text = report.render();
+        assert!(
+            text.contains("out of descriptors 3") && text.contains(&why),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert!(schema_errors("report.schema.json", &json).is_empty());
+        // A report of an earlier version, without the count, reads as none.
+        let mut old = json;
+        old["errors_by_kind"]
+            .as_object_mut()
+            .unwrap()
+            .remove("file_limit");
+        let read: Report = serde_json::from_value(old).unwrap();
+        assert_eq!(read.errors_by_kind.file_limit, 0);
     }
 
     #[test]

@@ -255,6 +255,14 @@ pub async fn run(
     if plan.together.is_some() && plan.scenario.is_some() {
         return Err(SweepError::ShardedScenario);
     }
+    // The largest step's connections, checked before the first step runs: each
+    // step's run checks its own too, but only when its turn comes.
+    let largest = plan
+        .clients
+        .iter()
+        .map(|&n| plan.load(n, 0).local_clients())
+        .max();
+    crate::load::descriptors_for(largest.unwrap_or(0)).map_err(crate::RunError::from)?;
     let found = endpoints::stats(&plan.target).await?.scenario;
     if let Some(name) = &plan.scenario {
         endpoints::switch_scenario(&plan.target, name).await?;

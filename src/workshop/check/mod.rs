@@ -113,9 +113,21 @@ macro_rules! failures {
 
 failures!(
     tokio::task::JoinError,
-    simulator_clients::endpoints::EndpointError,
-    simulator_clients::RunError
+    simulator_clients::endpoints::EndpointError
 );
+
+/// A load whose connections cannot fit under this laptop's descriptor limit is
+/// refused before it starts, with how to raise it; any other is a failure.
+impl From<simulator_clients::RunError> for Stop {
+    fn from(e: simulator_clients::RunError) -> Self {
+        match e {
+            simulator_clients::RunError::Descriptors(why) => {
+                Stop::Refused(format!("the check's own clients: {why}"))
+            }
+            e => Stop::Failed(e.into()),
+        }
+    }
+}
 
 /// Runs the exercise's load against `target` for `window` and judges it; with
 /// `client_change`, the clients' retry flags the attendee's fix changes. A

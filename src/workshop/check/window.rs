@@ -92,6 +92,9 @@ pub(super) async fn run_window(
     };
     reporter.finish().await;
     let report = report?;
+    if let Some(why) = report.out_of_descriptors() {
+        return Err(Stop::Refused(format!("the check's own clients: {why}")));
+    }
     let incident_end_s = match (trigger, scenario.incident.first()) {
         (Some(trigger), Some(incident)) => match trigger.await? {
             ((at, at_wall), Ok(_)) => {

@@ -107,6 +107,18 @@ impl Server {
         )
     }
 
+    /// A server started from a shell that first ran `ulimit ULIMIT` ([`under_ulimit`]).
+    pub fn start_under_ulimit(ulimit: &str, args: &[&str]) -> Server {
+        Self::spawn_as(
+            under_ulimit(ulimit, BIN),
+            &["serve"],
+            "127.0.0.1:0",
+            args,
+            &[],
+            false,
+        )
+    }
+
     /// A server in a network namespace of the test's own: its port and its
     /// listening socket are seen only from there ([`Netns::command`]).
     pub fn start_in(netns: &Netns, args: &[&str]) -> Server {
@@ -499,6 +511,20 @@ pub fn have(program: &str) -> bool {
 }
 
 /// Whether this process runs as root (needed to attach tracers).
+/// `program` under a descriptor limit set as a user sets it in a shell:
+/// `ulimit -Sn 256` lowers the soft limit alone (a Mac's shell starts so, its
+/// hard limit far higher), `ulimit -n 256` both. The shell execs the program,
+/// so its pid is the program's.
+pub fn under_ulimit(ulimit: &str, program: &str) -> Command {
+    let mut command = Command::new("bash");
+    command.args([
+        "-c",
+        &format!("ulimit {ulimit} && exec \"$0\" \"$@\""),
+        program,
+    ]);
+    command
+}
+
 /// `program` to run as an unprivileged user: under `setpriv` as nobody when
 /// the test runs as root (the file must be readable by all), as it is otherwise.
 pub fn unprivileged(program: &str) -> Command {
