@@ -101,19 +101,65 @@ fn shared_slice_elem_type(reference: &syn::TypeReference) -> Option<&syn::Type> 
     }
 }
 
-// Return code to destructure a probe arguments into identifiers, and to pass those to ASM
-// registers.
-pub fn construct_probe_args(types: &[DataType]) -> (TokenStream, TokenStream) {
-    // x86_64 passes the first 6 arguments in registers, with the rest on the stack.
-    // We limit this to 6 arguments in all cases for now, as handling those stack
-    // arguments would be challenging with the current `asm!` macro implementation.
-    #[cfg(target_arch = "x86_64")]
-    let abi_regs = ["rdi", "rsi", "rdx", "rcx", "r8", "r9"];
-    #[cfg(target_arch = "aarch64")]
-    let abi_regs = ["x0", "x1", "x2", "x3", "x4", "x5"];
-    #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
-    compile_error!("USDT only supports x86_64 and ARM64 architectures");
+/// An architecture a probe site's assembly is written for.
+///
+/// This crate runs inside a proc macro, which is compiled for the machine that
+/// builds, not for the target being built: `cfg!(target_arch)` here is the build
+/// machine's. A cross build (x86_64 Linux building aarch64 Linux) therefore used
+/// to emit x86_64 registers into aarch64 code ("invalid register `rdi`"). The
+/// stapsdt backend now emits the site once for each architecture, each under
+/// `#[cfg(target_arch = ...)]`, so the compiler of the target keeps the right one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
 
+impl Arch {
+    /// Every architecture a probe site is emitted for.
+    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
+
+    /// The architecture this crate was compiled for: in a proc macro, the build
+    /// machine's, which is the target's only in a native build.
+    pub fn of_this_build() -> Arch {
+        #[cfg(target_arch = "x86_64")]
+        return Arch::X86_64;
+        #[cfg(target_arch = "aarch64")]
+        return Arch::Aarch64;
+        #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
+        compile_error!("USDT only supports x86_64 and ARM64 architectures");
+    }
+
+    /// The registers of the first six integer arguments in the C calling
+    /// convention. x86_64 passes the first 6 arguments in registers, with the
+    /// rest on the stack; we limit this to 6 arguments in all cases for now, as
+    /// handling those stack arguments would be challenging with the current
+    /// `asm!` macro implementation.
+    pub fn abi_regs(self) -> [&'static str; 6] {
+        match self {
+            Arch::X86_64 => ["rdi", "rsi", "rdx", "rcx", "r8", "r9"],
+            Arch::Aarch64 => ["x0", "x1", "x2", "x3", "x4", "x5"],
+        }
+    }
+
+    /// The `target_arch` value that selects this architecture in `#[cfg]`.
+    pub fn target_arch(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+}
+
+// Return code to destructure a probe arguments into identifiers, and to pass those to ASM
+// registers, for the architecture this crate was built for (see [`Arch`]).
+pub fn construct_probe_args(types: &[DataType]) -> (TokenStream, TokenStream) {
+    construct_probe_args_for(types, Arch::of_this_build())
+}
+
+/// [`construct_probe_args`] for a given architecture's registers.
+pub fn construct_probe_args_for(types: &[DataType], arch: Arch) -> (TokenStream, TokenStream) {
+    let abi_regs = arch.abi_regs();
     assert!(
         types.len() <= abi_regs.len(),
         "Up to 6 probe arguments are currently supported"

@@ -22,6 +22,7 @@
 #[path = "stapsdt/args.rs"]
 mod args;
 
+use crate::common::Arch;
 use crate::{common, DataType};
 use crate::{Probe, Provider};
 use args::format_argument;
@@ -125,13 +126,13 @@ fn compile_provider(provider: &Provider, config: &crate::CompileProvidersConfig)
 /// then the above `nop()` instruction will turn into an interrupt instruction
 /// that transfers control to the kernel which will then run the probe's kernel
 /// side code (such as an eBPF program).
-fn emit_probe_record(prov: &str, probe: &str, types: Option<&[DataType]>) -> String {
+fn emit_probe_record(prov: &str, probe: &str, types: Option<&[DataType]>, arch: Arch) -> String {
     let sema_name = format!("__usdt_sema_{}_{}", prov, probe);
     let arguments = types.map_or_else(String::new, |types| {
         types
             .iter()
             .enumerate()
-            .map(format_argument)
+            .map(|arg| format_argument(arg, arch))
             .collect::<Vec<_>>()
             .join(" ")
     });
@@ -191,8 +192,27 @@ fn compile_probe(
     probe: &Probe,
     config: &crate::CompileProvidersConfig,
 ) -> TokenStream {
-    let (unpacked_args, in_regs) = common::construct_probe_args(&probe.types);
-    let probe_rec = emit_probe_record(&provider.name, &probe.name, Some(&probe.types));
+    // The arguments' destructuring is the same everywhere; the registers and the
+    // note's argument specs are the target's, chosen by the compiler of the
+    // target from one site per architecture (see `common::Arch`).
+    let (unpacked_args, _) = common::construct_probe_args(&probe.types);
+    let sites = Arch::ALL.map(|arch| {
+        let (_, in_regs) = common::construct_probe_args_for(&probe.types, arch);
+        let probe_rec = emit_probe_record(&provider.name, &probe.name, Some(&probe.types), arch);
+        let target_arch = arch.target_arch();
+        quote! {
+            #[cfg(target_arch = #target_arch)]
+            #[allow(named_asm_labels)]
+            unsafe {
+                ::std::arch::asm!(
+                    "990:   nop",
+                    #probe_rec,
+                    #in_regs
+                    options(nomem, nostack, preserves_flags)
+                );
+            }
+        }
+    });
     let type_check_fn = common::construct_type_check(
         &provider.name,
         &probe.name,
@@ -219,15 +239,7 @@ fn compile_probe(
         if is_enabled != 0 {
             #unpacked_args
             #type_check_fn
-            #[allow(named_asm_labels)]
-            unsafe {
-                ::std::arch::asm!(
-                    "990:   nop",
-                    #probe_rec,
-                    #in_regs
-                    options(nomem, nostack, preserves_flags)
-                );
-            }
+            #(#sites)*
         }
     };
     common::build_probe_macro(config, &probe.name, &probe.types, impl_block)

@@ -14,6 +14,7 @@
 
 //! Helpers for generating GNU Assembler format for use in STAPSDT probes.
 
+use crate::common::Arch;
 use crate::DataType;
 use dtrace_parser::{BitWidth, DataType as NativeDataType, Integer, Sign};
 
@@ -21,15 +22,15 @@ use dtrace_parser::{BitWidth, DataType as NativeDataType, Integer, Sign};
 /// that reads the integer's value from the correct register. Effectively this
 /// means generating a string like `%REG` where `REG` is the register that the
 /// data is located in.
-fn integer_to_asm_op(integer: &Integer, reg_index: u8) -> &'static str {
+fn integer_to_asm_op(integer: &Integer, reg_index: u8, arch: Arch) -> &'static str {
     // See common.rs for note on argument passing and maximum supported
     // argument count.
     assert!(
         reg_index <= 5,
         "Up to 6 probe arguments are currently supported"
     );
-    if cfg!(target_arch = "x86_64") {
-        match (integer.width, reg_index) {
+    match arch {
+        Arch::X86_64 => match (integer.width, reg_index) {
             (BitWidth::Bit8, 0) => "%dil",
             (BitWidth::Bit16, 0) => "%di",
             (BitWidth::Bit32, 0) => "%edi",
@@ -81,11 +82,10 @@ fn integer_to_asm_op(integer: &Integer, reg_index: u8) -> &'static str {
             #[cfg(not(any(target_pointer_width = "32", target_pointer_width = "64")))]
             (BitWidth::Pointer, _) => compile_error!("Unsupported pointer width"),
             _ => unreachable!(),
-        }
-    } else if cfg!(target_arch = "aarch64") {
+        },
         // GNU Assembly syntax for SystemTap only uses the extended register
         // for some reason.
-        match reg_index {
+        Arch::Aarch64 => match reg_index {
             0 => "x0",
             1 => "x1",
             2 => "x2",
@@ -93,9 +93,7 @@ fn integer_to_asm_op(integer: &Integer, reg_index: u8) -> &'static str {
             4 => "x4",
             5 => "x5",
             _ => unreachable!(),
-        }
-    } else {
-        unreachable!("Unsupported Linux target architecture")
+        },
     }
 }
 
@@ -140,13 +138,15 @@ const UNIQUE_ID: Integer = Integer {
 
 /// Convert a type and register index to its GNU Assembler operation as a
 /// String.
-fn native_data_type_to_asm_op(typ: &NativeDataType, reg_index: u8) -> String {
+fn native_data_type_to_asm_op(typ: &NativeDataType, reg_index: u8, arch: Arch) -> String {
     match typ {
-        NativeDataType::Integer(int) => integer_to_asm_op(int, reg_index).into(),
+        NativeDataType::Integer(int) => integer_to_asm_op(int, reg_index, arch).into(),
         // Integer pointers are dereferenced by wrapping the pointer assembly
         // into parentheses.
-        NativeDataType::Pointer(_) => format!("({})", integer_to_asm_op(&POINTER, reg_index)),
-        NativeDataType::String => integer_to_asm_op(&POINTER, reg_index).into(),
+        NativeDataType::Pointer(_) => {
+            format!("({})", integer_to_asm_op(&POINTER, reg_index, arch))
+        }
+        NativeDataType::String => integer_to_asm_op(&POINTER, reg_index, arch).into(),
     }
 }
 
@@ -162,11 +162,11 @@ fn native_data_type_to_arg_size(typ: &NativeDataType) -> &'static str {
 
 /// Convert a DataType and register index to its GNU Assembler operation as a
 /// String.
-fn data_type_to_asm_op(typ: &DataType, reg_index: u8) -> String {
+fn data_type_to_asm_op(typ: &DataType, reg_index: u8, arch: Arch) -> String {
     match typ {
-        DataType::Native(ty) => native_data_type_to_asm_op(ty, reg_index),
-        DataType::UniqueId => integer_to_asm_op(&UNIQUE_ID, reg_index).into(),
-        DataType::Serializable(_) => integer_to_asm_op(&POINTER, reg_index).into(),
+        DataType::Native(ty) => native_data_type_to_asm_op(ty, reg_index, arch),
+        DataType::UniqueId => integer_to_asm_op(&UNIQUE_ID, reg_index, arch).into(),
+        DataType::Serializable(_) => integer_to_asm_op(&POINTER, reg_index, arch).into(),
     }
 }
 
@@ -200,10 +200,10 @@ fn data_type_to_arg_size(typ: &DataType) -> &'static str {
 /// 3. Read an f64 through a pointer in RDI: `8f@(%rdi)`.
 ///    (Not sure if `-` should be added.)
 /// 4. Read a u64 through a pointer with an offset: `8%-4(%rdi)`.
-pub(crate) fn format_argument((reg_index, typ): (usize, &DataType)) -> String {
+pub(crate) fn format_argument((reg_index, typ): (usize, &DataType), arch: Arch) -> String {
     format!(
         "{}@{}",
         data_type_to_arg_size(typ),
-        data_type_to_asm_op(typ, u8::try_from(reg_index).unwrap())
+        data_type_to_asm_op(typ, u8::try_from(reg_index).unwrap(), arch)
     )
 }
