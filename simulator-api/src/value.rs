@@ -117,7 +117,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// A size in its largest exact binary unit: `16MiB`, `1GiB`, `1000`.
 pub fn size_text(bytes: u64) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes != 0 && bytes % (1 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

@@ -2,8 +2,8 @@
 //! sweep can put the server's CPU beside each step as the seed's cpu-usage script
 //! did, and the standard Prometheus process metrics for `/metrics`.
 //!
-//! The process metrics are read by the `metrics-process` crate (the platform code:
-//! `/proc` on Linux, Mach calls on macOS, ...), but written out here rather than
+//! The process metrics are read by the platform (`platform/process_figures.rs`:
+//! the `metrics-process` crate, or libc's calls on macOS), but written out here rather than
 //! through its `Collector`: that one records through the `metrics` facade, whose
 //! counters are whole numbers, so `process_cpu_seconds_total` would only ever move
 //! by whole seconds. The CPU figure is [`cpu_ns`] (nanoseconds, the same figure
@@ -21,7 +21,7 @@ pub fn cpu_ns() -> Option<u64> {
 /// The standard process metrics in Prometheus' text format, those the platform
 /// reports (Linux: all of them).
 pub fn exposition() -> String {
-    let m = metrics_process::collector::collect();
+    let m = crate::platform::process_figures::read();
     let whole = |v: Option<u64>| v.map(|v| v as f64);
     let families: [(&str, &str, &str, Option<f64>); 8] = [
         (

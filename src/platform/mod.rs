@@ -9,6 +9,7 @@
 //! Windows); the network namespace's TCP counters (`netstat.rs`, Linux's
 //! `/proc`); the threads' run-queue wait (`schedstat.rs`, Linux's `/proc`); the server's own stack sampler (`stack_sampler.rs`: a SIGPROF
 //! timer, Unix only); a thread's kernel id and the stop signal (`process.rs`);
+//! the standard process metrics' figures (`process_figures.rs`);
 //! files only their owner reads (`files.rs`); listings that a closed pipe ends
 //! (`stdout.rs`); the descriptor limit, raised at start (`descriptors.rs`).
 //! Where an OS lacks a figure the
@@ -23,6 +24,7 @@ pub mod listener;
 pub mod netstat;
 pub mod os;
 pub mod process;
+pub mod process_figures;
 pub mod schedstat;
 pub mod stack_sampler;
 pub mod stdout;

@@ -15,6 +15,43 @@ use std::time::Duration;
 use common::*;
 use system_simulator::observe::probes::probe_names;
 
+/// usdt's macro runs on the build machine, so the registers of a probe site
+/// cannot be chosen there for the target: it writes the site once for each
+/// architecture, each under its own `#[cfg(target_arch)]`, and the target's
+/// compiler keeps its own (third_party/usdt-impl/PATCHED.md). Published usdt-impl
+/// 0.6.0 wrote the build machine's alone, so an arm64 cross build failed with
+/// `invalid register rdi`. What the cross-built arm64 binary then carries (every
+/// probe, `8@x0`...) is `scripts/check-platforms linux-arm64`'s to show: a
+/// release cross build takes minutes.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_probe_macro_writes_each_architecture_s_registers_under_its_own_cfg() {
+    let source = "provider isim { probe request__start(uint64_t, uint64_t); };";
+    let code = usdt_impl::compile_provider_source(source, &Default::default())
+        .expect("a valid provider")
+        .to_string();
+    // Each site runs from its `target_arch` to the next one's.
+    let sites: Vec<&str> = code.split("target_arch = ").skip(1).collect();
+    let site = |arch: &str| {
+        let found: Vec<&&str> = sites.iter().filter(|s| s.starts_with(arch)).collect();
+        assert_eq!(found.len(), 1, "one {arch} site in {code}");
+        *found[0]
+    };
+    let (x86, arm) = (site("\"x86_64\""), site("\"aarch64\""));
+    assert!(
+        x86.contains("8@%rdi 8@%rsi") && x86.contains("in (\"rdi\")"),
+        "{x86}"
+    );
+    assert!(
+        arm.contains("8@x0 8@x1") && arm.contains("in (\"x0\")"),
+        "{arm}"
+    );
+    assert!(
+        !x86.contains("x0") && !arm.contains("rdi"),
+        "each site its own registers"
+    );
+}
+
 #[test]
 fn the_binary_declares_every_isim_probe() {
     if !have("readelf") {

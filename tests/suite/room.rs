@@ -154,7 +154,7 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
     let dir = tempfile::tempdir().unwrap();
     let room = Room::start(&dir.path().join("room.json"), "127.0.0.1:0");
     let seats: Vec<String> = (1..=8).map(|i| format!("seat-{i}")).collect();
-    let fixed = |i: usize| i % 2 == 0; // seat-1, seat-3, ... apply the fix
+    let fixed = |i: usize| i.is_multiple_of(2); // seat-1, seat-3, ... apply the fix
     let servers: Vec<Server> = seats
         .iter()
         .map(|_| Server::start_exercise(EXERCISE))

@@ -21,9 +21,10 @@ use std::time::Duration;
 use cpu_time::ThreadTime;
 use serde::Serialize;
 
-/// Bytes compressed per measuring run: large enough that zstd's window and the
-/// caches behave as for the scenarios' works (megabytes), small enough to be quick.
-const SAMPLE_BYTES: usize = 4 << 20;
+/// Bytes compressed per measuring run: about a scenario's work (35 ms of CPU is
+/// 1-2 MiB here), so zstd's window and the caches behave as for them, and
+/// quick (ruzstd compresses 40-70 MB per CPU second here).
+const SAMPLE_BYTES: usize = 1 << 20;
 /// Measuring runs; the fastest counts.
 const SAMPLE_RUNS: usize = 3;
 

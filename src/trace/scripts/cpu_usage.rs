@@ -77,7 +77,7 @@ impl Script for CpuUsage {
 
     fn second(&mut self, clock: &str, out: &mut String) {
         self.elapsed += 1;
-        if self.elapsed % self.every == 0 || self.elapsed >= self.seconds {
+        if self.elapsed.is_multiple_of(self.every) || self.elapsed >= self.seconds {
             self.line(clock, out);
         }
     }

@@ -377,7 +377,7 @@ impl Exchange for Flaky {
         let n = self.attempts.fetch_add(1, Ordering::SeqCst);
         let (service, fails, sends) = (
             self.service,
-            n % self.fail_every == 0,
+            n.is_multiple_of(self.fail_every),
             Arc::clone(&self.sends),
         );
         async move {

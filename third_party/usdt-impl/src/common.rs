@@ -109,12 +109,16 @@ fn shared_slice_elem_type(reference: &syn::TypeReference) -> Option<&syn::Type> 
 /// to emit x86_64 registers into aarch64 code ("invalid register `rdi`"). The
 /// stapsdt backend now emits the site once for each architecture, each under
 /// `#[cfg(target_arch = ...)]`, so the compiler of the target keeps the right one.
+// Only the stapsdt backend emits a site per architecture; the others use
+// `of_this_build` alone.
+#[cfg_attr(not(usdt_backend_stapsdt), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
     X86_64,
     Aarch64,
 }
 
+#[cfg_attr(not(usdt_backend_stapsdt), allow(dead_code))]
 impl Arch {
     /// Every architecture a probe site is emitted for.
     pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
