@@ -9,6 +9,7 @@
 //! named only to print its documented steps (macOS's SIP, WSL2's kernel,
 //! Codespaces), which docs/workshop/README.md has in full.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -52,7 +53,10 @@ enum Way {
 pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     let root = is_root();
     let user = if root { "root" } else { "not root" };
-    println!("system-simulator doctor: the ways to trace on this machine, as this user ({user})\n");
+    // Written whole at the end, so `doctor | head` ends quietly (platform/stdout.rs).
+    let mut out = format!(
+        "system-simulator doctor: the ways to trace on this machine, as this user ({user})\n\n"
+    );
     let routes = [
         bpftrace(root),
         dtrace(root),
@@ -61,10 +65,22 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     ];
     for (i, route) in routes.iter().enumerate() {
         let verdict = if route.works { "yes" } else { "no " };
-        println!("  {}. {:<24} {verdict}  {}", i + 1, route.name, route.found);
+        let _ = writeln!(
+            out,
+            "  {}. {:<24} {verdict}  {}",
+            i + 1,
+            route.name,
+            route.found
+        );
         if let Some(better) = &route.better {
-            println!("     {:<24}      better: {better}", "");
+            let _ = writeln!(out, "     {:<24}      better: {better}", "");
         }
+    }
+    if let Some(limit) = crate::platform::descriptors::hard_limit() {
+        let _ = writeln!(
+            out,
+            "\nfile descriptors: up to {limit} for the clients and the server (they raise `ulimit -n` to the hard limit at start; one a client's connection)"
+        );
     }
     // scripts/trace's own choice: DTrace where it attaches, else bpftrace.
     let tracer = if routes[1].works {
@@ -74,7 +90,8 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    println!(
+    let _ = writeln!(
+        out,
         "\nwhat you will run for each exercise's scripts (the tap prints the script's report, no root needed):"
     );
     let machine = crate::workshop::local_machine();
@@ -82,12 +99,13 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         .iter()
         .filter(|s| !s.scripts.is_empty())
     {
-        println!("  {}:", exercise.name);
+        let _ = writeln!(out, "  {}:", exercise.name);
         if let Some(why) = crate::workshop::fit::cannot_judge(exercise, &machine) {
-            println!("    cannot be shown on this machine: {why}");
+            let _ = writeln!(out, "    cannot be shown on this machine: {why}");
         }
         for script in &exercise.scripts {
-            println!(
+            let _ = writeln!(
+                out,
                 "    {:<17} {}",
                 script,
                 describe(way(script, tracer), script)
@@ -95,9 +113,9 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         }
     }
     for step in platform_steps() {
-        println!("\n{step}");
+        let _ = writeln!(out, "\n{step}");
     }
-    Ok(())
+    crate::platform::stdout::print_listing(&out)
 }
 
 fn way(script: &str, tracer: Option<&'static str>) -> Way {

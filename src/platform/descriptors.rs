@@ -43,6 +43,19 @@ pub fn raise_limit() -> Option<Descriptors> {
     None
 }
 
+/// As far as [`raise_limit`] takes the soft limit here: what `doctor` says a
+/// run may open.
+#[cfg(unix)]
+pub fn hard_limit() -> Option<u64> {
+    let (_, hard) = rlimit::Resource::NOFILE.get().ok()?;
+    Some(hard.min(AT_MOST))
+}
+
+#[cfg(not(unix))]
+pub fn hard_limit() -> Option<u64> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,6 +123,8 @@ fn a_listing_whose_reader_left_ends_quietly() {
         &["scenarios"],
         &["probes"],
         &["workshop", "list"],
+        // Nothing listens on port 1: the tap's check is refused at once.
+        &["doctor", "--target", "http://127.0.0.1:1"],
     ] {
         // The read end closed before the listing starts: its first write fails.
         let (reader, writer) = std::io::pipe().unwrap();
