@@ -13,7 +13,7 @@
 //! thread waits for a core more, but the CPU each byte costs is the same, and
 //! that is what the work must cost. It compresses [`SAMPLE_BYTES`] a few times and
 //! keeps the fastest run (the least disturbed by caches and frequency changes),
-//! after one run to warm up. About [`SAMPLE_RUNS`] + 1 times 15-40 ms of CPU here.
+//! after one run to warm up. About [`SAMPLE_RUNS`] + 1 times 15-30 ms of CPU here.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -21,10 +21,10 @@ use std::time::Duration;
 use cpu_time::ThreadTime;
 use serde::Serialize;
 
-/// Bytes compressed per measuring run: about a scenario's work (35 ms of CPU is
-/// 1-2 MiB here), so zstd's window and the caches behave as for them, and
-/// quick (ruzstd compresses 40-70 MB per CPU second here).
-const SAMPLE_BYTES: usize = 1 << 20;
+/// Bytes compressed per measuring run: one piece of a work (`MAX_PIECE`), which
+/// every work is made of, and quick (ruzstd compresses 35-70 MB per CPU second
+/// here).
+const SAMPLE_BYTES: usize = super::MAX_PIECE;
 /// Measuring runs; the fastest counts.
 const SAMPLE_RUNS: usize = 3;
 

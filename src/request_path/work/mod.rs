@@ -58,8 +58,13 @@ use budget::Budget;
 const LEVEL: ruzstd::encoding::CompressionLevel = ruzstd::encoding::CompressionLevel::Fastest;
 /// The most text compressed in one call: a larger work compresses the text again
 /// in pieces of this size, so a long `work_cpu` on a fast machine needs no larger
-/// text (the text is kept in memory for the life of the process).
-const MAX_PIECE: usize = 16 << 20;
+/// text (the text is kept in memory for the life of the process). The size the
+/// calibration measures (`calibration.rs`), so a work of any length is pieces
+/// of the measured kind: ruzstd's cost a byte grows with the input (a byte of a
+/// 4 MiB call cost 1.3x one of a 512 KiB call here), which a calibration at one
+/// size and works at another would miss (exercise 8's fix throttled 6 ms a
+/// second with 4 MiB works against a 1 MiB calibration, 0.3 with libzstd).
+pub(crate) const MAX_PIECE: usize = 1 << 20;
 
 /// The work configured now.
 #[derive(Debug, Clone)]
