@@ -94,8 +94,21 @@ async fn the_check_fails_with_no_other_load_and_passes_after_the_fix() {
         "{printed}"
     );
     put(&server, r#"{"persist_workers": 32}"#).await;
-    let (passed, printed) = check(&server, "sequential-persist");
-    assert!(passed && printed.contains("solved"), "{printed}");
+    // Judged as the exercises' windows are: a 6 s window's p99 beside the shared
+    // tests can land in a stall (a CI run of 2026-12-01: 76.2 ms against < 50,
+    // with 187 persists a second); a fix that does not cure fails both windows.
+    let solved = |printed: &str| match printed.contains("solved") {
+        true => Vec::new(),
+        false => vec![printed.to_owned()],
+    };
+    let errors = common::figures::judged_twice_if_wrong(
+        "sequential-persist",
+        "beside the shared tests",
+        check(&server, "sequential-persist").1,
+        || check(&server, "sequential-persist").1,
+        solved,
+    );
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
 /// `workshop start` keeps the cause and the fix out of `/stats` and `/scenarios`
