@@ -8,6 +8,7 @@
 /// As far as the soft limit is raised where the hard limit is higher still:
 /// Linux's default `nr_open`. Children (a tracer, a profiler) inherit it, and
 /// one that closes every descriptor up to its limit one by one stays quick.
+#[cfg(unix)]
 const AT_MOST: u64 = 1 << 20;
 
 /// The soft limit after raising it, and what it was where that was lower.

@@ -23,6 +23,7 @@ pub struct Limit {
 /// allow a billion): Linux's default `nr_open`, far above any plan's need, and
 /// low enough that a child which closes every descriptor up to its limit one by
 /// one (older tools do) does not spend minutes at it.
+#[cfg(unix)]
 pub const RAISE_AT_MOST: u64 = 1 << 20;
 
 /// Raises the soft descriptor limit to the hard one (at most [`RAISE_AT_MOST`])
