@@ -168,10 +168,11 @@ fn print_world_beside(
     }
     if let Some(n) = neighbour {
         println!(
-            "  a neighbour (the scenario's world): pid {} with {} CPU-bound threads, `pgrep -x {}`",
+            "  a neighbour (the scenario's world): pid {} with {} CPU-bound threads, `pgrep -x {}`; {} units of work a second alone",
             n.pid(),
             n.stats().threads,
-            crate::neighbour::PROCESS_NAME
+            crate::neighbour::PROCESS_NAME,
+            n.stats().alone_per_s.unwrap_or(0)
         );
     }
 }

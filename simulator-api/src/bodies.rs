@@ -194,6 +194,12 @@ pub struct NeighbourStats {
     pub work: u64,
     /// Whether it still runs (false once it ended or was killed).
     pub running: bool,
+    /// Its units of work a second alone: measured by the server as the world
+    /// started, over its first second, before the server listened (so no load
+    /// and no fix can touch it). `workshop check` holds its rate under the
+    /// load to a share of this. Servers of earlier versions have none.
+    #[serde(default)]
+    pub alone_per_s: Option<u64>,
     /// How the kernel schedules its threads: `nice 0`, `nice 19`, `idle`
     /// (`SCHED_IDLE`), `mixed` where they differ; null where it cannot be read.
     #[serde(default)]

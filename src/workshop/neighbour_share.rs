@@ -1,20 +1,14 @@
 //! What the check asks of a world's neighbour (exercise 14): that it keeps a
-//! share of the work it does alone, so that killing it or stopping it is no
-//! fix. Its rate alone is measured in the same check, just before the window,
-//! over [`ALONE`] with the server idle (the check has made sure no other load
-//! runs), so a laptop's speed and a neighbour pinned to fewer CPUs by the fix
-//! itself (`taskset`) are both in it; its rate under the load is its work
-//! between the reads of `/stats` around the window over the time between them.
-
-use std::time::Duration;
+//! share of the work it does alone, so that killing it, stopping it or
+//! starving it is no fix. Its rate alone is the server's measure of its first
+//! second, taken as the world started and before the server listened
+//! (`/stats.neighbour.alone_per_s`, `neighbour/beside.rs`): no fix applied
+//! since can shrink that yardstick with the neighbour. Its rate under the load
+//! is its work between the reads of `/stats` around the window over the time
+//! between them.
 
 use simulator_api::NeighbourStats;
-use simulator_clients::endpoints;
 use tokio::time::Instant;
-
-/// How long the neighbour's rate alone is measured: its reports come every
-/// 25 ms, so a rate over a second is within 2.5 % of the truth.
-pub const ALONE: Duration = Duration::from_secs(1);
 
 /// A reading of the neighbour's work and when it was taken.
 #[derive(Debug, Clone, Copy)]
@@ -43,15 +37,12 @@ impl Reading {
     }
 }
 
-/// The neighbour's work a second with the server idle, over [`ALONE`]; `None`
-/// in a world without one.
-pub async fn alone_per_s(target: &str) -> anyhow::Result<Option<f64>> {
-    let Some(first) = Reading::of(endpoints::stats(target).await?.neighbour.as_ref()) else {
-        return Ok(None);
-    };
-    tokio::time::sleep(ALONE).await;
-    let last = Reading::of(endpoints::stats(target).await?.neighbour.as_ref());
-    Ok(last.map(|last| last.per_s_since(&first)))
+/// The neighbour's work a second alone, as the server measured it when the
+/// world started; `None` in a world without one (or a server too old to say).
+pub fn alone_per_s(neighbour: Option<&NeighbourStats>) -> Option<f64> {
+    neighbour
+        .and_then(|n| n.alone_per_s)
+        .map(|rate| rate as f64)
 }
 
 /// Its rate under the load over its rate alone: NaN (which fails any bound)
@@ -68,6 +59,7 @@ pub fn share(alone_per_s: Option<f64>, before: Option<Reading>, after: Option<Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test(start_paused = true)]
     async fn the_share_is_the_rate_under_load_over_the_rate_alone_and_a_stopped_one_keeps_none() {

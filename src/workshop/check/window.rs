@@ -55,15 +55,8 @@ pub(super) async fn run_window(
             (asked, begun)
         })
     });
-    let reads_neighbour = scenario
-        .check
-        .iter()
-        .any(|c| c.metric == Metric::NeighbourShare);
-    let neighbour_alone_per_s = match reads_neighbour {
-        true => neighbour_share::alone_per_s(target).await?,
-        false => None,
-    };
     let before = endpoints::stats(target).await?;
+    let neighbour_alone_per_s = neighbour_share::alone_per_s(before.neighbour.as_ref());
     let neighbour_before = neighbour_share::Reading::of(before.neighbour.as_ref());
     let (runqueue_wait_before, cpu_before) = (before.runqueue_wait_ns, before.process_cpu_ns);
     let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
