@@ -139,10 +139,11 @@ pub enum Metric {
     /// The async workers' busy share over the last 5 s (server runtime).
     BusyShare,
     /// Seconds from the end of the scenario's incident until goodput (attempts
-    /// answered 2xx within their timeout, a second) reached 95 % of the offered
-    /// rate and stayed there to the end of the window, judged two seconds at a
-    /// time (`check::recovery_s`); the whole rest of the window when it never
-    /// did (client, open loop).
+    /// answered 2xx within their timeout, a second) reached 95 % of the
+    /// requests the load sent in the same seconds (first attempts) and stayed
+    /// there to the end of the window, judged two seconds at a time
+    /// (`check::recovery_s`); the whole rest of the window when it never did
+    /// (client, open loop).
     RecoveryS,
     /// Milliseconds a second the server's threads waited for their CPU quota's
     /// next period (its cgroup's `cpu.stat` throttled time over the window, summed

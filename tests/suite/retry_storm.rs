@@ -138,10 +138,9 @@ async fn the_storm_outlives_its_trigger_and_a_fix_ends_it() {
         &after
             .seconds
             .iter()
-            .map(|s| (s.line.t_s, s.line.completed))
+            .map(|s| check::GoodputSecond::of(&s.line))
             .collect::<Vec<_>>(),
         15.0,
-        OFFERED,
         check::RECOVERED_SHARE,
     );
     assert!(recovery < 15.0, "recovered after {recovery} s");

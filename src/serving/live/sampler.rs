@@ -137,7 +137,8 @@ impl Sample {
         let s = &self.stats;
         let lifetime = self.lifetime.per_bucket_since(&earlier.lifetime);
         let bounds = lifetime_bounds();
-        let q = |p| quantile(&bounds, &lifetime, p).map(|s| s * 1e3);
+        let longest_s = self.longest.map(|d| d.as_secs_f64());
+        let q = |p| quantile_at_most(&bounds, &lifetime, p, longest_s).map(|s| s * 1e3);
         LiveSecond {
             t,
             at_ms: now_ms(),
@@ -254,6 +255,20 @@ pub fn quantile(bounds: &[f64], counts: &[u64], p: f64) -> Option<f64> {
     bounds.last().copied()
 }
 
+/// [`quantile`], no higher than the longest sample when that is known. A
+/// bucket's quantile is placed within it by proportion; in a wide bucket (1 to
+/// 5 s) that put the p50 of a second whose requests all took about 1.04 s at
+/// 2.66 s, above the second's longest request, which is exact.
+pub fn quantile_at_most(
+    bounds: &[f64],
+    counts: &[u64],
+    p: f64,
+    longest: Option<f64>,
+) -> Option<f64> {
+    let q = quantile(bounds, counts, p)?;
+    Some(longest.map_or(q, |longest| q.min(longest)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +284,24 @@ mod tests {
         // In the +Inf bucket: the highest bound, as histogram_quantile says.
         assert_eq!(quantile(&bounds, &counts, 0.99), Some(0.01));
         assert_eq!(quantile(&bounds, &[0, 0, 0], 0.5), None);
+    }
+
+    #[test]
+    fn no_quantile_is_above_the_longest_request() {
+        // Cold-cache's seconds after the incident: every request about 1.04 s,
+        // all in the 1-5 s bucket.
+        let bounds = [0.5, 1.0, 5.0];
+        let counts = [0, 0, 800, 0];
+        assert_eq!(quantile(&bounds, &counts, 0.5), Some(3.0));
+        assert_eq!(
+            quantile_at_most(&bounds, &counts, 0.5, Some(1.04)),
+            Some(1.04)
+        );
+        // A longer longest leaves the bucket's estimate as it is.
+        assert_eq!(
+            quantile_at_most(&bounds, &counts, 0.5, Some(4.0)),
+            Some(3.0)
+        );
+        assert_eq!(quantile_at_most(&bounds, &counts, 0.5, None), Some(3.0));
     }
 }

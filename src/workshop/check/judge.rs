@@ -7,7 +7,7 @@ use simulator_api::Counts;
 use simulator_clients::{endpoints, Report};
 
 use super::super::{neighbour_share, unwritten_watch};
-use super::recovery::recovery_s;
+use super::recovery::{recovery_s, GoodputSecond};
 use super::window::WindowRun;
 use super::{Measured, Stop, LATE_HIT_RATIO_S, RECOVERED_SHARE};
 use crate::scenario::{Metric, Scenario};
@@ -76,10 +76,7 @@ pub(super) async fn judge(
             unwritten_watch::cache_reads(&after.counts),
         ),
         incident_end_s: ran.incident_end_s,
-        offered_per_s: match load.pacing {
-            simulator_api::load::Pacing::Open { rate, .. } => Some(rate),
-            simulator_api::load::Pacing::Closed { .. } => None,
-        },
+        open_loop: matches!(load.pacing, simulator_api::load::Pacing::Open { .. }),
     };
     Ok(scenario
         .check
@@ -141,8 +138,8 @@ struct Window<'a> {
     late_hit_ratio: f64,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
-    /// The open loop's rate.
-    offered_per_s: Option<f64>,
+    /// Whether the load is an open loop (only one has a rate to recover to).
+    open_loop: bool,
 }
 
 impl Window<'_> {
@@ -189,14 +186,14 @@ impl Window<'_> {
                 .map_or(f64::NAN, |ms| ms / seconds.max(1e-9)),
             // Without an incident or an open loop there is nothing to recover from:
             // NaN fails every bound, so a scenario that asks for it without either fails.
-            Metric::RecoveryS => match (self.incident_end_s, self.offered_per_s) {
-                (Some(ended), Some(offered)) => {
-                    let goodput: Vec<(f64, u64)> = report
+            Metric::RecoveryS => match (self.incident_end_s, self.open_loop) {
+                (Some(ended), true) => {
+                    let goodput: Vec<GoodputSecond> = report
                         .seconds
                         .iter()
-                        .map(|s| (s.line.t_s, s.line.completed))
+                        .map(|s| GoodputSecond::of(&s.line))
                         .collect();
-                    recovery_s(&goodput, ended, offered, RECOVERED_SHARE)
+                    recovery_s(&goodput, ended, RECOVERED_SHARE)
                 }
                 _ => f64::NAN,
             },

@@ -40,7 +40,7 @@ use super::progress;
 use crate::scenario::Scenario;
 
 pub use preflight::{cpu_limit_moved, world_moved, MAX_DRAIN_WAIT};
-pub use recovery::recovery_s;
+pub use recovery::{recovery_s, GoodputSecond};
 pub use verdict::{Measured, Verdict};
 
 /// The shortest window: the runtime canary's figures cover the last 5 s.
@@ -66,7 +66,7 @@ pub const AFTER_INCIDENT: Duration = Duration::from_secs(25);
 /// after the 15 s an incident's end leaves to recover ([`AFTER_INCIDENT`]).
 pub const LATE_HIT_RATIO_S: f64 = 10.0;
 
-/// The share of the offered rate that counts as recovered goodput.
+/// The share of what the load sent that counts as recovered goodput.
 pub const RECOVERED_SHARE: f64 = 0.95;
 
 /// The window a check of `scenario` runs: `asked`, at least [`MIN_WINDOW`], and
