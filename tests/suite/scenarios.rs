@@ -559,23 +559,30 @@ async fn size_varied(run: &Running) -> Window {
     before
 }
 
-/// After a fix: the small elements' p99 is back near their own ~4 ms and the
-/// same load gets through.
-async fn sizes_cured(scenario: &Scenario, run: &Running, before: &Window, fix: &str) {
+/// After a fix: the small elements' p99 under `small_p99_below`, under a third
+/// as many requests blocked at the gate, and the same load through.
+async fn sizes_cured(
+    scenario: &Scenario,
+    run: &Running,
+    before: &Window,
+    fix: &str,
+    small_p99_below: Duration,
+) {
     run.apply_fix(scenario, fix).await;
     let after = run
         .window(Duration::from_secs(5), Duration::from_secs(30))
         .await;
     assert!(
-        after.small_p99 < before.small_p99 / 3 && after.small_p99 < Duration::from_millis(15),
+        after.small_p99 < before.small_p99.min(small_p99_below),
         "{fix}: small p99 {:?} after, {:?} before",
         after.small_p99,
         before.small_p99
     );
     assert!(
-        after.counts.blocked_share() < 0.05,
-        "{fix}: {:.3} blocked",
-        after.counts.blocked_share()
+        after.counts.blocked_share() < before.counts.blocked_share() / 3.0,
+        "{fix}: {:.3} blocked, {:.3} before",
+        after.counts.blocked_share(),
+        before.counts.blocked_share()
     );
     assert!(
         after.persists_per_s() >= before.persists_per_s() * 0.98,
@@ -585,12 +592,24 @@ async fn sizes_cured(scenario: &Scenario, run: &Running, before: &Window, fix: &
     );
 }
 
+/// Multipart cures the blocking at the gate, but in a store of 16 slots a
+/// large element's 8 parts take half of it: two at once fill it, and a small
+/// element waits there for a slot. Its p99 falls from about 50 ms to about 30
+/// (28-37 ms with 1 to 8 parts at once in this model), not to its own 4 ms as
+/// the other two fixes bring it.
 #[tokio::test(start_paused = true)]
-async fn size_variance_cured_by_multipart_writes() {
+async fn size_variance_cured_at_the_gate_by_multipart_writes_and_the_store_still_queues() {
     let scenario = Scenario::load("size-variance").unwrap();
     let run = start("size-variance");
     let before = size_varied(&run).await;
-    sizes_cured(&scenario, &run, &before, "multipart").await;
+    sizes_cured(
+        &scenario,
+        &run,
+        &before,
+        "multipart",
+        Duration::from_millis(42),
+    )
+    .await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -598,7 +617,31 @@ async fn size_variance_cured_by_a_lane_for_small_elements() {
     let scenario = Scenario::load("size-variance").unwrap();
     let run = start("size-variance");
     let before = size_varied(&run).await;
-    sizes_cured(&scenario, &run, &before, "size-lanes").await;
+    sizes_cured(
+        &scenario,
+        &run,
+        &before,
+        "size-lanes",
+        Duration::from_millis(15),
+    )
+    .await;
+}
+
+/// A gate of 16 permits in front of the store's 16 slots (4 ms at p99 in
+/// this model, nothing blocked).
+#[tokio::test(start_paused = true)]
+async fn size_variance_cured_by_a_gate_as_wide_as_the_store() {
+    let scenario = Scenario::load("size-variance").unwrap();
+    let run = start("size-variance");
+    let before = size_varied(&run).await;
+    sizes_cured(
+        &scenario,
+        &run,
+        &before,
+        "gate-to-the-store",
+        Duration::from_millis(15),
+    )
+    .await;
 }
 
 #[tokio::test(start_paused = true)]
