@@ -190,6 +190,12 @@ impl Traced {
         }
     }
 
+    /// The lines it has printed so far that the test has read (`next_line`,
+    /// `until_begin`): an index into them marks a moment of the trace.
+    pub fn printed(&self) -> &[String] {
+        &self.lines
+    }
+
     /// Polls `ready` (bounded) while the tracer is alive.
     pub fn wait_for(&mut self, within: Duration, mut ready: impl FnMut() -> bool) {
         let deadline = Instant::now() + within;
