@@ -297,9 +297,14 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
     for part in ["seats", "per_exercise", "timeline", "seat_count"] {
         assert_eq!(before[part], after[part], "{part} after the restart");
     }
+    // The solved count the page showed before the restart: a fixed seat may
+    // fail on a loaded machine (above), so it is not always 4. Waiting for 4
+    // when 3 had passed was a CI run's "did not show the page back after the
+    // restart" (issue 78): the page had reconnected; the test expected a board
+    // the room never had.
     page.wait_for(
-        "the page back after the restart",
-        &format!("return document.getElementById('status').textContent === 'live' && document.getElementById('summary-{EXERCISE}').dataset.solved === '4';"),
+        &format!("the page back after the restart, live, with {solved} solved"),
+        &format!("return document.getElementById('status').textContent === 'live' && document.getElementById('summary-{EXERCISE}').dataset.solved === '{solved}';"),
         Duration::from_secs(20),
     )
     .await;
@@ -310,9 +315,16 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
     assert!(text.contains("the room has this verdict"), "{text}");
     let board = again.board().await;
     let first = &board["seats"][0]["cells"][0];
+    // Solved at its first attempt stays so; a fixed seat that failed it on a
+    // loaded machine is judged by this second one.
+    let expected = match (passed_at[0], again_check.status.success()) {
+        (true, _) => ("solved", 1),
+        (false, true) => ("solved", 2),
+        (false, false) => ("failed", 2),
+    };
     assert_eq!(
         (first["state"].as_str(), first["attempts"].as_u64()),
-        (Some("solved"), Some(1))
+        (Some(expected.0), Some(expected.1))
     );
 }
 
