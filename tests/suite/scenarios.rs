@@ -559,16 +559,14 @@ async fn size_varied(run: &Running) -> Window {
     before
 }
 
-/// After a fix: the small elements' p99 under `small_p99_below`, under a third
-/// as many requests blocked at the gate, and the same load through.
-async fn sizes_cured(
-    scenario: &Scenario,
-    run: &Running,
-    before: &Window,
-    fix: &str,
-    small_p99_below: Duration,
-) {
-    run.apply_fix(scenario, fix).await;
+/// A fresh size-variance server, the symptom, then `fix`: the small elements'
+/// p99 under `small_p99_below`, under a third as many requests blocked at the
+/// gate, and the same load through.
+async fn size_variance_cured_by(fix: &str, small_p99_below: Duration) {
+    let scenario = Scenario::load("size-variance").unwrap();
+    let run = start("size-variance");
+    let before = size_varied(&run).await;
+    run.apply_fix(&scenario, fix).await;
     let after = run
         .window(Duration::from_secs(5), Duration::from_secs(30))
         .await;
@@ -599,49 +597,19 @@ async fn sizes_cured(
 /// the other two fixes bring it.
 #[tokio::test(start_paused = true)]
 async fn size_variance_cured_at_the_gate_by_multipart_writes_and_the_store_still_queues() {
-    let scenario = Scenario::load("size-variance").unwrap();
-    let run = start("size-variance");
-    let before = size_varied(&run).await;
-    sizes_cured(
-        &scenario,
-        &run,
-        &before,
-        "multipart",
-        Duration::from_millis(42),
-    )
-    .await;
+    size_variance_cured_by("multipart", Duration::from_millis(42)).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn size_variance_cured_by_a_lane_for_small_elements() {
-    let scenario = Scenario::load("size-variance").unwrap();
-    let run = start("size-variance");
-    let before = size_varied(&run).await;
-    sizes_cured(
-        &scenario,
-        &run,
-        &before,
-        "size-lanes",
-        Duration::from_millis(15),
-    )
-    .await;
+    size_variance_cured_by("size-lanes", Duration::from_millis(15)).await;
 }
 
 /// A gate of 16 permits in front of the store's 16 slots (4 ms at p99 in
 /// this model, nothing blocked).
 #[tokio::test(start_paused = true)]
 async fn size_variance_cured_by_a_gate_as_wide_as_the_store() {
-    let scenario = Scenario::load("size-variance").unwrap();
-    let run = start("size-variance");
-    let before = size_varied(&run).await;
-    sizes_cured(
-        &scenario,
-        &run,
-        &before,
-        "gate-to-the-store",
-        Duration::from_millis(15),
-    )
-    .await;
+    size_variance_cured_by("gate-to-the-store", Duration::from_millis(15)).await;
 }
 
 #[tokio::test(start_paused = true)]
