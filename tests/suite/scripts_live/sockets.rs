@@ -51,15 +51,21 @@ struct Run {
     /// The kernel's skips of the tracer's BPF programs, read just before it
     /// was stopped (`Traced::bpf_recursion_misses`).
     bpf_misses: Option<u64>,
+    /// The load's own report: its connects, errors and drain, said with every
+    /// failure (the script once counted 65 SYNs sent again where nstat's
+    /// overflows needed 97, its last second's missing: the report says
+    /// whether those connections waited for their SYN to be sent again).
+    load: String,
 }
 
 impl Run {
     fn both(&self) -> String {
         format!(
-            "--- script\n{}\n--- twin\n{}\n{}",
+            "--- script\n{}\n--- twin\n{}\n{}\n--- the load's report\n{}",
             self.script,
             self.twin,
-            self.misses()
+            self.misses(),
+            self.load
         )
     }
 
@@ -96,7 +102,7 @@ async fn traced_in_netns(
     })
     .await
     .unwrap();
-    let (netns, server, kernel) = tokio::task::spawn_blocking(move || {
+    let (netns, server, kernel, load) = tokio::task::spawn_blocking(move || {
         let before = nstat(&netns, counter);
         let out = netns
             .command(BIN)
@@ -104,9 +110,9 @@ async fn traced_in_netns(
             .args(load)
             .output()
             .expect("run the clients");
-        stdout_of_success(&out);
+        let load = stdout_of_success(&out);
         let kernel = nstat(&netns, counter) - before;
-        (netns, server, kernel)
+        (netns, server, kernel, load)
     })
     .await
     .unwrap();
@@ -123,6 +129,7 @@ async fn traced_in_netns(
         twin,
         kernel,
         bpf_misses,
+        load,
     }
 }
 
