@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use simulator_api::client;
 use simulator_api::{max_duration, Counts, Fix, Model, Settings, SEED_COUNTS};
-use simulator_clients::{endpoints, LoadPlan, Pacing, Report};
+use simulator_clients::{LoadPlan, Pacing, Report};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::SettingFlags;
@@ -210,8 +211,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         describe(&load),
         humantime::format_duration(load.stop.duration.unwrap_or(args.duration))
     );
-    let before_model = endpoints::stats(&url).await?.model;
-    endpoints::reset(&url).await?;
+    let before_model = client::stats(&url).await?.model;
+    client::reset(&url).await?;
     let before = run_once(&load, incident, cancel.clone(), show).await?;
 
     println!(
@@ -227,13 +228,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         None => (first, fixed_load),
         Some(_) => after_the_storm(&plan, first, fixed_load).await?,
     };
-    endpoints::configure(&server.url, &fix_body).await?;
+    client::configure(&server.url, &fix_body).await?;
     if let Some(command) = &plan.fix.outside {
         println!("     outside the service: {command}");
         crate::workshop::figures::run_outside(command, &server.url).await?;
     }
-    let after_model = endpoints::stats(&server.url).await?.model;
-    endpoints::reset(&server.url).await?;
+    let after_model = client::stats(&server.url).await?.model;
+    client::reset(&server.url).await?;
     let after = run_once(&fixed_load, incident, cancel, show).await?;
     server.stop().await?;
     let runs = Runs {
@@ -258,7 +259,7 @@ async fn after_the_storm(
     first: DemoServer,
     fixed_load: LoadPlan,
 ) -> anyhow::Result<(DemoServer, LoadPlan)> {
-    let left = endpoints::stats(&first.url).await?.requests_in_flight;
+    let left = client::stats(&first.url).await?.requests_in_flight;
     println!("     on a fresh server: the storm left {left} requests in the first, most for clients that have gone");
     let stopping = tokio::spawn(first.stop());
     let fresh = DemoServer::start(plan, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
@@ -301,7 +302,7 @@ async fn run_once(
         let (target, at) = (load.target.clone(), incident.at);
         tokio::spawn(async move {
             tokio::time::sleep(at).await;
-            endpoints::begin_incident(&target, None).await
+            client::begin_incident(&target, None).await
         })
     });
     let outputs = simulator_clients::Outputs {

@@ -276,7 +276,7 @@ fn perf() -> Route {
 
 async fn tap(target: &str, token: Option<&str>) -> Route {
     let name = "the probe tap (no root)";
-    match simulator_clients::endpoints::tap(target, &["canary-tick"], token).await {
+    match simulator_api::client::tap(target, &["canary-tick"], token).await {
         Ok(body) => {
             drop(body);
             Route {

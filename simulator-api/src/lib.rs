@@ -6,7 +6,8 @@
 //! scenario's incident (`incident.rs`), a load, its flags declared once for the
 //! driver's command line and a scenario's words (`load/`), and the HTTP bodies
 //! (`bodies.rs`), and the workshop room's (`room.rs`), and the record an element carries
-//! (`record.rs`). The clients depend on this crate and never on the server, so
+//! (`record.rs`); with the feature `client`, the server's API as a typed
+//! client (`client/`). The clients depend on this crate and never on the server, so
 //! the two cannot drift apart silently: a field one writes and the other does not
 //! know fails to parse.
 
@@ -15,6 +16,8 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod bodies;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod delay;
 pub mod events;
 pub mod incident;

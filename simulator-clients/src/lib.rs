@@ -15,7 +15,6 @@
 //! - `platform/`: what differs by OS (the precise timer, a socket option, the
 //!   clock's synchronisation), the only place that names one;
 //! - `cli/`: the flags (`flags.rs`) and the commands they run;
-//! - `endpoints.rs`: the server's `/stats` and `/admin` routes, as the driver reads them.
 //!
 //! What the server crate and the tests use is re-exported here; the rest stays inside.
 
@@ -24,7 +23,6 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod cli;
-pub mod endpoints;
 mod load;
 mod plan;
 mod platform;

@@ -90,7 +90,7 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
         }
     };
     let path = format!("/admin/{route}?seconds={seconds}&format={}", args.format);
-    let body = simulator_clients::endpoints::exchange_within(
+    let body = simulator_api::client::exchange_within(
         &args.target,
         hyper::Method::GET,
         &path,

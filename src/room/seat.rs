@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::{Method, StatusCode};
+use simulator_api::client::{exchange, EndpointError};
 use simulator_api::live::CheckProgress;
 use simulator_api::room::{seat_name_error, JoinAnswer, JoinRequest, SeatReport};
-use simulator_clients::endpoints::{exchange, EndpointError};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

@@ -194,13 +194,10 @@ async fn subscribe(args: &TraceArgs, script: &dyn Script) -> anyhow::Result<Opti
     if script.probes().is_empty() {
         return Ok(None);
     }
-    let body = simulator_clients::endpoints::tap(
-        &args.target,
-        script.probes(),
-        args.admin_token.as_deref(),
-    )
-    .await
-    .context("cannot subscribe to the server's probe tap")?;
+    let body =
+        simulator_api::client::tap(&args.target, script.probes(), args.admin_token.as_deref())
+            .await
+            .context("cannot subscribe to the server's probe tap")?;
     Ok(Some(body))
 }
 
@@ -225,7 +222,7 @@ impl<'a> StatsReader<'a> {
         if !self.wanted {
             return Ok(());
         }
-        match simulator_clients::endpoints::stats(self.target).await {
+        match simulator_api::client::stats(self.target).await {
             Ok(now) => {
                 script.stats(&now);
                 Ok(())
@@ -295,7 +292,7 @@ async fn follow(
 async fn finish(args: &TraceArgs, body: &mut Incoming, script: &mut dyn Script, lines: &mut Lines) {
     let Some(id) = lines.subscription else { return };
     let token = args.admin_token.as_deref();
-    if let Err(e) = simulator_clients::endpoints::end_tap(&args.target, id, token).await {
+    if let Err(e) = simulator_api::client::end_tap(&args.target, id, token).await {
         eprintln!(
             "trace: could not end the tap in order ({e}); the last moment's events may be missing"
         );

@@ -24,7 +24,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
-use simulator_clients::endpoints;
+use simulator_api::client;
 
 use super::check::{self, Verdict};
 use super::confine::{Cgroup, Confinement};
@@ -115,7 +115,7 @@ pub async fn measure(
     }
     let machine = {
         let server = ChildServer::start(&scenario.name, confinement)?;
-        endpoints::stats(&server.url).await?.machine
+        client::stats(&server.url).await?.machine
     };
     if let Some(why) = super::fit::cannot_judge(scenario, &machine) {
         return Ok(not_measured(out, confinement, &why));
@@ -260,7 +260,7 @@ async fn measure_one(
     let body = fix
         .config_for(scenario.load.clients)
         .map_err(anyhow::Error::msg)?;
-    endpoints::configure(&server.url, &body).await?;
+    client::configure(&server.url, &body).await?;
     if let Some(command) = &fix.outside {
         run_outside(command, &server.url).await?;
     }
@@ -276,7 +276,7 @@ async fn measure_one(
 /// Runs a fix outside the service in a shell, with the server's neighbour's
 /// pid in `$NEIGHBOUR`, as its operator would.
 pub async fn run_outside(command: &str, url: &str) -> anyhow::Result<()> {
-    let neighbour = endpoints::stats(url)
+    let neighbour = client::stats(url)
         .await?
         .neighbour
         .map(|n| n.pid.to_string())

@@ -244,7 +244,7 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let target = args.target.as_str();
     let chosen = match &args.exercise {
         Some(name) => exercise(name)?,
-        None => Scenario::load(&simulator_clients::endpoints::stats(target).await?.scenario)?,
+        None => Scenario::load(&simulator_api::client::stats(target).await?.scenario)?,
     };
     let window = check::window_for(&chosen, args.duration);
     let change = match &args.client_change {

@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use simulator_api::client;
 use simulator_api::live::{CheckCondition, CheckProgress};
 use simulator_api::{Counts, Stats};
-use simulator_clients::endpoints;
 use simulator_clients::SeriesLine as Line;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -58,7 +58,7 @@ impl Audience {
             let _ = room.send(progress.clone());
         }
         let token = self.admin_token.as_deref();
-        if let Err(e) = endpoints::report_check(&self.target, progress, token).await {
+        if let Err(e) = client::report_check(&self.target, progress, token).await {
             if !self.warned.swap(true, Ordering::Relaxed) {
                 let hint = match e.status() {
                     Some(hyper::StatusCode::UNAUTHORIZED) => {
@@ -139,7 +139,7 @@ impl Run {
                 }
                 worst_connect_ns = worst_connect_ns.max(line.connect_p99_ns);
             }
-            let Ok(now) = endpoints::stats(&self.audience.target).await else {
+            let Ok(now) = client::stats(&self.audience.target).await else {
                 continue;
             };
             let elapsed = began.elapsed().as_secs_f64();

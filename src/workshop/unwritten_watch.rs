@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use simulator_clients::endpoints;
+use simulator_api::client;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -108,7 +108,7 @@ impl Watch {
                     () = until.cancelled() => return seen,
                     _ = every.tick() => {}
                 }
-                match endpoints::stats(&target).await {
+                match client::stats(&target).await {
                     Ok(stats) => {
                         seen.peak = seen.peak.max(stats.acked_unwritten_peak);
                         let at = began.elapsed().as_secs_f64();

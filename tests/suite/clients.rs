@@ -8,7 +8,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use simulator_clients::{endpoints, LoadPlan, Pacing, PayloadSize, Stop};
+use simulator_api::client;
+use simulator_clients::{LoadPlan, Pacing, PayloadSize, Stop};
 use tokio_util::sync::CancellationToken;
 
 fn plan(target: &str, clients: usize, think_ms: u64, stop: Stop) -> LoadPlan {
@@ -36,7 +37,7 @@ fn for_duration(d: Duration) -> Stop {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn completed_equals_the_servers_requests_done() {
     let server = Server::start(&["--persist-latency", "20ms"]);
-    endpoints::reset(&server.url).await.unwrap();
+    client::reset(&server.url).await.unwrap();
     let p = plan(&server.url, 30, 50, for_duration(Duration::from_secs(2)));
     let report = simulator_clients::run(&p, CancellationToken::new(), false)
         .await

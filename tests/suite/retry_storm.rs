@@ -28,7 +28,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use simulator_clients::{endpoints, LoadPlan, Outputs, Report};
+use simulator_api::client;
+use simulator_clients::{LoadPlan, Outputs, Report};
 use system_simulator::scenario::Scenario;
 use system_simulator::workshop::check;
 use tokio_util::sync::CancellationToken;
@@ -45,7 +46,7 @@ async fn stormed(url: &str) -> (Report, serde_json::Value) {
     let target = url.to_owned();
     let during = tokio::spawn(async move {
         tokio::time::sleep(incident.at).await;
-        endpoints::begin_incident(&target, None).await.unwrap();
+        client::begin_incident(&target, None).await.unwrap();
         tokio::time::sleep(incident.lasts / 2).await;
         stats(&client(), &target).await
     });

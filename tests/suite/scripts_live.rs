@@ -169,7 +169,7 @@ async fn traced_from_mid_incident(
     trace: impl FnOnce(u32, String) -> Traced + Send + 'static,
 ) -> String {
     let server = Server::start(&["--scenario", "retry-storm"]);
-    let incident = simulator_clients::endpoints::begin_incident(&server.url, None)
+    let incident = simulator_api::client::begin_incident(&server.url, None)
         .await
         .unwrap();
     let ends = tokio::time::Instant::now() + Duration::from_millis(incident.lasts_ms);

@@ -27,8 +27,8 @@ fn a_reduced_sweep_has_the_seed_shape_before_and_after_the_fix_alone() {
         dir.path().join("sweep.md"),
         dir.path().join("sweep.svg"),
     );
-    let out = std::process::Command::new(BIN)
-        .args(["clients", "sweep", "--target", &server.url])
+    let out = std::process::Command::new(sim_clients())
+        .args(["sweep", "--target", &server.url])
         .args([
             "--n",
             "1,15,135,1000",

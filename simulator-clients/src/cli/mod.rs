@@ -35,6 +35,14 @@ fn cancel_on_ctrl_c() -> CancellationToken {
 }
 
 async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
+    // Said before the sweep's minutes of load, not after them.
+    if args.svg.is_some() && !cfg!(feature = "charts") {
+        anyhow::bail!(
+            "--svg: this build draws no charts (system-simulator leaves the driver's \
+             `charts` feature off); run the same sweep with sim-clients: \
+             cargo run --release --bin sim-clients -- sweep ..."
+        );
+    }
     let report = match &args.from {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -52,6 +60,7 @@ async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         std::fs::write(path, crate::sweep::table::markdown(&report))
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    #[cfg(feature = "charts")]
     if let Some(path) = &args.svg {
         let svg = crate::sweep::chart::render(&report)?;
         std::fs::write(path, &svg).with_context(|| format!("writing {}", path.display()))?;

@@ -68,7 +68,7 @@ fn request_head(host: &HeaderValue, close: bool) -> Vec<u8> {
 }
 
 impl Connection {
-    /// `host` is the `Host` header, as [`crate::plan::resolve`] checked it.
+    /// `host` is the `Host` header, as [`simulator_api::client::resolve`] checked it.
     pub fn new(addr: SocketAddr, host: HeaderValue) -> Self {
         Self {
             addr,

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::endpoints;
 use crate::plan::{Connections, LoadPlan, PlanError};
 use crate::reporting::record::Running;
 use crate::reporting::{live, progress, record, series, units, Report};
 use crate::scale_out::start;
+use simulator_api::client;
 
 /// Why a run could not start or could not record what it measured.
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +25,7 @@ pub enum RunError {
     #[error(transparent)]
     Plan(#[from] PlanError),
     #[error(transparent)]
-    Target(#[from] crate::plan::TargetError),
+    Target(#[from] simulator_api::client::TargetError),
     #[error("series file: {0}")]
     Series(std::io::Error),
     #[error(transparent)]
@@ -232,7 +232,7 @@ pub async fn run_with(
 ) -> Result<Report, RunError> {
     plan.validate()?;
     descriptors_for(plan.local_clients())?;
-    let (addr, host) = crate::plan::resolve(&plan.target).await?;
+    let (addr, host) = client::resolve(&plan.target).await?;
     let live = outputs
         .live
         .unwrap_or_else(|| Arc::new(live::LiveMetrics::off()));
@@ -241,7 +241,7 @@ pub async fn run_with(
             eprintln!("sim-clients: warning: {warning}");
         }
     }
-    let before = endpoints::stats(&plan.target).await.ok();
+    let before = client::stats(&plan.target).await.ok();
     let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
     let (start, start_late) = match plan.start_at {
         Some(at) => {
@@ -289,7 +289,7 @@ pub async fn run_with(
         Some(writer) => writer.finish().await,
         None => (Vec::new(), Ok(())),
     };
-    let after = endpoints::stats(&plan.target).await.ok();
+    let after = client::stats(&plan.target).await.ok();
     let window = before.zip(after).map(|(b, a)| a.counts.since(&b.counts));
     // The figures are worth more than the series: report them even if it failed.
     if let Err(err) = series_result {

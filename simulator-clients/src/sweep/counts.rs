@@ -87,6 +87,7 @@ pub const SWEEP_COUNTS: [SweepCount; 6] = [
 ];
 
 /// Where requests done stands in `SWEEP_COUNTS`: the figure the chart draws.
+#[cfg_attr(not(feature = "charts"), allow(dead_code))]
 pub(crate) const REQUESTS_DONE: usize = 1;
 
 /// The seed's counts per minute, in `SWEEP_COUNTS`' order; in JSON, one key each.
@@ -99,6 +100,7 @@ impl PerMinute {
         PerMinute(SWEEP_COUNTS.map(|count| (count.seed.get)(counts) as f64 / minutes))
     }
 
+    #[cfg_attr(not(feature = "charts"), allow(dead_code))]
     pub fn requests_done(&self) -> f64 {
         self.0[REQUESTS_DONE]
     }

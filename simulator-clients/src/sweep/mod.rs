@@ -13,8 +13,10 @@
 //! model predicts (`/stats.model`): the capacity by Little's law, and closed-loop
 //! clients offering clients / (think time + unblocked lifetime).
 
+#[cfg(feature = "charts")]
 pub mod chart;
 pub mod counts;
+#[cfg(feature = "charts")]
 pub mod seed;
 pub mod shard;
 pub mod table;
@@ -25,11 +27,11 @@ use serde::{Deserialize, Serialize};
 use simulator_api::{Fix, Model, SettingsUpdate, Stats};
 use tokio_util::sync::CancellationToken;
 
-use crate::endpoints::{self, EndpointError};
 use crate::plan::{LoadPlan, Pacing, Stop};
 use crate::reporting::report::Report;
 use crate::sweep::counts::PerMinute;
 use crate::sweep::shard::ShardSchedule;
+use simulator_api::client::{self, EndpointError};
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -263,14 +265,14 @@ pub async fn run(
         .map(|&n| plan.load(n, 0).local_clients())
         .max();
     crate::load::descriptors_for(largest.unwrap_or(0)).map_err(crate::RunError::from)?;
-    let found = endpoints::stats(&plan.target).await?.scenario;
+    let found = client::stats(&plan.target).await?.scenario;
     if let Some(name) = &plan.scenario {
-        endpoints::switch_scenario(&plan.target, name).await?;
+        client::switch_scenario(&plan.target, name).await?;
     }
     let outcome = sweep_in_force(plan, cancel, &mut progress).await;
     // Put the server back in the scenario it was in, when it was switched.
     if plan.scenario.as_ref().is_some_and(|name| *name != found) {
-        if let Err(err) = endpoints::switch_scenario(&plan.target, &found).await {
+        if let Err(err) = client::switch_scenario(&plan.target, &found).await {
             eprintln!("sim-clients: could not switch the server back to {found}: {err}");
         }
     }
@@ -283,7 +285,7 @@ async fn sweep_in_force(
     cancel: CancellationToken,
     progress: &mut impl FnMut(&str),
 ) -> Result<SweepReport, SweepError> {
-    let stats = endpoints::stats(&plan.target).await?;
+    let stats = client::stats(&plan.target).await?;
     let think_s = plan.think_time.as_secs_f64();
     let fix = match &plan.fix {
         Some(wanted) => Some(choose_fix(&stats, wanted)?),
@@ -339,7 +341,7 @@ async fn sweep_in_force(
     .await;
     // Leave the server as the sweep found it, whatever happened.
     let restored = match &restore {
-        Some(body) if plan.leads() => endpoints::configure(&plan.target, body).await.map(|_| ()),
+        Some(body) if plan.leads() => client::configure(&plan.target, body).await.map(|_| ()),
         _ => Ok(()),
     };
     result?;
@@ -414,10 +416,10 @@ async fn one_run(
     let before = if plan.leads() {
         prepare(plan, body, load.start_at).await?
     } else {
-        endpoints::stats(&plan.target).await?
+        client::stats(&plan.target).await?
     };
     let mut report = crate::run(&load, cancel.clone(), false).await?;
-    let after = endpoints::stats(&plan.target).await?;
+    let after = client::stats(&plan.target).await?;
     if plan.together.is_some() {
         // Every shard counts from shard 0's reset before the step: the window
         // its own run measured may have begun before that reset.
@@ -458,8 +460,8 @@ async fn prepare(
         ),
         other => other?,
     }
-    endpoints::configure(&plan.target, body).await?;
-    Ok(endpoints::reset(&plan.target).await?)
+    client::configure(&plan.target, body).await?;
+    Ok(client::reset(&plan.target).await?)
 }
 
 /// Waits (bounded) until nothing is in flight, so a step does not start with the
@@ -467,7 +469,7 @@ async fn prepare(
 async fn settle(target: &str, within: Duration) -> Result<(), SweepError> {
     let deadline = Instant::now() + within;
     loop {
-        let stats = endpoints::stats(target).await?;
+        let stats = client::stats(target).await?;
         let busy = (
             stats.requests_in_flight,
             stats.persists_in_flight + stats.persists_queued,

@@ -347,6 +347,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "charts")]
     #[test]
     fn the_chart_is_an_svg_with_three_panels_and_every_line() {
         let svg = crate::sweep::chart::render(&seed_like()).unwrap();
@@ -414,6 +415,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "charts")]
     #[test]
     fn the_seeds_figures_are_drawn_only_beside_the_seeds_experiment() {
         let legend = |report: &SweepReport| {
@@ -437,6 +439,7 @@ mod tests {
         assert!(!legend(&faster));
     }
 
+    #[cfg(feature = "charts")]
     #[test]
     fn the_png_is_the_chart_as_an_image() {
         let png =

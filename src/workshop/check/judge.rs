@@ -2,9 +2,10 @@
 //! window, from the clients' report and the server's figures around it, once
 //! the server is known to have seen the check's requests and not many more.
 
+use simulator_api::client;
 use simulator_api::load::Load;
 use simulator_api::Counts;
-use simulator_clients::{endpoints, Report};
+use simulator_clients::Report;
 
 use super::super::{neighbour_share, unwritten_watch};
 use super::recovery::{recovery_s, GoodputSecond};
@@ -21,7 +22,7 @@ pub(super) async fn judge(
     load: &Load,
     ran: &WindowRun,
 ) -> Result<Vec<Measured>, Stop> {
-    let after = endpoints::stats(target).await?;
+    let after = client::stats(target).await?;
     let runtime = after.runtime;
     let throttled_ms = match (ran.throttled_us_before, &after.cpu_cgroup) {
         (Some(before), Some(now)) => Some(now.throttled_us.saturating_sub(before) as f64 / 1e3),

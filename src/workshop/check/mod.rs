@@ -111,10 +111,7 @@ macro_rules! failures {
     )*};
 }
 
-failures!(
-    tokio::task::JoinError,
-    simulator_clients::endpoints::EndpointError
-);
+failures!(tokio::task::JoinError, simulator_api::client::EndpointError);
 
 /// A load whose connections cannot fit under this laptop's descriptor limit is
 /// refused before it starts, with how to raise it; any other is a failure.

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use simulator_api::client;
 use simulator_api::load::Load;
-use simulator_clients::endpoints;
 
 use super::Stop;
 use crate::scenario::{Metric, Scenario};
@@ -28,7 +28,7 @@ pub(super) async fn preflight(
             scenario.name
         ));
     }
-    let mut stats = endpoints::stats(target).await.with_context(|| {
+    let mut stats = client::stats(target).await.with_context(|| {
         format!(
             "no server answers at {target} (is it running? `workshop start {}`)",
             scenario.name
@@ -49,7 +49,7 @@ pub(super) async fn preflight(
             left.as_secs_f64().ceil()
         );
         tokio::time::sleep(left + Duration::from_millis(200)).await;
-        stats = endpoints::stats(target).await?;
+        stats = client::stats(target).await?;
         if stats.incident.is_some() {
             return refuse(
                 "an incident is still in force; the check begins its own: check again when it has ended".into(),
@@ -132,7 +132,7 @@ async fn drained(target: &str, mut stats: simulator_api::Stats) -> anyhow::Resul
             return Ok(Drain::Pending(pending(&stats)));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        stats = endpoints::stats(target).await?;
+        stats = client::stats(target).await?;
         let new = stats.counts.requests_started.saturating_sub(started);
         if new > 0 {
             return Ok(Drain::LoadRunning(new));

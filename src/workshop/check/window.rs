@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use simulator_api::client;
 use simulator_api::load::Load;
-use simulator_clients::{endpoints, LoadPlan, Report};
+use simulator_clients::{LoadPlan, Report};
 use tokio_util::sync::CancellationToken;
 
 use super::super::unwritten_watch::{self, Watched};
@@ -51,11 +52,11 @@ pub(super) async fn run_window(
         tokio::spawn(async move {
             tokio::time::sleep_until(started + at).await;
             let asked = (started.elapsed(), std::time::SystemTime::now());
-            let begun = endpoints::begin_incident(&target, token.as_deref()).await;
+            let begun = client::begin_incident(&target, token.as_deref()).await;
             (asked, begun)
         })
     });
-    let before = endpoints::stats(target).await?;
+    let before = client::stats(target).await?;
     let neighbour_alone_per_s = neighbour_share::alone_per_s(before.neighbour.as_ref());
     let neighbour_before = neighbour_share::Reading::of(before.neighbour.as_ref());
     let (runqueue_wait_before, cpu_before) = (before.runqueue_wait_ns, before.process_cpu_ns);

@@ -20,6 +20,20 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_system-simulator");
 
+/// The load driver's own binary, beside [`BIN`]: the workspace's test build
+/// builds it. Only it draws a sweep's chart (the server's binary leaves the
+/// driver's `charts` feature off).
+pub fn sim_clients() -> std::path::PathBuf {
+    let bin = std::path::Path::new(BIN)
+        .with_file_name(format!("sim-clients{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} is not built: run the tests with --workspace (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
 /// Server flags for tests about the clients rather than the gate: permits never
 /// run short and a request costs next to nothing, so the clients set the pace.
 pub const FAST_SERVER: [&str; 6] = [

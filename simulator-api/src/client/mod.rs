@@ -1,25 +1,30 @@
-//! The server's own endpoints, as the client driver uses them: `/stats` before and
-//! after a run (to put the server's counts beside the client's), and the admin
-//! routes the demo and sweeps use to reset counters and apply a fix, and the
-//! probe tap that `system-simulator trace` reads. Bodies are the
-//! typed ones of `simulator-api`: a field the server does not send is an error,
-//! never a silent 0.
+//! The server's API as a typed client (feature `client`): `/stats`, the admin
+//! routes, the probe tap, and any other exchange with a server of this project
+//! (the workshop's room too). Both sides of the API use it: the load driver
+//! reads `/stats` around a run and applies fixes; the workshop's commands
+//! (`trace`, `workshop check`, the demo, `profile`, `doctor`, a room's seat)
+//! speak to a running server. Bodies are the typed ones of this crate: a field
+//! the server does not send is an error, never a silent 0. Each call is one
+//! HTTP/1 request on a connection of its own; hyper's client, since a request a
+//! second needs no pool.
+
+mod target;
+
+pub use target::{resolve, TargetError};
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::{Settings, SettingsUpdate, Stats};
 use bytes::Bytes;
 use hyper::Method;
 use serde::de::DeserializeOwned;
-use simulator_api::{Settings, SettingsUpdate, Stats};
-
-use crate::plan::resolve;
 
 /// Why talking to the server's endpoints failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
     #[error(transparent)]
-    Target(#[from] crate::plan::TargetError),
+    Target(#[from] TargetError),
     #[error("{0}: {1}")]
     Http(String, String),
     /// The server answered with a status other than 2xx: its words, and the
@@ -71,9 +76,9 @@ pub async fn switch_scenario(target: &str, name: &str) -> Result<Settings, Endpo
 /// it has one.
 pub async fn report_check(
     target: &str,
-    progress: &simulator_api::live::CheckProgress,
+    progress: &crate::live::CheckProgress,
     token: Option<&str>,
-) -> Result<simulator_api::live::CheckProgress, EndpointError> {
+) -> Result<crate::live::CheckProgress, EndpointError> {
     let body = serde_json::to_vec(progress)
         .map_err(|e| EndpointError::Http(format!("PUT {target}/admin/check"), e.to_string()))?;
     let text = exchange(
@@ -93,7 +98,7 @@ pub async fn report_check(
 pub async fn begin_incident(
     target: &str,
     token: Option<&str>,
-) -> Result<simulator_api::IncidentStatus, EndpointError> {
+) -> Result<crate::IncidentStatus, EndpointError> {
     let text = exchange(target, Method::PUT, "/admin/incident", Bytes::new(), token).await?;
     parse(target, &Method::PUT, "/admin/incident", &text)
 }
