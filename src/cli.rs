@@ -3,8 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::scenario;
 pub use crate::serve::ServeArgs;
+use simulator_service::scenario;
 
 /// A deliberately imperfect, USDT-instrumented data processor for practising
 /// performance troubleshooting (provider `isim`).
@@ -47,7 +47,7 @@ pub enum Command {
     Doctor(crate::doctor::DoctorArgs),
     /// A flame graph of a running server's CPU, taken by the server itself
     /// (GET /admin/profile): no root, no perf.
-    Profile(crate::profile::command::ProfileArgs),
+    Profile(crate::profile::ProfileArgs),
     /// A noisy neighbour: CPU-bound threads in a process of their own, printing
     /// the work they do every 25 ms (a world with `neighbour_threads_per_cpu`
     /// starts one beside the server).
@@ -62,16 +62,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
         Command::Trace(args) => crate::trace::run(args).await,
         Command::Doctor(args) => crate::doctor::run(args).await,
-        Command::Profile(args) => crate::profile::command::run(args).await,
+        Command::Profile(args) => crate::profile::run(args).await,
         Command::Room(args) => crate::room::run(args).await,
         Command::Neighbour(args) => crate::neighbour::run(&args),
         Command::Settings { markdown } => {
-            crate::platform::stdout::print_listing(&settings_text(markdown))
+            simulator_service::platform::stdout::print_listing(&settings_text(markdown))
         }
-        Command::Scenarios => crate::platform::stdout::print_listing(&scenarios_text()?),
-        Command::Probes => {
-            crate::platform::stdout::print_listing(&simulator_api::events::markdown_table())
+        Command::Scenarios => {
+            simulator_service::platform::stdout::print_listing(&scenarios_text()?)
         }
+        Command::Probes => simulator_service::platform::stdout::print_listing(
+            &simulator_api::events::markdown_table(),
+        ),
     };
     done.map(|()| std::process::ExitCode::SUCCESS)
 }
@@ -232,7 +234,7 @@ mod tests {
     fn a_scenario_file_sits_under_the_config_file_and_the_flags() {
         let dir = tempfile::tempdir().unwrap();
         let scenario = dir.path().join("mine.toml");
-        let original = crate::scenario::BUNDLED[0].1;
+        let original = simulator_service::scenario::BUNDLED[0].1;
         let edited = original.replace("permits = 8\n", "permits = 3\npersist_workers = 4\n");
         assert_ne!(edited, original, "the bundled file sets permits = 8");
         std::fs::write(&scenario, edited).unwrap();

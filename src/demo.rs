@@ -26,12 +26,12 @@ use simulator_api::{max_duration, Counts, Fix, Model, Settings, SEED_COUNTS};
 use simulator_clients::{LoadPlan, Pacing, Report};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::SettingFlags;
-use crate::observe::probes;
-use crate::scenario::{self, Scenario};
-use crate::serving;
-use crate::serving::answers::Answers;
-use crate::serving::incidents::IncidentMode;
+use simulator_service::config::SettingFlags;
+use simulator_service::observe::probes;
+use simulator_service::scenario::{self, Scenario};
+use simulator_service::serving;
+use simulator_service::serving::answers::Answers;
+use simulator_service::serving::incidents::IncidentMode;
 
 #[derive(Debug, Args)]
 #[command(
@@ -97,8 +97,7 @@ impl DemoArgs {
         let duration = max_duration::cut_and_say(
             "demo",
             "each run's --duration",
-            self.duration
-                .max(crate::workshop::check::incident_window(&scenario)),
+            self.duration.max(scenario.incident_window()),
             max_duration::from_env()?,
         );
         let mut load = LoadPlan::running_for(&scenario.load, "http://127.0.0.1:0", Some(duration));
@@ -143,7 +142,9 @@ impl DemoArgs {
 struct DemoServer {
     url: String,
     stop: tokio::sync::oneshot::Sender<()>,
-    ended: tokio::task::JoinHandle<Result<crate::request_path::DrainReport, serving::ServeError>>,
+    ended: tokio::task::JoinHandle<
+        Result<simulator_service::request_path::DrainReport, serving::ServeError>,
+    >,
 }
 
 impl DemoServer {
@@ -221,7 +222,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         serde_json::to_string(&fix_body)?,
         match plan.fix.load.is_empty() {
             true => String::new(),
-            false => format!(", clients {}", crate::workshop::shell_line(&plan.fix.load)),
+            false => format!(", clients {}", crate::local::shell_line(&plan.fix.load)),
         }
     );
     let (server, fixed_load) = match incident {

@@ -13,9 +13,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::platform::os::{Os, THIS as THIS_OS};
-use crate::scenario;
 use crate::trace::scripts::NAMES as TAP_SCRIPTS;
+use simulator_service::platform::os::{Os, THIS as THIS_OS};
+use simulator_service::scenario;
 
 /// What `doctor` takes.
 #[derive(Debug, clap::Args)]
@@ -76,7 +76,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
             let _ = writeln!(out, "     {:<24}      better: {better}", "");
         }
     }
-    if let Some(limit) = crate::platform::descriptors::hard_limit() {
+    if let Some(limit) = simulator_service::platform::descriptors::hard_limit() {
         let _ = writeln!(
             out,
             "\nfile descriptors: up to {limit} for the clients and the server (they raise `ulimit -n` to the hard limit at start; one a client's connection)"
@@ -94,7 +94,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         out,
         "\nwhat you will run for each exercise's scripts (the tap prints the script's report, no root needed):"
     );
-    let machine = crate::workshop::local_machine();
+    let machine = crate::local::machine();
     for exercise in scenario::bundled()?
         .iter()
         .filter(|s| !s.scripts.is_empty())
@@ -115,7 +115,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     for step in platform_steps() {
         let _ = writeln!(out, "\n{step}");
     }
-    crate::platform::stdout::print_listing(&out)
+    simulator_service::platform::stdout::print_listing(&out)
 }
 
 fn way(script: &str, tracer: Option<&'static str>) -> Way {

@@ -20,8 +20,8 @@ fn main() -> anyhow::Result<std::process::ExitCode> {
     // Whether each async worker is parked, for the no-root view of where the
     // threads wait (`profile::threads`): two stores a park, nothing else.
     runtime
-        .on_thread_park(system_simulator::profile::threads::note_park)
-        .on_thread_unpark(system_simulator::profile::threads::note_unpark);
+        .on_thread_park(simulator_service::profile::threads::note_park)
+        .on_thread_unpark(simulator_service::profile::threads::note_unpark);
     runtime.enable_all().build()?.block_on(run(cli))
 }
 

@@ -13,13 +13,13 @@ use clap::Args;
 use simulator_api::settings::AdminListen;
 use simulator_api::Settings;
 
-use crate::config::{self, SettingFlags};
-use crate::observe::{machine, probes};
-use crate::platform::cgroup::{CpuMax, ServerGroup};
-use crate::scenario::{self, Scenario};
-use crate::serving::answers::Answers;
-use crate::serving::incidents::IncidentMode;
-use crate::serving::{self, shutdown};
+use simulator_service::config::{self, SettingFlags};
+use simulator_service::observe::{machine, probes};
+use simulator_service::platform::cgroup::{CpuMax, ServerGroup};
+use simulator_service::scenario::{self, Scenario};
+use simulator_service::serving::answers::Answers;
+use simulator_service::serving::incidents::IncidentMode;
+use simulator_service::serving::{self, shutdown};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -70,7 +70,7 @@ pub async fn serve_with(
 ) -> anyhow::Result<()> {
     let (config, scenario) = args.resolve()?;
     // Before anything is opened: a shell's soft limit is far below a room's load.
-    let descriptors = crate::platform::descriptors::raise_limit();
+    let descriptors = simulator_service::platform::descriptors::raise_limit();
     // Before the server enters a limit of its own: the neighbour is someone else's.
     let neighbour = start_neighbour(&config)?;
     // Before the work is calibrated or served, so all of it counts against the limit.
@@ -104,11 +104,11 @@ pub async fn serve_with(
     print_world_beside(&config, cpu_limit.as_ref(), neighbour.as_deref());
     // Measure the machine now, before any request needs the work's calibration.
     if config.work != simulator_api::settings::WorkKind::None {
-        crate::request_path::work::bytes_per_work(&config);
+        simulator_service::request_path::work::bytes_per_work(&config);
     }
     let machine = machine::snapshot(
         std::time::Duration::ZERO,
-        crate::request_path::work::figures(&config),
+        simulator_service::request_path::work::figures(&config),
     );
     println!("  {}", machine::banner(&config, &machine));
     if let Some(descriptors) = descriptors {
@@ -152,7 +152,7 @@ pub async fn serve_with(
 fn print_world_beside(
     config: &Settings,
     cpu_limit: Option<&ServerGroup>,
-    neighbour: Option<&crate::neighbour::beside::Neighbour>,
+    neighbour: Option<&simulator_service::neighbour::beside::Neighbour>,
 ) {
     if let Some(group) = cpu_limit {
         println!(
@@ -171,7 +171,7 @@ fn print_world_beside(
             "  a neighbour (the scenario's world): pid {} with {} CPU-bound threads, `pgrep -x {}`; {} units of work a second alone",
             n.pid(),
             n.stats().threads,
-            crate::neighbour::PROCESS_NAME,
+            simulator_service::neighbour::PROCESS_NAME,
             n.stats().alone_per_s.unwrap_or(0)
         );
     }
@@ -181,13 +181,13 @@ fn print_world_beside(
 /// server may use.
 fn start_neighbour(
     config: &Settings,
-) -> anyhow::Result<Option<std::sync::Arc<crate::neighbour::beside::Neighbour>>> {
+) -> anyhow::Result<Option<std::sync::Arc<simulator_service::neighbour::beside::Neighbour>>> {
     if config.neighbour_threads_per_cpu == 0 {
         return Ok(None);
     }
     let threads = config.neighbour_threads_per_cpu * machine::affinity_cpus().max(1);
-    let threads = threads.min(crate::neighbour::MAX_THREADS) as u32;
-    crate::neighbour::beside::start(threads).map(Some)
+    let threads = threads.min(simulator_service::neighbour::MAX_THREADS) as u32;
+    simulator_service::neighbour::beside::start(threads).map(Some)
 }
 
 /// The world's CPU limit, as the kernel takes it.

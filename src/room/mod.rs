@@ -74,7 +74,7 @@ pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
     let app = server::routes(shared.clone());
     let closed = shared.closed.clone();
     let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
-        crate::serving::shutdown::signal().await;
+        simulator_service::serving::shutdown::signal().await;
         closed.cancel();
     });
     serving.await.context("serving the room")?;

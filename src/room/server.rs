@@ -51,7 +51,7 @@ impl Shared {
     pub fn new(room: Room, stuck_after: Duration, state_file: Option<PathBuf>) -> Arc<Shared> {
         Arc::new(Shared {
             room: Mutex::new(room),
-            exercises: crate::scenario::names()
+            exercises: simulator_service::scenario::names()
                 .into_iter()
                 .map(String::from)
                 .collect(),

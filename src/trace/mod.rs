@@ -166,9 +166,9 @@ async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
             args.target
         ),
     }
-    crate::profile::command::run(crate::profile::command::ProfileArgs {
+    crate::profile::run(crate::profile::ProfileArgs {
         target: args.target,
-        seconds: seconds.min(crate::profile::MAX_SECONDS),
+        seconds: seconds.min(simulator_service::profile::MAX_SECONDS),
         out: "-".into(),
         format: "folded".into(),
         admin_token: args.admin_token,

@@ -4,7 +4,7 @@
 //! speed of this one. Only the server is confined; the load that measures it is
 //! not, so a slow driver cannot pass for a slow server.
 //!
-//! The quota is a cgroup of our own (`crate::platform::cgroup`: v2 `cpu.max` where the
+//! The quota is a cgroup of our own (`simulator_service::platform::cgroup`: v2 `cpu.max` where the
 //! unified hierarchy has the cpu controller, else v1's `cpu.cfs_quota_us`), made
 //! for one server, entered by the server's shell wrapper before it execs (so the
 //! runtime sizes itself inside it), and removed when the server ends. It needs
@@ -14,7 +14,7 @@ use std::process::Command;
 
 use anyhow::bail;
 
-use crate::platform::cgroup::{CpuGroup, CpuMax};
+use simulator_service::platform::cgroup::{CpuGroup, CpuMax};
 
 /// Where to confine a server; nothing by default.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
@@ -38,7 +38,7 @@ fn parse_cores(text: &str) -> Result<f64, String> {
 }
 
 /// A cgroup made for one server, removed on drop.
-pub type Cgroup = crate::platform::cgroup::OwnCpuGroup;
+pub type Cgroup = simulator_service::platform::cgroup::OwnCpuGroup;
 
 impl Confinement {
     pub fn is_none(&self) -> bool {
@@ -50,7 +50,8 @@ impl Confinement {
     pub fn applied_to(&self, machine: &simulator_api::Machine) -> simulator_api::Machine {
         let mut confined = machine.clone();
         if let Some(list) = &self.server_cpus {
-            confined.affinity_cpus = crate::observe::machine::count_cpu_list(list).max(1);
+            confined.affinity_cpus =
+                simulator_service::observe::machine::count_cpu_list(list).max(1);
         }
         if let Some(quota) = self.server_cpu_quota {
             confined.cpu_quota_cores =

@@ -29,7 +29,7 @@ use simulator_api::client;
 use super::check::{self, Verdict};
 use super::confine::{Cgroup, Confinement};
 use super::progress;
-use crate::scenario::Scenario;
+use simulator_service::scenario::Scenario;
 
 pub const BEGIN: &str = "<!-- figures:begin";
 pub const END: &str = "<!-- figures:end -->";
@@ -109,7 +109,7 @@ pub async fn measure(
     out.push_str(&format!("\n{}\n", world_line(scenario)));
     // A confinement that cannot show the exercise is known before any server
     // starts (under a tighter quota cgroup v1 refuses the server's own group).
-    let here = crate::observe::machine::snapshot(Duration::ZERO, Default::default());
+    let here = simulator_service::observe::machine::snapshot(Duration::ZERO, Default::default());
     if let Some(why) = super::fit::cannot_judge(scenario, &confinement.applied_to(&here)) {
         return Ok(not_measured(out, confinement, &why));
     }
@@ -309,7 +309,7 @@ fn fix_sides(
         false => Some(format!("`{}`", serde_json::to_string(body)?)),
     };
     let clients =
-        (!clients.is_empty()).then(|| format!("clients `{}`", super::shell_line(clients)));
+        (!clients.is_empty()).then(|| format!("clients `{}`", crate::local::shell_line(clients)));
     Ok(match (server, clients) {
         (Some(s), Some(c)) => format!("{s} and {c}"),
         (Some(s), None) => s,
@@ -387,7 +387,7 @@ fn round(v: f64) -> String {
 
 /// The page of an exercise: `docs/workshop/NN-NAME.md`, NN its place in the list.
 pub fn page_of(root: &Path, scenario: &Scenario) -> anyhow::Result<PathBuf> {
-    let position = crate::scenario::names()
+    let position = simulator_service::scenario::names()
         .iter()
         .position(|n| *n == scenario.name)
         .with_context(|| format!("{} is not a bundled exercise", scenario.name))?;

@@ -39,7 +39,7 @@
 use simulator_api::settings::WorkKind;
 use simulator_api::{Machine, OsFeature};
 
-use crate::scenario::{Metric, Scenario};
+use simulator_service::scenario::{Metric, Scenario};
 
 /// What this machine cannot show of `scenario`, in words; empty when it can.
 pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
@@ -127,7 +127,7 @@ pub fn cannot_judge(scenario: &Scenario, machine: &Machine) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario;
+    use simulator_service::scenario;
 
     fn machine(cores: usize, quota: Option<f64>) -> Machine {
         Machine {

@@ -27,10 +27,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use crate::observe::probes;
-use crate::scenario::{self, Scenario};
 use crate::serve::ServeArgs;
-use crate::serving::answers::Answers;
+use simulator_service::observe::probes;
+use simulator_service::scenario::{self, Scenario};
+use simulator_service::serving::answers::Answers;
 
 #[derive(Debug, Args)]
 pub struct WorkshopArgs {
@@ -161,7 +161,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
 /// `workshop list`: the exercises in order, with what may not fit this machine.
 fn list() -> anyhow::Result<ExitCode> {
     use std::fmt::Write;
-    let machine = local_machine();
+    let machine = crate::local::machine();
     let mut out = String::new();
     for (i, s) in scenario::bundled()?.iter().enumerate() {
         writeln!(
@@ -180,7 +180,7 @@ fn list() -> anyhow::Result<ExitCode> {
         out,
         "\nstart one with `system-simulator workshop start NAME`; docs/workshop/ has the pages"
     )?;
-    crate::platform::stdout::print_listing(&out)?;
+    simulator_service::platform::stdout::print_listing(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -257,7 +257,7 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
         chosen.name,
         window.as_secs(),
-        shell_line(&load.words_without_duration())
+        crate::local::shell_line(&load.words_without_duration())
     );
     if let Some(incident) = chosen.incident.first() {
         println!(
@@ -299,24 +299,9 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// This machine as a server started here would see it (no calibration: a
-/// scenario's CPU work is stated in time).
-pub fn local_machine() -> simulator_api::Machine {
-    crate::observe::machine::snapshot(
-        std::time::Duration::ZERO,
-        crate::request_path::work::figures(&simulator_api::Settings::default()),
-    )
-}
-
-/// Words as a shell reads them back: `lognormal(256k, 1M)` quoted, plain words not.
-pub fn shell_line(words: &[String]) -> String {
-    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
-    // only a NUL byte fails, which no shell takes
-}
-
 /// The ticket and what to run, printed after the server's own banner.
 fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
-    let load = shell_line(s.load.words());
+    let load = crate::local::shell_line(s.load.words());
     let target = match data_url {
         "http://127.0.0.1:7878" => String::new(),
         other => format!(" --target {other}"),
@@ -344,7 +329,7 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
     println!("when you think it is fixed (stop your load first; the check brings its own):");
     println!("  cargo run --release -- workshop check {}{target}", s.name);
     println!("hints and the solution: docs/workshop/ ({}).\n", s.name);
-    for warning in fit::warnings(s, &local_machine()) {
+    for warning in fit::warnings(s, &crate::local::machine()) {
         println!("NOTE, on this machine: {warning}\n");
     }
 }

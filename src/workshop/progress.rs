@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::scenario::{Condition, Metric, Scenario};
+use simulator_service::scenario::{Condition, Metric, Scenario};
 
 /// Who hears how the check goes: the server's live view, and the room.
 #[derive(Debug, Clone)]

@@ -37,7 +37,7 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 use simulator_clients::LoadPlan;
-use system_simulator::scenario::{Metric, Scenario};
+use simulator_service::scenario::{Metric, Scenario};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

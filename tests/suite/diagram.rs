@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use system_simulator::observe::probes::probe_names;
+use simulator_service::observe::probes::probe_names;
 
 fn asset(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

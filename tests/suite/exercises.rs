@@ -83,7 +83,7 @@ use common::figures::{
     block_of, judged_twice_if_wrong, keep, page_text, tables, verdict_errors, FixTable,
 };
 use common::{have, is_root, skip_or_fail, BIN};
-use system_simulator::scenario::{self, Metric, Scenario};
+use simulator_service::scenario::{self, Metric, Scenario};
 use system_simulator::workshop::confine::QUOTA_PERIOD_US;
 use system_simulator::workshop::figures::{measures_its_fixes_at_once, NOT_MEASURED};
 

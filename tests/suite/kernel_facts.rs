@@ -10,7 +10,7 @@
 
 use crate::common;
 use common::figures::{block_of, page_text, tables};
-use system_simulator::scenario::Scenario;
+use simulator_service::scenario::Scenario;
 
 /// `net.ipv4.tcp_syn_linear_timeouts` on this kernel: 0 where it has none
 /// (before Linux 6.5, when every wait doubled).

@@ -119,7 +119,12 @@ fn cycle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Opt
 }
 
 /// The crates' sources, as the tests read them.
-const CRATES: [&str; 3] = ["src", "simulator-api/src", "simulator-clients/src"];
+const CRATES: [&str; 4] = [
+    "src",
+    "simulator-api/src",
+    "simulator-service/src",
+    "simulator-clients/src",
+];
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -379,11 +384,14 @@ fn no_folder_imports_what_docs_architecture_says_it_never_does() {
         );
         for (module, targets) in graph.iter().filter(|(m, _)| folder(m) == rule.folder) {
             for never in &rule.never {
+                // A folder of the same crate, a crate (`simulator-clients`), or
+                // a folder of another (`simulator-service::serving`).
                 let found = if folders.contains(never.as_str()) {
                     targets.iter().any(|t| folder(t) == never)
                 } else {
+                    let krate = never.split("::").next().unwrap_or(never);
                     assert!(
-                        lock.contains(&format!("name = \"{never}\"")),
+                        lock.contains(&format!("name = \"{krate}\"")),
                         "docs/architecture.md: `{never}` is neither a folder of {} nor a crate",
                         rule.krate
                     );
@@ -399,6 +407,103 @@ fn no_folder_imports_what_docs_architecture_says_it_never_does() {
         broken.is_empty(),
         "imports docs/architecture.md says never happen:\n{}",
         broken.join("\n")
+    );
+}
+
+/// The marker of docs/architecture.md's table of layers, a row a crate.
+const LAYERS_MARKER: &str = "<!-- tests/suite/layout.rs reads these layers";
+
+/// Each crate's layers from `doc`: a folder's depth, 0 at the top.
+fn layers(doc: &str) -> BTreeMap<String, BTreeMap<String, usize>> {
+    rows_after(doc, LAYERS_MARKER)
+        .into_iter()
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').collect();
+            let depth = cells[2]
+                .split('→')
+                .enumerate()
+                .flat_map(|(depth, layer)| ticked(layer).into_iter().map(move |f| (f, depth)))
+                .collect();
+            (ticked(cells[1]).concat(), depth)
+        })
+        .collect()
+}
+
+/// The imports between folders of a crate that do not go down its layers, and
+/// its folders that no layer holds (the crate's root, `lib.rs` and `main.rs`,
+/// aside: it only declares them).
+fn against_the_layers(
+    folders: &BTreeMap<String, BTreeSet<String>>,
+    depth: &BTreeMap<String, usize>,
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (from, targets) in folders {
+        if from.is_empty() {
+            continue;
+        }
+        let Some(at) = depth.get(from) else {
+            wrong.push(format!("{from} is in no layer"));
+            continue;
+        };
+        for to in targets {
+            if depth.get(to).is_none_or(|below| below <= at) {
+                wrong.push(format!("{from} imports {to}, not a layer below it"));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn every_import_goes_down_the_layers_docs_architecture_draws() {
+    let layers = layers(&architecture());
+    assert_eq!(
+        layers.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        CRATES.into_iter().collect(),
+        "docs/architecture.md draws the layers of every crate"
+    );
+    let mut wrong = Vec::new();
+    for krate in CRATES {
+        let folders = folder_graph(&graph(&root().join(krate)));
+        for found in against_the_layers(&folders, &layers[krate]) {
+            wrong.push(format!("{krate}: {found}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports against docs/architecture.md's layers (move the code, hand down \
+         what it needs, or redraw the layers):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_import_up_a_layer_or_within_one_is_found() {
+    let depth: BTreeMap<String, usize> = [("a", 0), ("b", 1), ("c", 1)]
+        .into_iter()
+        .map(|(f, d)| (f.to_owned(), d))
+        .collect();
+    let folders = |edges: &[(&str, &str)]| {
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in edges {
+            graph
+                .entry((*from).to_owned())
+                .or_default()
+                .insert((*to).to_owned());
+        }
+        graph
+    };
+    assert!(against_the_layers(&folders(&[("a", "b"), ("a", "c")]), &depth).is_empty());
+    assert_eq!(
+        against_the_layers(
+            &folders(&[("", "a"), ("b", "a"), ("b", "c"), ("d", "a")]),
+            &depth
+        ),
+        [
+            "b imports a, not a layer below it",
+            "b imports c, not a layer below it",
+            "d is in no layer"
+        ]
     );
 }
 

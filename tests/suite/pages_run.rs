@@ -379,7 +379,7 @@ fn fix_is_the_scenarios(
     if applied.is_empty() && clients.is_empty() {
         return Ok(());
     }
-    let scenario = system_simulator::scenario::Scenario::load(name).map_err(|e| e.to_string())?;
+    let scenario = simulator_service::scenario::Scenario::load(name).map_err(|e| e.to_string())?;
     let settings: simulator_api::SettingsUpdate =
         serde_json::from_value(applied.clone().into()).map_err(|e| e.to_string())?;
     let matching = scenario.fixes.iter().any(|fix| {
@@ -677,7 +677,7 @@ fn every_exercise_page_runs_its_check() {
         .into_iter()
         .filter(|p| checks_an_exercise(p))
         .collect();
-    for scenario in system_simulator::scenario::names() {
+    for scenario in simulator_service::scenario::names() {
         assert!(
             checking
                 .iter()

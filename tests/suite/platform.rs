@@ -1,4 +1,4 @@
-//! The OS is named in one place a crate: `src/platform/` in the server,
+//! The OS is named in one place a crate: `simulator-service/src/platform/` in the service,
 //! `simulator-clients/src/platform/` in the load driver (simulator-api names
 //! none). Anywhere else, a `cfg` on an OS, a `std::os` path or a raw libc call
 //! is a part that would not build, or would silently differ, on another OS, and
@@ -48,11 +48,16 @@ fn naming_an_os(file: &str, text: &str) -> Vec<String> {
 fn no_part_outside_the_platform_modules_names_an_os() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for src in ["src", "simulator-api/src", "simulator-clients/src"] {
+    for src in [
+        "src",
+        "simulator-api/src",
+        "simulator-service/src",
+        "simulator-clients/src",
+    ] {
         rust_files(&root.join(src), &mut files);
     }
     let platform = [
-        root.join("src/platform"),
+        root.join("simulator-service/src/platform"),
         root.join("simulator-clients/src/platform"),
     ];
     let mut named = Vec::new();
@@ -66,7 +71,7 @@ fn no_part_outside_the_platform_modules_names_an_os() {
     }
     assert!(
         named.is_empty(),
-        "these name an OS outside src/platform/ and simulator-clients/src/platform/; move them there behind a portable function:\n{}",
+        "these name an OS outside simulator-service/src/platform/ and simulator-clients/src/platform/; move them there behind a portable function:\n{}",
         named.join("\n")
     );
     // And the modules this test exempts exist (a rename would exempt nothing).

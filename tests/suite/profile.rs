@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use crate::common;
 use common::{client, get, put_json, unprivileged, Server, BIN};
-use system_simulator::profile::Folded;
+use simulator_service::profile::Folded;
 
 /// The function the flame graph must show as the request path's widest.
 pub const HOT: &str = "trim_end_scanning_forward";
 /// What marks a sample as the request path's.
-pub const REQUEST_PATH: &str = "system_simulator::request_path::";
+pub const REQUEST_PATH: &str = "simulator_service::request_path::";
 
 /// The ticket's load against `url`, for `seconds`, in the background.
 pub fn load(url: &str, seconds: u64) -> std::process::Child {

@@ -30,7 +30,7 @@ use std::time::Duration;
 use common::*;
 use simulator_api::client;
 use simulator_clients::{LoadPlan, Outputs, Report};
-use system_simulator::scenario::Scenario;
+use simulator_service::scenario::Scenario;
 use system_simulator::workshop::check;
 use tokio_util::sync::CancellationToken;
 

@@ -8,10 +8,10 @@ use axum::extract::connect_info::MockConnectInfo;
 use axum::http::{Request, StatusCode};
 use simulator_api::value::Secret;
 use simulator_api::Settings;
-use system_simulator::request_path::DataProcessor;
-use system_simulator::scenario::Scenario;
-use system_simulator::serving::http::app;
-use system_simulator::serving::state::AppState;
+use simulator_service::request_path::DataProcessor;
+use simulator_service::scenario::Scenario;
+use simulator_service::serving::http::app;
+use simulator_service::serving::state::AppState;
 use tower::ServiceExt;
 
 fn router(peer: &str, token: Option<&str>) -> axum::Router {

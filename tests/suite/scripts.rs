@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use system_simulator::observe::probes::probe_names;
+use simulator_service::observe::probes::probe_names;
 
 const BUNDLED: [&str; 16] = [
     "cpu-quota",

@@ -737,7 +737,7 @@ both_tools! {
         .unwrap();
         let _ = driver.kill();
         let _ = driver.wait();
-        let folded = system_simulator::profile::Folded::parse(&output).expect("folded stacks");
+        let folded = simulator_service::profile::Folded::parse(&output).expect("folded stacks");
         let (hot, path) = (crate::profile::HOT, crate::profile::REQUEST_PATH);
         eprintln!(
             "{tool:?}: {} samples in the request path, {:.3} of them {hot}'s",
@@ -773,7 +773,7 @@ both_tools! {
             .unwrap();
         let _ = driver.kill();
         let _ = driver.wait();
-        let folded = system_simulator::profile::Folded::parse(&output).expect("folded stacks");
+        let folded = simulator_service::profile::Folded::parse(&output).expect("folded stacks");
         // The widest tower of the request path's (a stack's innermost frame of
         // ours) is the wait under Index::take_lock.
         let mut towers: Vec<(u64, &str)> = folded
@@ -837,7 +837,7 @@ const STALL_SERVER: [&str; 4] = ["--scenario", "periodic-stall", "--compaction-e
 
 /// The frame an off-CPU stack of the index's lock ends in (ours: std's lock
 /// and the futex call sit above it).
-const LOCK_WAIT: &str = "system_simulator::request_path::index::Index::take_lock";
+const LOCK_WAIT: &str = "simulator_service::request_path::index::Index::take_lock";
 
 /// periodic-stall's ticket load (100 a second, open loop) for 90 s at most, in the background.
 fn stall_load(url: &str) -> std::process::Child {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::*;
 use simulator_clients::LoadPlan;
-use system_simulator::scenario::{self, Metric, Scenario};
+use simulator_service::scenario::{self, Metric, Scenario};
 use system_simulator::workshop::{check, progress};
 use tokio_util::sync::CancellationToken;
 

@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::figures::{block_of, page_text, tables};
-use system_simulator::scenario;
+use simulator_service::scenario;
 use system_simulator::workshop::figures::world_line;
 
 fn words(text: &str) -> String {
@@ -41,7 +41,7 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
         // The load the page runs is the one `workshop start` prints, duration and all.
         let load = format!(
             "cargo run --release -- clients {}",
-            system_simulator::workshop::shell_line(scenario.load.words())
+            system_simulator::local::shell_line(scenario.load.words())
         );
         assert!(
             page.contains(&load),

@@ -11,7 +11,7 @@ use super::super::{neighbour_share, unwritten_watch};
 use super::recovery::{recovery_s, GoodputSecond};
 use super::window::WindowRun;
 use super::{Measured, Stop, LATE_HIT_RATIO_S, RECOVERED_SHARE};
-use crate::scenario::{Metric, Scenario};
+use simulator_service::scenario::{Metric, Scenario};
 
 /// Every condition measured on the window, once the server is known to have
 /// seen the check's requests and not many more: another load beside the check's

@@ -15,7 +15,7 @@
 //!
 //! A scenario with an incident (retry-storm, cold-cache) has it begun by the
 //! check itself, its `at` into the window, so the attendee cannot dodge the
-//! trigger; the window then lasts at least until [`AFTER_INCIDENT`] after the
+//! trigger; the window then lasts at least until [`simulator_service::scenario::AFTER_INCIDENT`] after the
 //! incident's end, and [`Metric::RecoveryS`] reads the clients' goodput second
 //! by second. A client-side fix is the clients' retry flags the attendee
 //! changes (`--client-change`): the ticket's load with those flags, never
@@ -37,7 +37,7 @@ mod window;
 use std::time::Duration;
 
 use super::progress;
-use crate::scenario::Scenario;
+use simulator_service::scenario::Scenario;
 
 pub use preflight::{cpu_limit_moved, world_moved, MAX_DRAIN_WAIT};
 pub use recovery::{recovery_s, GoodputSecond};
@@ -58,30 +58,17 @@ pub const MIN_WINDOW: Duration = Duration::from_secs(6);
 /// the mean bytes, heavier than 99 % of seeds, and failed a sound fix).
 pub const CHECK_SEED: u64 = 319;
 
-/// How long the window runs on after an incident's end: 15 s to recover and 10 s
-/// to show that it stays recovered.
-pub const AFTER_INCIDENT: Duration = Duration::from_secs(25);
-
-/// The end of the window [`crate::scenario::Metric::LateHitRatio`] judges: its last 10 s, all
-/// after the 15 s an incident's end leaves to recover ([`AFTER_INCIDENT`]).
+/// The end of the window [`simulator_service::scenario::Metric::LateHitRatio`] judges: its last 10 s, all
+/// after the 15 s an incident's end leaves to recover ([`simulator_service::scenario::AFTER_INCIDENT`]).
 pub const LATE_HIT_RATIO_S: f64 = 10.0;
 
 /// The share of what the load sent that counts as recovered goodput.
 pub const RECOVERED_SHARE: f64 = 0.95;
 
 /// The window a check of `scenario` runs: `asked`, at least [`MIN_WINDOW`], and
-/// with an incident at least until [`AFTER_INCIDENT`] after its end.
+/// with an incident at least until [`simulator_service::scenario::AFTER_INCIDENT`] after its end.
 pub fn window_for(scenario: &Scenario, asked: Duration) -> Duration {
-    asked.max(MIN_WINDOW).max(incident_window(scenario))
-}
-
-/// How long a run must last to see the scenario's incident and what follows
-/// it: until [`AFTER_INCIDENT`] after its end (zero without an incident).
-pub fn incident_window(scenario: &Scenario) -> Duration {
-    scenario
-        .incident
-        .first()
-        .map_or(Duration::ZERO, |i| i.at + i.lasts + AFTER_INCIDENT)
+    asked.max(MIN_WINDOW).max(scenario.incident_window())
 }
 
 /// Why a step of the check stopped before a verdict on the window: it would
@@ -153,10 +140,10 @@ pub async fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario;
     use simulator_clients::payload_rng;
     use simulator_clients::LoadPlan;
     use simulator_clients::{Pacing, PayloadSize};
+    use simulator_service::scenario;
 
     /// The bytes a closed-loop load's clients send in a 10 s window, drawn from
     /// `seed`: each client's first window / think time sizes.

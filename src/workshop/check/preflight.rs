@@ -10,7 +10,7 @@ use simulator_api::client;
 use simulator_api::load::Load;
 
 use super::Stop;
-use crate::scenario::{Metric, Scenario};
+use simulator_service::scenario::{Metric, Scenario};
 
 /// What must hold before the check sends anything: the server answers in the
 /// exercise's scenario, with no incident in force (one begun by hand is waited
@@ -215,7 +215,7 @@ pub fn cpu_limit_moved(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario;
+    use simulator_service::scenario;
 
     #[test]
     fn a_moved_world_is_named_and_a_fix_to_the_service_is_not() {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::super::progress;
-use crate::scenario::{Condition, Scenario};
+use simulator_service::scenario::{Condition, Scenario};
 
 /// One condition, measured.
 #[derive(Debug, Clone)]

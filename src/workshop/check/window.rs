@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::super::unwritten_watch::{self, Watched};
 use super::super::{neighbour_share, progress};
 use super::{Stop, CHECK_SEED};
-use crate::scenario::{Metric, Scenario};
+use simulator_service::scenario::{Metric, Scenario};
 
 /// What the check's own load saw.
 pub(super) struct WindowRun {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use system_simulator::scenario::Scenario;
+use simulator_service::scenario::Scenario;
 use system_simulator::workshop::figures;
 
 /// One figure of a fix's table: its label, bound, and (value, holds) before and after.

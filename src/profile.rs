@@ -56,10 +56,10 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.stacks {
         return from_stacks(path, &args);
     }
-    if args.seconds == 0 || args.seconds > super::MAX_SECONDS {
+    if args.seconds == 0 || args.seconds > simulator_service::profile::MAX_SECONDS {
         anyhow::bail!(
             "--seconds must be 1 to {}, got {}",
-            super::MAX_SECONDS,
+            simulator_service::profile::MAX_SECONDS,
             args.seconds
         );
     }
@@ -77,7 +77,7 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
             eprintln!(
                 "profile: sampling {} for {seconds} s at {} Hz (the server samples itself; no root)",
                 args.target,
-                super::FREQUENCY_HZ
+                simulator_service::profile::FREQUENCY_HZ
             );
             "profile"
         }
@@ -117,14 +117,14 @@ fn from_stacks(path: &std::path::Path, args: &ProfileArgs) -> anyhow::Result<()>
     let mut names = match args.pid {
         None => None,
         Some(pid) => Some(
-            super::symbols::Symbolizer::of_process(pid)
+            simulator_service::profile::symbols::Symbolizer::of_process(pid)
                 .with_context(|| format!("cannot read process {pid}'s memory map"))?,
         ),
     };
     // Folded already (what scripts/trace prints, saved), or a tracer's own.
-    let folded = match super::Folded::parse(&text) {
+    let folded = match simulator_service::profile::Folded::parse(&text) {
         Ok(folded) if folded.total() > 0 => folded,
-        _ => super::stacks::fold(&text, names.as_mut())
+        _ => simulator_service::profile::stacks::fold(&text, names.as_mut())
             .with_context(|| format!("cannot fold the stacks in {}", path.display()))?,
     };
     let (folded, title, unit) = match args.off_cpu {

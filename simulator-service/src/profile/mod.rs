@@ -25,7 +25,6 @@
 //! deadlock a signal handler. So a thread in a system call shows up in the
 //! kernel's profile and not here; this one is user CPU.
 
-pub mod command;
 pub mod folded;
 pub mod stacks;
 pub mod symbols;

@@ -11,7 +11,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 
 const TEMPLATE: &str = include_str!("page.html");
-const DIAGRAM: &str = include_str!("../../../assets/system-simulator-diagram.svg");
+const DIAGRAM: &str = include_str!("../../../../assets/system-simulator-diagram.svg");
 /// Where the diagram goes in the template.
 const DIAGRAM_SLOT: &str = "<!-- diagram -->";
 

@@ -22,50 +22,56 @@ pub const DEFAULT: &str = "semaphore-starvation";
 pub const BUNDLED: &[(&str, &str)] = &[
     (
         "semaphore-starvation",
-        include_str!("../scenarios/semaphore-starvation.toml"),
+        include_str!("../../scenarios/semaphore-starvation.toml"),
     ),
     (
         "sequential-persist",
-        include_str!("../scenarios/sequential-persist.toml"),
+        include_str!("../../scenarios/sequential-persist.toml"),
     ),
     (
         "blocking-runtime",
-        include_str!("../scenarios/blocking-runtime.toml"),
+        include_str!("../../scenarios/blocking-runtime.toml"),
     ),
     (
         "spawn-per-request",
-        include_str!("../scenarios/spawn-per-request.toml"),
+        include_str!("../../scenarios/spawn-per-request.toml"),
     ),
     (
         "size-variance",
-        include_str!("../scenarios/size-variance.toml"),
+        include_str!("../../scenarios/size-variance.toml"),
     ),
     (
         "slow-backend",
-        include_str!("../scenarios/slow-backend.toml"),
+        include_str!("../../scenarios/slow-backend.toml"),
     ),
-    ("retry-storm", include_str!("../scenarios/retry-storm.toml")),
-    ("cpu-quota", include_str!("../scenarios/cpu-quota.toml")),
+    (
+        "retry-storm",
+        include_str!("../../scenarios/retry-storm.toml"),
+    ),
+    ("cpu-quota", include_str!("../../scenarios/cpu-quota.toml")),
     (
         "accept-queue",
-        include_str!("../scenarios/accept-queue.toml"),
+        include_str!("../../scenarios/accept-queue.toml"),
     ),
     (
         "nagle-delayed-ack",
-        include_str!("../scenarios/nagle-delayed-ack.toml"),
+        include_str!("../../scenarios/nagle-delayed-ack.toml"),
     ),
     (
         "cpu-hot-spot",
-        include_str!("../scenarios/cpu-hot-spot.toml"),
+        include_str!("../../scenarios/cpu-hot-spot.toml"),
     ),
     (
         "periodic-stall",
-        include_str!("../scenarios/periodic-stall.toml"),
+        include_str!("../../scenarios/periodic-stall.toml"),
     ),
-    ("cold-cache", include_str!("../scenarios/cold-cache.toml")),
+    (
+        "cold-cache",
+        include_str!("../../scenarios/cold-cache.toml"),
+    ),
     (
         "noisy-neighbour",
-        include_str!("../scenarios/noisy-neighbour.toml"),
+        include_str!("../../scenarios/noisy-neighbour.toml"),
     ),
 ];
 
@@ -256,7 +262,19 @@ pub fn names() -> Vec<&'static str> {
     BUNDLED.iter().map(|(name, _)| *name).collect()
 }
 
+/// How long a run goes on after an incident's end: 15 s to recover and 10 s
+/// to show that it stays recovered (`workshop check` judges the recovery on it).
+pub const AFTER_INCIDENT: Duration = Duration::from_secs(25);
+
 impl Scenario {
+    /// How long a run must last to see the scenario's incident and what follows
+    /// it: until [`AFTER_INCIDENT`] after its end (zero without an incident).
+    pub fn incident_window(&self) -> Duration {
+        self.incident
+            .first()
+            .map_or(Duration::ZERO, |i| i.at + i.lasts + AFTER_INCIDENT)
+    }
+
     /// Its seed as the listings print it: `seed 003`, or `no seed` for an
     /// exercise that comes from none (`seed = "none"`).
     pub fn seed_words(&self) -> String {
@@ -375,7 +393,7 @@ mod tests {
 
     #[test]
     fn every_file_in_the_folder_is_bundled_under_its_own_name() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
         let mut files: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
