@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::trace::scripts::NAMES as TAP_SCRIPTS;
 use simulator_service::platform::os::{Os, THIS as THIS_OS};
 use simulator_service::scenario;
 
@@ -121,7 +120,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
 fn way(script: &str, tracer: Option<&'static str>) -> Way {
     match tracer {
         Some(tool) => Way::Tracer(tool),
-        None if TAP_SCRIPTS.contains(&script)
+        None if crate::trace::scripts::names().any(|name| name == script)
             || script == crate::trace::PROFILE
             || script == crate::trace::OFFCPU =>
         {

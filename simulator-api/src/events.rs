@@ -462,6 +462,15 @@ macro_rules! define_counts {
             }
         }
 
+        /// Every probe's name under its Rust name (`__` for `-`, as usdt
+        /// names the probe after its function): code that names a probe
+        /// through here (`probe::request__start`) fails to compile when the
+        /// probe is renamed or removed, where a string would match nothing.
+        #[allow(non_upper_case_globals)]
+        pub mod probe {
+            $( #[doc = $when] pub const $probe: &str = $name; )*
+        }
+
         /// Every event, in the order of [`with_events!`].
         pub const EVENTS: &[Event] = &[ $(
             Event {

@@ -12,6 +12,7 @@
 //! writes), read each second (accept-queue: ten times) beside the tap.
 
 mod report;
+pub mod script;
 pub mod scripts;
 
 use std::io::Write as _;
@@ -23,7 +24,7 @@ use hyper::body::Incoming;
 use simulator_api::events::EVENTS;
 use simulator_api::max_duration;
 
-use scripts::{Event, Options, Script};
+use script::{Event, Options, Script};
 
 pub use report::hist_rows;
 
@@ -184,7 +185,7 @@ fn script_named(name: &str, options: Options) -> anyhow::Result<Box<dyn Script>>
     scripts::by_name(name, options).with_context(|| {
         format!(
             "no script {name:?} runs without a tracer; these do: {}",
-            scripts::NAMES.join(", ")
+            scripts::names().collect::<Vec<_>>().join(", ")
         )
     })
 }
@@ -378,7 +379,7 @@ mod tests {
     fn a_line_is_an_event_and_the_head_is_not() {
         let event = parse("123 persist-done 7 1 5000 2 0").unwrap();
         assert_eq!(event.at_ns, 123);
-        assert_eq!(event.probe, "persist-done");
+        assert_eq!(event.probe, simulator_api::events::probe::persist__done);
         assert_eq!(event.args, [7, 1, 5000, 2, 0, 0]);
         assert!(parse("# isim tap: persist-done").is_none());
         assert!(parse("5 no-such-probe 1").is_none());

@@ -29,7 +29,7 @@
 use simulator_api::Stats;
 
 use super::readings::{print_totals, Readings};
-use super::{Event, Options, Script};
+use crate::trace::script::{Event, Options, Script};
 
 /// /stats readings a second, for QUEUE-MAX.
 pub const SAMPLES: u32 = 10;

@@ -4,8 +4,9 @@
 //! then the run's totals and the fills' latency.
 
 use super::incident::{self, IncidentColumn};
-use super::{Event, Options, Script};
 use crate::trace::report::{Count, Hist, Map};
+use crate::trace::script::{Event, Options, Script};
+use simulator_api::events::probe;
 
 /// One second's figures, in the columns' order.
 #[derive(Debug, Default, Clone, Copy)]
@@ -46,13 +47,13 @@ impl Cache {
 impl Script for Cache {
     fn probes(&self) -> &'static [&'static str] {
         &[
-            "cache-hit",
-            "cache-miss",
-            "cache-stale-hit",
-            "cache-fill-start",
-            "cache-fill-done",
-            "cache-fill-abandoned",
-            "cache-fill-refuse",
+            probe::cache__hit,
+            probe::cache__miss,
+            probe::cache__stale__hit,
+            probe::cache__fill__start,
+            probe::cache__fill__done,
+            probe::cache__fill__abandoned,
+            probe::cache__fill__refuse,
             incident::PROBES[0],
             incident::PROBES[1],
             incident::PROBES[2],
@@ -84,29 +85,29 @@ impl Script for Cache {
         let totals = &mut self.totals;
         let now = &mut self.now;
         match event.probe {
-            "cache-hit" => {
+            probe::cache__hit => {
                 now.hits += 1;
                 totals.add("reads that hit", 1);
             }
-            "cache-miss" => {
+            probe::cache__miss => {
                 now.misses += 1;
                 totals.add("reads that missed", 1);
             }
-            "cache-stale-hit" => {
+            probe::cache__stale__hit => {
                 now.stale += 1;
                 totals.add("reads answered stale", 1);
             }
-            "cache-fill-start" => {
+            probe::cache__fill__start => {
                 self.started += 1;
                 totals.add("fills begun", 1);
             }
-            "cache-fill-done" => {
+            probe::cache__fill__done => {
                 now.filled += 1;
                 self.ended += 1;
                 totals.add("fills that filled the cache", 1);
                 self.latency.add("fill latency (ns)", a[2]);
             }
-            "cache-fill-abandoned" => {
+            probe::cache__fill__abandoned => {
                 now.abandoned += 1;
                 self.ended += 1;
                 totals.add("fills abandoned (client gone)", 1);
@@ -115,7 +116,7 @@ impl Script for Cache {
                     totals.add("abandoned fills the store had read (wasted)", 1);
                 }
             }
-            "cache-fill-refuse" => {
+            probe::cache__fill__refuse => {
                 now.refused += 1;
                 totals.add("misses refused at fill_limit", 1);
             }

@@ -1,10 +1,11 @@
 //! count.bt over the tap: how many times each isim probe fired, in the seed's
 //! words.
 
+use simulator_api::events::probe;
 use simulator_api::SEED_COUNTS;
 
-use super::{Event, Options, Script};
 use crate::trace::report::{Count as Counted, Map};
+use crate::trace::script::{Event, Options, Script};
 
 /// The seed's label of the `/stats` count `field`, from the one list
 /// (`SEED_COUNTS`), so the twin prints what count.d prints and the demo shows.
@@ -33,15 +34,15 @@ impl Count {
 impl Script for Count {
     fn probes(&self) -> &'static [&'static str] {
         &[
-            "request-start",
-            "request-done",
-            "request-block",
-            "request-nonblock",
-            "request-shed",
-            "request-abandoned",
-            "persist-start",
-            "persist-done",
-            "persist-hedge",
+            probe::request__start,
+            probe::request__done,
+            probe::request__block,
+            probe::request__nonblock,
+            probe::request__shed,
+            probe::request__abandoned,
+            probe::persist__start,
+            probe::persist__done,
+            probe::persist__hedge,
         ]
     }
 
@@ -56,19 +57,19 @@ impl Script for Count {
         let a = event.args;
         let mut count = |label| self.counts.add(label, 1);
         match event.probe {
-            "request-start" => count(seed_label("requests_started")),
-            "request-done" => {
+            probe::request__start => count(seed_label("requests_started")),
+            probe::request__done => {
                 count(seed_label("requests_done"));
                 if a[3] == 1 {
                     count("cancelled requests (client gone)");
                 }
             }
-            "request-block" => count(seed_label("requests_blocked")),
-            "request-nonblock" => count(seed_label("requests_nonblocked")),
-            "request-shed" => count("shed requests (503)"),
-            "request-abandoned" => count("abandoned requests (client gone)"),
-            "persist-start" => count(seed_label("persists_started")),
-            "persist-done" => {
+            probe::request__block => count(seed_label("requests_blocked")),
+            probe::request__nonblock => count(seed_label("requests_nonblocked")),
+            probe::request__shed => count("shed requests (503)"),
+            probe::request__abandoned => count("abandoned requests (client gone)"),
+            probe::persist__start => count(seed_label("persists_started")),
+            probe::persist__done => {
                 count(seed_label("persists_done"));
                 if a[1] == 0 {
                     count("persistent writes failed");
@@ -77,7 +78,7 @@ impl Script for Count {
                     count("wasted persistent writes (client gone)");
                 }
             }
-            "persist-hedge" => count("hedged persistent writes"),
+            probe::persist__hedge => count("hedged persistent writes"),
             _ => {}
         }
     }

@@ -10,10 +10,11 @@
 //! is `throttled_usec`, summed per CPU where the script sums each thread's wait:
 //! the same when one thread waits, larger in the script when several do.
 
+use simulator_api::events::probe;
 use simulator_api::{CpuCgroup, Stats};
 
 use super::readings::Readings;
-use super::{Event, Options, Script};
+use crate::trace::script::{Event, Options, Script};
 
 #[derive(Debug)]
 pub struct CpuQuota {
@@ -61,7 +62,7 @@ fn since(now: Option<&CpuCgroup>, then: Option<&CpuCgroup>) -> (u64, u64, u64) {
 
 impl Script for CpuQuota {
     fn probes(&self) -> &'static [&'static str] {
-        &["request-done", "work-done", "canary-tick"]
+        &[probe::request__done, probe::work__done, probe::canary__tick]
     }
 
     fn reads_stats(&self) -> bool {
@@ -91,9 +92,9 @@ impl Script for CpuQuota {
 
     fn on(&mut self, event: &Event<'_>) {
         match event.probe {
-            "request-done" => self.requests += 1,
-            "work-done" => self.works += 1,
-            "canary-tick" => self.canary_max_ns = self.canary_max_ns.max(event.args[1]),
+            probe::request__done => self.requests += 1,
+            probe::work__done => self.works += 1,
+            probe::canary__tick => self.canary_max_ns = self.canary_max_ns.max(event.args[1]),
             _ => {}
         }
     }
@@ -155,9 +156,9 @@ mod tests {
             "{out}"
         );
         for (probe, late) in [
-            ("request-done", 0),
-            ("work-done", 0),
-            ("canary-tick", 31_200_000),
+            (probe::request__done, 0),
+            (probe::work__done, 0),
+            (probe::canary__tick, 31_200_000),
         ] {
             twin.on(&Event {
                 at_ns: 1,

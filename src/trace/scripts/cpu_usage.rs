@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use simulator_api::Stats;
 
-use super::{Event, Options, Script};
+use crate::trace::script::{Event, Options, Script};
 
 #[derive(Debug)]
 pub struct CpuUsage {

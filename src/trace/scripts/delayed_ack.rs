@@ -14,7 +14,7 @@
 use simulator_api::Stats;
 
 use super::readings::{print_totals, Readings};
-use super::{Event, Options, Script};
+use crate::trace::script::{Event, Options, Script};
 
 /// The counts of one reading that the columns are differences of.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -2,8 +2,9 @@
 //! flight, the most in the second, the fewest permits free, requests that
 //! blocked), and the whole run's most, fewest and blocked.
 
-use super::{Event, Script};
 use crate::trace::report::{Count, Map, Max, Min};
+use crate::trace::script::{Event, Script};
+use simulator_api::events::probe;
 
 #[derive(Debug)]
 pub struct InFlight {
@@ -34,7 +35,11 @@ impl InFlight {
 
 impl Script for InFlight {
     fn probes(&self) -> &'static [&'static str] {
-        &["persist-start", "persist-done", "request-block"]
+        &[
+            probe::persist__start,
+            probe::persist__done,
+            probe::request__block,
+        ]
     }
 
     fn begin(&mut self, out: &mut String) {
@@ -47,7 +52,7 @@ impl Script for InFlight {
     fn on(&mut self, event: &Event<'_>) {
         let a = event.args;
         match event.probe {
-            "persist-start" => {
+            probe::persist__start => {
                 self.most.add("max persists in flight", a[2]);
                 self.least.add("min permits free", a[3]);
                 self.in_flight = a[2];
@@ -55,8 +60,8 @@ impl Script for InFlight {
                 self.free_now = Some(a[3]);
                 self.fewest_free = Some(self.fewest_free.map_or(a[3], |f| f.min(a[3])));
             }
-            "persist-done" => self.in_flight = a[3],
-            "request-block" => {
+            probe::persist__done => self.in_flight = a[3],
+            probe::request__block => {
                 self.blocks.add("blocked requests", 1);
                 self.blocked_this_second += 1;
             }

@@ -5,9 +5,14 @@
 //! totals.
 
 use crate::trace::report::{Count, Map};
+use simulator_api::events::probe;
 
 /// The probes the column listens to.
-pub const PROBES: [&str; 3] = ["incident-start", "incident-in-force", "incident-end"];
+pub const PROBES: [&str; 3] = [
+    probe::incident__start,
+    probe::incident__in__force,
+    probe::incident__end,
+];
 
 #[derive(Debug, Default)]
 pub struct IncidentColumn {
@@ -21,10 +26,10 @@ impl IncidentColumn {
     /// Takes `probe` if it is one of [`PROBES`]; whether it was.
     pub fn on(&mut self, probe: &str, totals: &mut Map<Count>) -> bool {
         match probe {
-            "incident-start" => totals.add("incidents begun", 1),
+            probe::incident__start => totals.add("incidents begun", 1),
             // Fired every 100 ms while one is: known even when attached during it.
-            "incident-in-force" => {}
-            "incident-end" => {
+            probe::incident__in__force => {}
+            probe::incident__end => {
                 self.in_force = false;
                 return true;
             }

@@ -3,8 +3,9 @@
 //! longest any of them held the lock; then the run's totals and the waits'
 //! distribution.
 
-use super::{Event, Options, Script};
 use crate::trace::report::{Count, Hist, Map};
+use crate::trace::script::{Event, Options, Script};
+use simulator_api::events::probe;
 
 /// One second's figures, in the columns' order (nanoseconds until printed).
 #[derive(Debug, Default, Clone, Copy)]
@@ -36,10 +37,10 @@ impl Locks {
 impl Script for Locks {
     fn probes(&self) -> &'static [&'static str] {
         &[
-            "lock-wait-start",
-            "lock-wait-done",
-            "compaction-start",
-            "compaction-done",
+            probe::lock__wait__start,
+            probe::lock__wait__done,
+            probe::compaction__start,
+            probe::compaction__done,
         ]
     }
 
@@ -54,16 +55,16 @@ impl Script for Locks {
         let a = event.args;
         let now = &mut self.now;
         match event.probe {
-            "lock-wait-start" => self.totals.add("requests that found the lock held", 1),
-            "lock-wait-done" => {
+            probe::lock__wait__start => self.totals.add("requests that found the lock held", 1),
+            probe::lock__wait__done => {
                 now.waits += 1;
                 now.waited_ns += a[1];
                 now.longest_ns = now.longest_ns.max(a[1]);
                 self.totals.add("lock waits ended", 1);
                 self.waited.add("lock waits (ns)", a[1]);
             }
-            "compaction-start" => self.totals.add("compactions begun", 1),
-            "compaction-done" => {
+            probe::compaction__start => self.totals.add("compactions begun", 1),
+            probe::compaction__done => {
                 now.compactions += 1;
                 now.held_ns = now.held_ns.max(a[3]);
                 self.totals.add("compactions done", 1);
@@ -108,11 +109,14 @@ mod tests {
         let mut locks = Locks::new(Options::default());
         for wait_ms in [300, 20] {
             locks.on(&event(
-                "lock-wait-done",
+                probe::lock__wait__done,
                 [1, wait_ms * 1_000_000, 0, 0, 0, 0],
             ));
         }
-        locks.on(&event("compaction-done", [1, 500, 10, 310_000_000, 0, 0]));
+        locks.on(&event(
+            probe::compaction__done,
+            [1, 500, 10, 310_000_000, 0, 0],
+        ));
         let mut out = String::new();
         locks.second("21:40:02", &mut out);
         let columns: Vec<&str> = out.split_whitespace().collect();

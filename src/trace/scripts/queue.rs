@@ -1,8 +1,9 @@
 //! queue.bt over the tap: the persistence queue (`persistence = pool`): elements
 //! queued, taken, refused and dropped, its deepest, and the waits for a worker.
 
-use super::{Event, Options, Script};
 use crate::trace::report::{Avg, Count, Hist, Map, Max};
+use crate::trace::script::{Event, Options, Script};
+use simulator_api::events::probe;
 
 #[derive(Debug)]
 pub struct Queue {
@@ -36,10 +37,10 @@ impl Queue {
 impl Script for Queue {
     fn probes(&self) -> &'static [&'static str] {
         &[
-            "queue-enqueue",
-            "queue-dequeue",
-            "queue-refuse",
-            "queue-drop",
+            probe::queue__enqueue,
+            probe::queue__dequeue,
+            probe::queue__refuse,
+            probe::queue__drop,
         ]
     }
 
@@ -53,18 +54,18 @@ impl Script for Queue {
     fn on(&mut self, event: &Event<'_>) {
         let a = event.args;
         match event.probe {
-            "queue-enqueue" => {
+            probe::queue__enqueue => {
                 self.queued.add("elements queued", 1);
                 self.deepest.add("max queue depth", a[1]);
             }
-            "queue-dequeue" => {
+            probe::queue__dequeue => {
                 self.taken.add("elements dequeued", 1);
                 self.average.add("average queue wait", a[1]);
                 self.longest.add("max queue wait", a[1]);
                 self.spread.add("queue waits visualisation", a[1]);
             }
-            "queue-refuse" => self.refused.add("elements refused (queue full)", 1),
-            "queue-drop" => self.dropped.add("elements dropped (waited too long)", 1),
+            probe::queue__refuse => self.refused.add("elements refused (queue full)", 1),
+            probe::queue__drop => self.dropped.add("elements dropped (waited too long)", 1),
             _ => {}
         }
     }

@@ -4,8 +4,9 @@
 //! and the permit waits.
 
 use super::incident::{self, IncidentColumn};
-use super::{Event, Options, Script};
 use crate::trace::report::{Count, Hist, Map};
+use crate::trace::script::{Event, Options, Script};
+use simulator_api::events::probe;
 
 /// One second's figures, in the columns' order.
 #[derive(Debug, Default, Clone, Copy)]
@@ -42,11 +43,11 @@ impl Retry {
 impl Script for Retry {
     fn probes(&self) -> &'static [&'static str] {
         &[
-            "request-done",
-            "request-abandoned",
-            "persist-done",
-            "request-unblock",
-            "queue-dequeue",
+            probe::request__done,
+            probe::request__abandoned,
+            probe::persist__done,
+            probe::request__unblock,
+            probe::queue__dequeue,
             incident::PROBES[0],
             incident::PROBES[1],
             incident::PROBES[2],
@@ -75,19 +76,19 @@ impl Script for Retry {
         let totals = &mut self.totals;
         let now = &mut self.now;
         match event.probe {
-            "request-done" if a[3] == 0 => {
+            probe::request__done if a[3] == 0 => {
                 now.done += 1;
                 totals.add("requests done (not cancelled)", 1);
             }
-            "request-done" if a[3] == 1 => {
+            probe::request__done if a[3] == 1 => {
                 now.cancelled += 1;
                 totals.add("cancelled requests (client gone)", 1);
             }
-            "request-abandoned" => {
+            probe::request__abandoned => {
                 now.abandoned += 1;
                 totals.add("abandoned requests (client gone)", 1);
             }
-            "persist-done" => {
+            probe::persist__done => {
                 if a[4] == 0 && a[1] == 1 {
                     now.useful += 1;
                     totals.add("useful persistent writes", 1);
@@ -97,14 +98,14 @@ impl Script for Retry {
                     totals.add("wasted persistent writes (client gone)", 1);
                 }
             }
-            "request-unblock" => {
+            probe::request__unblock => {
                 self.waits.add("permit waits (ns)", a[1]);
                 if a[1] > self.timeout_ns {
                     now.late += 1;
                     totals.add("permit waits longer than the clients' timeout", 1);
                 }
             }
-            "queue-dequeue" if a[1] > self.timeout_ns => {
+            probe::queue__dequeue if a[1] > self.timeout_ns => {
                 now.late += 1;
                 totals.add("queue waits longer than the clients' timeout", 1);
             }

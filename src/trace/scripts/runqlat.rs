@@ -14,7 +14,7 @@
 use simulator_api::Stats;
 
 use super::readings::Readings;
-use super::{Event, Options, Script};
+use crate::trace::script::{Event, Options, Script};
 
 /// The kernel's two sums of the server, in ns: (on a CPU, waiting for one).
 type Sums = Option<(u64, u64)>;

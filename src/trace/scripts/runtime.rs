@@ -2,8 +2,9 @@
 //! lateness, and the CPU work on elements: how many, where they ran, how long
 //! each ran and waited for a slot.
 
-use super::{Event, Options, Script};
 use crate::trace::report::{Avg, Count, Hist, Map, Max};
+use crate::trace::script::{Event, Options, Script};
+use simulator_api::events::probe;
 
 #[derive(Debug)]
 pub struct Runtime {
@@ -38,7 +39,7 @@ impl Runtime {
 
 impl Script for Runtime {
     fn probes(&self) -> &'static [&'static str] {
-        &["canary-tick", "work-start", "work-done"]
+        &[probe::canary__tick, probe::work__start, probe::work__done]
     }
 
     fn begin(&mut self, out: &mut String) {
@@ -51,14 +52,14 @@ impl Script for Runtime {
     fn on(&mut self, event: &Event<'_>) {
         let a = event.args;
         match event.probe {
-            "canary-tick" => {
+            probe::canary__tick => {
                 self.ticks.add("canary wake-ups", 1);
                 self.late.add("average canary lateness", a[1]);
                 self.latest.add("max canary lateness", a[1]);
                 self.spread.add("canary lateness visualisation", a[1]);
             }
-            "work-start" => self.started.add("works started", 1),
-            "work-done" => {
+            probe::work__start => self.started.add("works started", 1),
+            probe::work__done => {
                 self.done.add("works done", 1);
                 self.ran.add("average work time", a[1]);
                 self.waited.add("average wait for a work slot", a[2]);

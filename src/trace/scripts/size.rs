@@ -4,10 +4,11 @@
 //! request-start (a persist's from its persist-start), so those already under way
 //! when the script starts are not counted.
 
+use simulator_api::events::probe;
 use std::collections::HashMap;
 
-use super::{Event, Options, Script};
 use crate::trace::report::{Avg, Count, Map, Max};
+use crate::trace::script::{Event, Options, Script};
 
 /// The three classes, as the twins' labels name them.
 struct Class {
@@ -76,10 +77,10 @@ impl Size {
 impl Script for Size {
     fn probes(&self) -> &'static [&'static str] {
         &[
-            "request-start",
-            "persist-start",
-            "request-done",
-            "persist-done",
+            probe::request__start,
+            probe::persist__start,
+            probe::request__done,
+            probe::persist__done,
         ]
     }
 
@@ -93,13 +94,13 @@ impl Script for Size {
     fn on(&mut self, event: &Event<'_>) {
         let a = event.args;
         match event.probe {
-            "request-start" => {
+            probe::request__start => {
                 self.request_bytes.insert(a[0], a[1]);
             }
-            "persist-start" => {
+            probe::persist__start => {
                 self.persist_bytes.insert(a[0], a[1]);
             }
-            "request-done" => {
+            probe::request__done => {
                 let bytes = self.request_bytes.remove(&a[0]).unwrap_or(0);
                 if let Some(class) = class_of(bytes) {
                     self.n.add(class.requests, 1);
@@ -107,7 +108,7 @@ impl Script for Size {
                     self.longest.add(class.longest, a[1]);
                 }
             }
-            "persist-done" => {
+            probe::persist__done => {
                 let bytes = self.persist_bytes.remove(&a[0]).unwrap_or(0);
                 if let Some(class) = class_of(bytes) {
                     self.persist.add(class.persist, a[2]);

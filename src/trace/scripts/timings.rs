@@ -4,10 +4,11 @@
 //! buckets; each script adds one count of its own. Requests already open when the
 //! script starts are skipped, as the twins skip them.
 
+use simulator_api::events::probe;
 use std::collections::HashMap;
 
-use super::{Event, Options, Script};
 use crate::trace::report::{Avg, Count, Hist, Map, Max, Min};
+use crate::trace::script::{Event, Options, Script};
 
 /// The words one of the three scripts uses.
 #[derive(Debug, Clone, Copy)]
@@ -49,8 +50,8 @@ pub fn request_lifetime(options: Options) -> Timings {
     Timings::new(
         options,
         Words {
-            opener: "request-start",
-            closer: "request-done",
+            opener: probe::request__start,
+            closer: probe::request__done,
             begin: "Timing request lifetimes",
             summary:
                 "Summary of all request lifetimes taken in {} seconds represented in nanoseconds:",
@@ -68,8 +69,8 @@ pub fn persist_time(options: Options) -> Timings {
     Timings::new(
         options,
         Words {
-            opener: "persist-start",
-            closer: "persist-done",
+            opener: probe::persist__start,
+            closer: probe::persist__done,
             begin: "Timing persists",
             summary: "Summary of all writes to persistent storage taken in {} seconds represented in nanoseconds:",
             total: "total writes",
@@ -86,8 +87,8 @@ pub fn permit_wait(options: Options) -> Timings {
     Timings::new(
         options,
         Words {
-            opener: "request-block",
-            closer: "request-unblock",
+            opener: probe::request__block,
+            closer: probe::request__unblock,
             begin: "Timing permit waits",
             summary: "Summary of permit waits taken in {} seconds represented in nanoseconds:",
             total: "permits granted",
@@ -123,9 +124,9 @@ impl Timings {
 impl Script for Timings {
     fn probes(&self) -> &'static [&'static str] {
         match self.words.opener {
-            "request-start" => &["request-start", "request-done"],
-            "persist-start" => &["persist-start", "persist-done"],
-            _ => &["request-block", "request-unblock"],
+            probe::request__start => &[probe::request__start, probe::request__done],
+            probe::persist__start => &[probe::persist__start, probe::persist__done],
+            _ => &[probe::request__block, probe::request__unblock],
         }
     }
 
