@@ -1,8 +1,8 @@
 //! simulator-api: what system-simulator and sim-clients agree on.
 //!
-//! The settings (`settings.rs`: every one declared once, with the kinds of value in
+//! The settings (`settings/`: every one declared once in `defs.rs`, with the kinds of value in
 //! `value.rs` and the latency distributions in `delay.rs`), the server's events
-//! (`events.rs`: every one declared once, with the counters they move), a
+//! (`events/`: every one declared once in `defs.rs`, with the counters they move), a
 //! scenario's incident (`incident.rs`), a load, its flags declared once for the
 //! driver's command line and a scenario's words (`load/`), and the HTTP bodies
 //! (`bodies.rs`), and the workshop room's (`room.rs`), and the record an element carries

@@ -2,7 +2,7 @@
 //! or TOML, and within which bounds.
 //!
 //! Every setting's type implements [`SettingValue`], so one declaration per setting
-//! (`settings.rs`) is enough to parse its flag, read its TOML key, check it, print
+//! (`settings/defs.rs`) is enough to parse its flag, read its TOML key, check it, print
 //! its default and write it into `/stats`: a duration is always `10s` in every one
 //! of those places, a size `16MiB`, a delay `50ms + normal(10ms, 5ms)`.
 //! Written by hand rather than with a config crate because the same definition

@@ -125,7 +125,7 @@ fn every_d_script_has_a_bt_twin_printing_the_same_labels_from_the_same_probes() 
     }
 }
 
-/// Every event declared in simulator-api/src/events.rs is traced by some bundled
+/// Every event declared in simulator-api/src/events/defs.rs is traced by some bundled
 /// script, in both its D and its bpftrace form (the twins' probes are the same,
 /// above), so a new event cannot land without its scripts.
 #[test]
