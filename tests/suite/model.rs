@@ -332,7 +332,7 @@ async fn one_worker_drains_one_element_per_persist_time() {
     );
     assert_eq!(most, 1, "never more than one persist in flight");
     assert_eq!(p.counts().persists_started, 100);
-    assert_eq!(p.queued(), 0);
+    assert_eq!(p.figures().queued, 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -358,9 +358,9 @@ async fn the_queue_holds_what_the_workers_have_not_started() {
     set.join_all().await;
     tokio::time::sleep(Duration::from_millis(1)).await;
     // One started, nine waiting: persist-start fires when a worker takes an element.
-    assert_eq!((p.counts().persists_started, p.queued()), (1, 9));
+    assert_eq!((p.counts().persists_started, p.figures().queued), (1, 9));
     drained(&p).await;
-    assert_eq!((p.counts().persists_done, p.queued()), (10, 0));
+    assert_eq!((p.counts().persists_done, p.figures().queued), (10, 0));
 }
 
 #[tokio::test(start_paused = true)]

@@ -20,6 +20,8 @@
 //! faults around it) and, for a read, `cache` (the look-aside cache and its
 //! fills). This file only strings them together and keeps the books:
 //! every request-start gets its request-done, whatever happens in between.
+//! Beside it: a live change of the settings (`live_change.rs`), shutdown
+//! (`drain.rs`), and the figures the serving side shows (`figures.rs`).
 //!
 //! In the original configuration the handler does not wait for persistence: it
 //! hands the element *and the permit* to a spawned task and replies. That is why a
@@ -45,8 +47,11 @@ pub mod admission;
 pub mod cache;
 mod client;
 pub mod delay;
+mod drain;
 mod element;
+mod figures;
 pub mod index;
+mod live_change;
 pub mod network;
 pub mod normalise;
 pub mod persistence;
@@ -61,9 +66,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use serde::Serialize;
 use simulator_api::settings::{OnDisconnect, PermitUntil, WhenFull};
-use simulator_api::{Counts, Reply, Settings, SettingsError, SettingsUpdate};
+use simulator_api::{Counts, Reply, Settings, SettingsError};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -75,7 +79,9 @@ use persistence::{Backend, Job, Persistence};
 use store::Store;
 use work::Work;
 
+pub use drain::DrainReport;
 pub use element::Element;
+pub use figures::Figures;
 
 /// Why a request ended without its reply. Either way request-done has fired.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -151,25 +157,6 @@ struct Inner {
     /// The longest request ended since the live view last read it, ns.
     longest_ns: AtomicU64,
 }
-
-/// How shutdown went: what it had to cut short or leave unfinished at its deadline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct DrainReport {
-    /// Requests ended at the deadline with a 503 (request-done fired for each).
-    pub requests_cut_short: u64,
-    /// Requests that had still not ended after that (0 unless a request was stuck
-    /// in CPU work; `counts` then shows started > done).
-    pub requests_abandoned: u64,
-    /// Persists still running at the deadline: persist-start without persist-done.
-    pub persists_abandoned: u64,
-    /// Elements still queued for persistence at the deadline, never started.
-    pub queued_abandoned: u64,
-    pub counts: Counts,
-}
-
-/// After the deadline, how long cut-short requests get to send their 503. Every
-/// wait they can be in ends at once, so this is only ever a bound, never a delay.
-const CUT_SHORT_GRACE: Duration = Duration::from_secs(1);
 
 /// What a request asks for: an element stored (the data processor's own
 /// path), or the element of a key read (`cache/`).
@@ -480,18 +467,6 @@ impl DataProcessor {
         self.inner.events.counts().snapshot()
     }
 
-    /// The store's slots held right now and its limit (`None`: no limit).
-    pub fn store_slots_busy(&self) -> Option<(usize, usize)> {
-        self.inner.backend.store.slots_busy()
-    }
-
-    /// Elements acknowledged and not yet written: now, and the most at once
-    /// over the last second (`persistence/unwritten.rs`).
-    pub fn acked_unwritten(&self) -> (u64, u64) {
-        let unwritten = &self.inner.backend.unwritten;
-        (unwritten.now(), unwritten.recent_peak())
-    }
-
     /// The longest request ended and the longest compaction hold since the
     /// last call (the live view's, once a second); `None` where none ended.
     pub fn take_longest(&self) -> (Option<Duration>, Option<Duration>) {
@@ -500,21 +475,6 @@ impl DataProcessor {
             some(self.inner.longest_ns.swap(0, Ordering::Relaxed)),
             some(self.inner.index.take_longest_hold()),
         )
-    }
-
-    /// Entries in the cache now (0 without one).
-    pub fn cache_entries_held(&self) -> u64 {
-        self.inner.cache.len() as u64
-    }
-
-    /// Entries in the shared index now (0 without one).
-    pub fn index_entries(&self) -> u64 {
-        self.inner.index.entries()
-    }
-
-    /// Elements queued for persistence, not yet taken by a worker.
-    pub fn queued(&self) -> u64 {
-        self.counts().queued()
     }
 
     /// The settings in force now.
@@ -526,68 +486,5 @@ impl DataProcessor {
                 .read()
                 .unwrap_or_else(|p| p.into_inner()),
         )
-    }
-
-    /// Applies a live change: all of it, or (on any invalid value, or a setting
-    /// that needs a restart) none of it. Requests already in the path finish with
-    /// the settings they started with.
-    pub fn update(&self, update: &SettingsUpdate) -> Result<Arc<Settings>, SettingsError> {
-        let s = &*self.inner;
-        let mut current = s.settings.write().unwrap_or_else(|p| p.into_inner());
-        let next = current.changed_live(update)?;
-        // Everything that can fail first, so a refused change leaves nothing changed.
-        let new_work = match self.work().matches(&next) {
-            true => None,
-            false => Some(Work::new(&next).map_err(SettingsError::Other)?),
-        };
-        s.admission
-            .follow(&next)
-            .map_err(|e| SettingsError::Other(e.to_string()))?;
-        s.backend.store.follow(&next);
-        normalise::calibration::note_width(next.record_padding_cpu);
-        s.index.follow(&next);
-        s.cache.follow(&next);
-        if let Some(work) = new_work {
-            *s.work.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(work);
-        }
-        let mut persistence = s.persistence.write().unwrap_or_else(|p| p.into_inner());
-        if !persistence.matches(&next) {
-            // The old strategy finishes what it holds; new elements go to the new one.
-            *persistence = Persistence::start(&next, Arc::clone(&s.backend));
-        }
-        *current = Arc::new(next);
-        Ok(Arc::clone(&current))
-    }
-
-    /// Waits until every request and persist in flight has finished, or until
-    /// `deadline`; then cuts short the requests still waiting and reports the
-    /// persists left running.
-    pub async fn drain(&self, deadline: Instant) -> DrainReport {
-        let s = &*self.inner;
-        s.requests.close();
-        s.backend.tasks.close();
-        let finished = tokio::time::timeout_at(deadline, async {
-            s.requests.wait().await;
-            // No request can hand anything off now: let the queue run dry.
-            self.persistence().close();
-            s.backend.tasks.wait().await;
-        })
-        .await
-        .is_ok();
-        let queued_abandoned = self.queued();
-        if !finished {
-            s.abandon.cancel();
-            s.admission.close();
-            self.persistence().close();
-            let _ = tokio::time::timeout(CUT_SHORT_GRACE, s.requests.wait()).await;
-        }
-        let counts = self.counts();
-        DrainReport {
-            requests_cut_short: s.requests_cut_short.load(Ordering::Relaxed),
-            requests_abandoned: counts.requests_in_flight(),
-            persists_abandoned: counts.persists_in_flight(),
-            queued_abandoned,
-            counts,
-        }
     }
 }

@@ -81,8 +81,8 @@ impl AppState {
     /// the model and the settings in force.
     pub fn stats(&self) -> Stats {
         let p = &self.processor;
-        let counts = p.counts();
-        let (acked_unwritten, acked_unwritten_peak) = p.acked_unwritten();
+        let figures = p.figures();
+        let counts = figures.counts;
         let settings = p.settings();
         let scenario = self.scenario();
         Stats {
@@ -90,15 +90,15 @@ impl AppState {
             counts,
             requests_in_flight: counts.requests_in_flight(),
             persists_in_flight: counts.persists_in_flight(),
-            persists_queued: p.queued(),
-            permits_available: p.admission().available(),
-            permits_total: p.admission().total(),
-            permits_waiting: p.admission().waiting() as u64,
-            store_slots_busy: p.store_slots_busy().map(|(busy, _)| busy as u64),
-            acked_unwritten,
-            acked_unwritten_peak,
-            index_entries: p.index_entries(),
-            cache_held: p.cache_entries_held(),
+            persists_queued: figures.queued,
+            permits_available: figures.permits_available,
+            permits_total: figures.permits_total,
+            permits_waiting: figures.permits_waiting,
+            store_slots_busy: figures.store_slots.map(|(busy, _)| busy as u64),
+            acked_unwritten: figures.acked_unwritten,
+            acked_unwritten_peak: figures.acked_unwritten_peak,
+            index_entries: figures.index_entries,
+            cache_held: figures.cache_held,
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             runqueue_wait_ns: crate::platform::schedstat::runqueue_wait_ns(),

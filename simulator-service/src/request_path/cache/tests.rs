@@ -33,7 +33,7 @@ async fn settle() {
 #[tokio::test(start_paused = true)]
 async fn a_warm_cache_hits_its_keys_and_a_miss_fills_it() {
     let p = DataProcessor::new(&settings(10)).unwrap();
-    assert_eq!(p.cache_entries_held(), 10, "keys 0 to 9 at start");
+    assert_eq!(p.figures().cache_held, 10, "keys 0 to 9 at start");
     p.submit_read(3).await.unwrap();
     p.submit_read(42).await.unwrap();
     p.submit_read(42).await.unwrap();
@@ -41,7 +41,7 @@ async fn a_warm_cache_hits_its_keys_and_a_miss_fills_it() {
     assert_eq!((c.cache_hits, c.cache_misses), (2, 1), "{c:?}");
     assert_eq!((c.cache_fills_started, c.cache_fills_done), (1, 1));
     assert_eq!(
-        p.cache_entries_held(),
+        p.figures().cache_held,
         10,
         "the least recently used went out"
     );
@@ -146,7 +146,7 @@ async fn a_change_of_size_empties_the_cache_and_no_cache_misses_every_read() {
         ..SettingsUpdate::default()
     };
     p.update(&down).unwrap();
-    assert_eq!(p.cache_entries_held(), 0);
+    assert_eq!(p.figures().cache_held, 0);
     p.submit_read(1).await.unwrap();
     p.submit_read(1).await.unwrap();
     assert_eq!(counts(&p).cache_misses, 2, "no cache: nothing is kept");
@@ -155,7 +155,7 @@ async fn a_change_of_size_empties_the_cache_and_no_cache_misses_every_read() {
         ..SettingsUpdate::default()
     };
     p.update(&back).unwrap();
-    assert_eq!(p.cache_entries_held(), 0, "it comes back empty");
+    assert_eq!(p.figures().cache_held, 0, "it comes back empty");
     p.submit_read(1).await.unwrap();
     p.submit_read(1).await.unwrap();
     let c = counts(&p);
@@ -178,7 +178,7 @@ async fn an_unreachable_cache_misses_every_read_and_comes_back_stale() {
     p.submit_read(1).await.unwrap();
     let c = counts(&p);
     assert_eq!((c.cache_hits, c.cache_misses), (0, 2), "{c:?}");
-    assert_eq!(p.cache_entries_held(), 10, "it keeps what it held");
+    assert_eq!(p.figures().cache_held, 10, "it keeps what it held");
     reachable(&p, true);
     // Key 1 is stale: a miss, whose fill makes it fresh; key 2 was never read.
     p.submit_read(1).await.unwrap();

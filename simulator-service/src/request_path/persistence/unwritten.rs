@@ -94,7 +94,8 @@ mod tests {
                 .collect();
             tokio::time::sleep(Duration::from_millis(10)).await;
             let counts = processor.counts();
-            let (now, peak) = processor.acked_unwritten();
+            let figures = processor.figures();
+            let (now, peak) = (figures.acked_unwritten, figures.acked_unwritten_peak);
             assert_eq!(now, 4, "{kind:?}");
             assert_eq!(
                 now,
@@ -109,8 +110,9 @@ mod tests {
             // peak is kept (its second is the real clock's, not paused).
             tokio::time::sleep(Duration::from_millis(400)).await;
             assert_eq!(processor.counts().persists_done, 6, "{kind:?}");
-            assert_eq!(processor.acked_unwritten().0, 0, "{kind:?}");
-            assert_eq!(processor.acked_unwritten().1, 4, "{kind:?}");
+            let figures = processor.figures();
+            assert_eq!(figures.acked_unwritten, 0, "{kind:?}");
+            assert_eq!(figures.acked_unwritten_peak, 4, "{kind:?}");
         }
     }
 
