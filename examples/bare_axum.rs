@@ -1,7 +1,7 @@
 //! The benchmarks' baseline: the least an axum server can do to answer
 //! `POST /requests` as system-simulator does (read the body, reply with the same
 //! JSON shape), on the same runtime (`#[tokio::main]`, a worker per core) and the
-//! same crates. `scripts/bench/server-vs-axum.py` runs it and the real server
+//! same crates. `tools/bench/server-vs-axum.py` runs it and the real server
 //! alternately under the same wrk load; the ratio is what the simulator's request
 //! path, probes, counters and limits cost on top of HTTP. Bench-only: not part of
 //! the product.

@@ -1,4 +1,4 @@
-//! The event path on its own, for `scripts/bench/event-path.py`: the five events
+//! The event path on its own, for `tools/bench/event-path.py`: the five events
 //! of one unblocked request (request-start, request-nonblock, persist-start,
 //! persist-done, request-done), each firing its probe (or not, in a build without
 //! the `probes` feature), moving the `/stats` counters and the lifetime counters

@@ -1,13 +1,13 @@
 //! The request path on its own, for changes to it that HTTP's noise would hide:
 //! `DataProcessor::submit` awaited N times in a row on one thread, at the
 //! serving-path benchmark's zero simulated cost (1,000,000 permits, no network
-//! delay, a persist that ends at once: `scripts/bench/server-vs-axum.py`'s
+//! delay, a persist that ends at once: `tools/bench/server-vs-axum.py`'s
 //! server). Each request runs what `POST /requests` runs after its body is read:
 //! request-start to request-done, the gate, the hand-off and the persist in place,
 //! every event with its counts and histograms. No socket, no HTTP, no JSON.
 //!
 //! Prints the nanoseconds a request of each of several rounds, then their median;
-//! compare two builds by running each (`scripts/bench/request-path.py OLD NEW`
+//! compare two builds by running each (`tools/bench/request-path.py OLD NEW`
 //! alternates them). Bench-only: not part of the product.
 //!
 //!     cargo run --release --example request_path -- [REQUESTS] [--rounds R]

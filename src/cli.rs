@@ -123,7 +123,7 @@ fn scenarios_text() -> anyhow::Result<String> {
 impl Command {
     /// Whether it runs on one thread rather than a worker per core: the room
     /// takes a few reports a second, and a pool's workers waking each other for
-    /// them cost it more CPU than its work (`scripts/bench/room.py`).
+    /// them cost it more CPU than its work (`tools/bench/room.py`).
     pub fn runs_on_one_thread(&self) -> bool {
         matches!(self, Command::Room(_) | Command::Neighbour(_))
     }

@@ -28,7 +28,7 @@
 //! holds the same win condition with the server on one core and at half a core.
 //!
 //! Tier C (the full suite only): 30 s of load judged by the CPU it gets, so it
-//! runs alone. Run with: `scripts/test -E 'test(/^blocking_runtime::/)'`.
+//! runs alone. Run with: `tools/test -E 'test(/^blocking_runtime::/)'`.
 
 use crate::common;
 

@@ -1,5 +1,5 @@
 //! The system diagram (assets/system-simulator-diagram.dot, drawn by
-//! `scripts/diagram`) names every probe the provider defines, and its drawings
+//! `tools/diagram`) names every probe the provider defines, and its drawings
 //! sit beside it, so the picture cannot fall behind the code.
 
 use std::path::Path;
@@ -25,7 +25,7 @@ fn the_diagram_names_every_probe_and_its_drawings_are_there() {
     for probe in probe_names() {
         assert!(
             svg.contains(probe),
-            "the SVG is older than its source: no {probe} (run scripts/diagram)"
+            "the SVG is older than its source: no {probe} (run tools/diagram)"
         );
     }
     let png = std::fs::read(asset("system-simulator-diagram.png")).unwrap();

@@ -31,7 +31,7 @@
 //! never full: the half-core server gets its quota and the loads their CPU. The
 //! load is never inside the server's confinement, so a slow driver cannot pass
 //! for a slow server. Against the confined runs made one after another (a CI
-//! run's figures, `scripts/margins.py --from` each; 2-vCPU AMD EPYC), the verdicts
+//! run's figures, `tools/margins.py --from` each; 2-vCPU AMD EPYC), the verdicts
 //! and the throughput margins came out the same (spawn-per-request's persists a
 //! second 1.10x then, 1.09x at once, its least room); three latency tails after a
 //! fix grew at half a core, where the loads now share the server's CPU:
@@ -74,7 +74,7 @@
 //! (`work_cpu`), so a laptop 3x slower per core runs the same exercise as this
 //! one; what the confined runs add is fewer cores and less CPU than a core.
 //!
-//! Run one: `scripts/test -E 'test(=exercises::each::slow_backend)'`.
+//! Run one: `tools/test -E 'test(=exercises::each::slow_backend)'`.
 
 use std::process::Command;
 
@@ -119,7 +119,7 @@ const FIXES_A_CPU_HOLDS_ALONE: usize = 4;
 /// Each is light on the CPU (a persist's sleep, a delayed ACK, a small
 /// compaction), so servers beside each other leave its verdicts where one
 /// server alone puts them. Measured three times at once on each confinement
-/// (2-vCPU AMD EPYC VM, debug build, 2026-11-29; `scripts/margins.py --from`),
+/// (2-vCPU AMD EPYC VM, debug build, 2026-11-29; `tools/margins.py --from`),
 /// against the appendix of docs/workshop/README.md (one at a time), worst after
 /// a fix:
 ///
@@ -214,7 +214,7 @@ fn confined() -> Vec<Confinement> {
 
 /// `workshop figures NAME` with the server confined (only `fixes`, where
 /// given; every server at once with `at_once`), what it printed kept under the
-/// target directory for `scripts/margins.py`.
+/// target directory for `tools/margins.py`.
 fn measure(name: &str, confinement: Confinement, fixes: &[&str], at_once: bool) -> String {
     let mut figures = vec!["workshop", "figures", name, "--duration", "6s"];
     let only = fixes.join(",");

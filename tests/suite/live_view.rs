@@ -419,7 +419,7 @@ async fn the_entry_badge_shows_the_listen_queue_and_its_drops() {
 /// by the delayed-ACK timer a second (the server's namespace's
 /// `TcpExtDelayedACKs`), about one a request under the ticket's load (8
 /// clients, a 41 ms round each: 190 a second). The picture on its page:
-/// `LIVE_VIEW_SCREENSHOTS=docs/workshop/live scripts/test -E
+/// `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test -E
 /// 'test(=live_view::the_kernel_chart_counts_the_delayed_acks)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 10 s of load read in a real browser (Chromium)"]
@@ -453,7 +453,7 @@ async fn the_kernel_chart_counts_the_delayed_acks() {
 /// second the server's threads waited for a CPU (its threads' schedstat,
 /// `/stats.runqueue_wait_ns`), 700-900 a second beside its neighbour under the
 /// ticket's load, and no throttled time beside it: no quota of its own. The
-/// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live scripts/test
+/// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test
 /// -E 'test(=live_view::the_kernel_chart_draws_the_run_queue_wait)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 10 s of load beside a neighbour read in a real browser (Chromium)"]
@@ -484,7 +484,7 @@ async fn the_kernel_chart_draws_the_run_queue_wait() {
 /// Exercise 11 in the browser: the profile button asks the server for 5 s of
 /// its stacks and draws the flame graph, whose widest tower under load is the
 /// hot function. The picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live
-/// scripts/test -E 'test(=live_view::the_profile_button_draws_the_flame_graph)'`.
+/// tools/test -E 'test(=live_view::the_profile_button_draws_the_flame_graph)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: a profile under load read in a real browser (Chromium)"]
 async fn the_profile_button_draws_the_flame_graph() {
@@ -526,7 +526,7 @@ async fn the_profile_button_draws_the_flame_graph() {
 /// Exercise 12's chart: in periodic-stall under its ticket's load, the longest
 /// request of a second stands out every few seconds, each stall beside the bar
 /// of the compaction that held the index's lock, while the p50 stays low. The
-/// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live scripts/test
+/// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test
 /// -E 'test(=live_view::the_longest_request_chart_lines_each_stall_up_with_its_compaction)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 15 s of a stalling exercise read in a real browser (Chromium)"]
@@ -597,7 +597,7 @@ async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
 /// a second sits near 0.9 until the incident (its markers on both charts) and
 /// stays at 0 after it, while the fills abandoned a second run at the misses'
 /// rate. The picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live
-/// scripts/test -E 'test(=live_view::the_cache_charts_show_a_cache_that_never_warms_again)'`.
+/// tools/test -E 'test(=live_view::the_cache_charts_show_a_cache_that_never_warms_again)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 20 s of a cache outage read in a real browser (Chromium)"]
 async fn the_cache_charts_show_a_cache_that_never_warms_again() {

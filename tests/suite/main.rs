@@ -3,7 +3,7 @@
 //! minutes went to building them). A module is what a file under `tests/` was,
 //! and its tests are named by it (`soak::the_soak_...`), which is how
 //! `.config/nextest.toml` picks the ones that run alone and how a run is
-//! filtered (`scripts/test -E 'test(/^soak::/)'`). `common` is the harness
+//! filtered (`tools/test -E 'test(/^soak::/)'`). `common` is the harness
 //! they share: the binaries' paths, a server, a client, the figures blocks and
 //! a browser. docs/architecture.md ("Tests, in three tiers") says where a new
 //! test goes.

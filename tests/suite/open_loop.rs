@@ -55,7 +55,7 @@ async fn the_open_loop_keeps_its_rate_within_2_percent_over_10_s() {
 /// `--precise-pacing`'s one shared timer (`platform/precise_timer.rs`) loses no wait: every
 /// send of the timetable leaves or is counted missed, with no slack and with the
 /// default one, and a closed loop's think times end too. Correctness only; how
-/// exactly it paces is measured by scripts/bench/pacing.py.
+/// exactly it paces is measured by tools/bench/pacing.py.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn precise_pacing_sends_the_whole_timetable() {

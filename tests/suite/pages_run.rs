@@ -2,7 +2,7 @@
 //!
 //! Each page gets a terminal of its own (tests/suite/pages_run/session.rs: a bash in a
 //! network namespace, so the pages' ports 7878 and 7879 are its own) in a sandbox
-//! that looks like a clone: `scripts/`, `scenarios/`, `deploy/` and `docs/` of this
+//! that looks like a clone: `scripts/`, `tools/`, `scenarios/`, `deploy/` and `docs/` of this
 //! repository, and `target/release/` holding the binaries this test run built.
 //! `cargo run --release [--bin X] -- ARGS` runs those binaries (a `cargo` on PATH
 //! that does only that, so the test does not build a second time) and `sudo` runs
@@ -33,7 +33,7 @@
 //! is what a command prints.
 //!
 //! Needs root (network namespaces, tracers); skips without, fails under CI. Tier C
-//! (the full suite only; `scripts/test -E 'test(/^pages_run::/)'`), three pages at
+//! (the full suite only; `tools/test -E 'test(/^pages_run::/)'`), three pages at
 //! a time, loads and traces cut to 3 s, in two tests that run beside the shared
 //! ones: the pages that run `workshop check` (README.md and the exercises) and the
 //! others (the sweeps of docs/load.md and docs/scenarios.md the longest).
@@ -167,7 +167,7 @@ fn sandbox(dir: &Path) -> String {
     for name in ["system-simulator", "sim-clients"] {
         std::os::unix::fs::symlink(bins.join(name), release.join(name)).unwrap();
     }
-    for linked in ["scripts", "scenarios", "deploy", "docs", "Cargo.toml"] {
+    for linked in ["scripts", "tools", "scenarios", "deploy", "docs", "Cargo.toml"] {
         std::os::unix::fs::symlink(repo().join(linked), dir.join(linked)).unwrap();
     }
     let shims = dir.join("shims");

@@ -21,7 +21,7 @@ use simulator_service::observe::probes::probe_names;
 /// compiler keeps its own (third_party/usdt-impl/PATCHED.md). Published usdt-impl
 /// 0.6.0 wrote the build machine's alone, so an arm64 cross build failed with
 /// `invalid register rdi`. What the cross-built arm64 binary then carries (every
-/// probe, `8@x0`...) is `scripts/check-platforms linux-arm64`'s to show: a
+/// probe, `8@x0`...) is `tools/check-platforms linux-arm64`'s to show: a
 /// release cross build takes minutes.
 #[cfg(target_os = "linux")]
 #[test]

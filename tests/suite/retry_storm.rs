@@ -21,7 +21,7 @@
 //! and on one core and half a core, is `workshop figures`' in
 //! tests/suite/exercises.rs; page 07's `workshop check --client-change` runs as
 //! printed in tests/suite/pages_run.rs. Tier C (the full suite only), 45 s:
-//! `scripts/test -E 'test(/^retry_storm::/)'`.
+//! `tools/test -E 'test(/^retry_storm::/)'`.
 
 use crate::common;
 

@@ -20,7 +20,7 @@
 //! 60 s, side by side with the other shared tests, except the two judged by a
 //! tracer's sampling (CPU sampled at 1000 Hz against /proc), which run alone
 //! (.config/nextest.toml; about 3 minutes one binary at a time). Run with:
-//! `scripts/test -E 'test(/^scripts_live::/)'`.
+//! `tools/test -E 'test(/^scripts_live::/)'`.
 
 use crate::common;
 mod tracer;

@@ -6,7 +6,7 @@
 //! judged at all: `not checked:` names the setting, from what to what.
 //!
 //! Tier C (the full suite only): about a minute of real load. Run with:
-//! `scripts/test -E 'test(/^win_conditions::/)'`.
+//! `tools/test -E 'test(/^win_conditions::/)'`.
 
 use crate::common;
 

@@ -261,7 +261,7 @@ mod tests {
 
     const SLACK: Duration = Duration::from_micros(50);
 
-    /// Not a timing target (those live in scripts/bench/pacing.py): only that a
+    /// Not a timing target (those live in tools/bench/pacing.py): only that a
     /// wait never ends early, passes at once when due, ends by its timer when
     /// nobody nudges, and ends on a nudge once due.
     #[tokio::test]

@@ -20,7 +20,7 @@
 /// feature off (`cargo build --no-default-features`) there is no provider: the
 /// event path's `fire!` drops its argument closure uncalled, so the binary has no
 /// stapsdt notes and the event path no probe sites at all
-/// (`scripts/bench/probes.py` measures the difference, `docs/performance.md`).
+/// (`tools/bench/probes.py` measures the difference, `docs/performance.md`).
 /// usdt's own no-op backend is chosen by target OS in its build script, not by a
 /// feature, so it cannot stand in for that build.
 macro_rules! isim_provider {

@@ -8,7 +8,7 @@
 //! the `libc` crate's own bindings of the same calls: `proc_pidinfo` (task
 //! info: memory and threads; BSD info: the start time), `getrlimit` and the
 //! entries of `/dev/fd`. Type-checked here for both Mac targets
-//! (`scripts/check-platforms`); never run on a Mac by this project.
+//! (`tools/check-platforms`); never run on a Mac by this project.
 
 /// One reading; `None` where the OS does not say.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! request-done, and a request waiting for a permit or handing its element on
 //! finishes that step as the model says rather than vanishing mid-way. Spawning
 //! every request as a task of its own gave that, for about 12 % of the serving
-//! path's throughput (`scripts/bench/server-vs-axum.py`: 0.885 of bare axum with
+//! path's throughput (`tools/bench/server-vs-axum.py`: 0.885 of bare axum with
 //! the spawn, 1.0 without). Here the request runs inline in the connection's task,
 //! boxed, and only a request dropped unfinished has the rest of it moved onto a
 //! task of its own: an allocation per request, a spawn per hang-up. No crate does

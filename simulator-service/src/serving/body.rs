@@ -7,7 +7,7 @@
 //! gets 408 (`body_read_timeout`), one over `max_body_bytes` 413. A route that
 //! reads none leaves it unread, and hyper closes that connection after the reply.
 //! An extractor, not a middleware: buffering every request in a middleware cost
-//! 20 % of peak throughput (`scripts/bench/server-builds.py`).
+//! 20 % of peak throughput (`tools/bench/server-builds.py`).
 
 use axum::body::HttpBody as _;
 use axum::body::{Body, Bytes};

@@ -7,7 +7,7 @@
 //! wheel when the head is not there yet (it never is: the connection waits for
 //! its client's next request), taken out again and freed when the head arrives.
 //! On a 2-vCPU AMD EPYC VM that came to 2.8 us of the serving path's 35 us a
-//! request, 5 % of its throughput (issue 62; `scripts/bench/server-vs-axum.py`).
+//! request, 5 % of its throughput (issue 62; `tools/bench/server-vs-axum.py`).
 //!
 //! Here a connection keeps the instant it began to wait for a head in one atomic
 //! word: set when it opens and when its reply is done, cleared when a head

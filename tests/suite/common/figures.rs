@@ -116,7 +116,7 @@ pub fn verdict_errors(scenario: &str, fresh: &[FixTable]) -> Vec<String> {
 
 /// Keeps what `workshop figures` printed under the target directory
 /// (`target/tmp/figures-WHERE-TIME.txt`), so every run of the measuring tests adds
-/// to the spread that `scripts/margins.py --from target/tmp/figures-*.txt` sets
+/// to the spread that `tools/margins.py --from target/tmp/figures-*.txt` sets
 /// beside the bounds. Best effort: a test never fails for want of a copy.
 pub fn keep(confinement: &str, printed: &str) {
     let stamp = std::time::SystemTime::now()

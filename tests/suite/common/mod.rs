@@ -28,7 +28,7 @@ pub fn sim_clients() -> std::path::PathBuf {
         .with_file_name(format!("sim-clients{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),
-        "{} is not built: run the tests with --workspace (scripts/test does)",
+        "{} is not built: run the tests with --workspace (tools/test does)",
         bin.display()
     );
     bin

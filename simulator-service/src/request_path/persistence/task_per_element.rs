@@ -21,7 +21,7 @@ impl TaskPerElement {
     /// persist-start now, the persist in a task of its own; or, where the
     /// store cannot make it wait (`Store::ends_at_once`), run to its end
     /// here: no task, no wake-up of another worker, which were a tenth of the
-    /// serving path at zero cost (`scripts/bench/server-builds.py`). Polling
+    /// serving path at zero cost (`tools/bench/server-builds.py`). Polling
     /// every persist inline first, whatever the store, cost each waiting one an
     /// extra poll and a box, and put the blocking-runtime exercise's canary on
     /// its bound: so only where nothing can wait. Should it wait after all (a

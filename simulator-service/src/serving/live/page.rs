@@ -1,7 +1,7 @@
 //! The live page: one self-contained HTML file (`page.html`: its CSS and script
 //! inline, nothing fetched from elsewhere, so it works in a classroom offline),
 //! with the request-path diagram of `assets/` embedded at build time, the same
-//! SVG `scripts/diagram` draws from its source, so the page and the picture in
+//! SVG `tools/diagram` draws from its source, so the page and the picture in
 //! the README cannot drift apart. The script annotates the diagram's nodes (found
 //! by their Graphviz names) with each part's figures.
 

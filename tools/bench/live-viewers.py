@@ -8,8 +8,8 @@ requests/s with viewers to without (target: at least 0.98, i.e. 50 viewers cost 
 serving path at most 2 %). The server is at its cheapest (no simulated delay,
 permits never short), so the live view's share is as large as it can be.
 
-  python3 scripts/bench/live-viewers.py                      # builds, 5 runs of 10 s, 50 viewers
-  python3 scripts/bench/live-viewers.py --runs 5 --seconds 6 --no-build
+  python3 tools/bench/live-viewers.py                      # builds, 5 runs of 10 s, 50 viewers
+  python3 tools/bench/live-viewers.py --runs 5 --seconds 6 --no-build
 """
 
 import os

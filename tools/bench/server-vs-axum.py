@@ -14,10 +14,10 @@ with each batch's ratio and how many met the target: on a shared VM the ratio
 moves from one hour to the next by more than a batch's runs show
 (docs/performance.md, "By VM kind"), so one batch does not settle it.
 
-  python3 scripts/bench/server-vs-axum.py                 # builds both, 5 runs of 10 s
-  python3 scripts/bench/server-vs-axum.py --runs 3 --seconds 5 --no-build
-  python3 scripts/bench/server-vs-axum.py --pin             # wrk on CPU 0, the servers on the rest
-  python3 scripts/bench/server-vs-axum.py --runs 7 --seconds 8 --batches 3 --gap 20
+  python3 tools/bench/server-vs-axum.py                 # builds both, 5 runs of 10 s
+  python3 tools/bench/server-vs-axum.py --runs 3 --seconds 5 --no-build
+  python3 tools/bench/server-vs-axum.py --pin             # wrk on CPU 0, the servers on the rest
+  python3 tools/bench/server-vs-axum.py --runs 7 --seconds 8 --batches 3 --gap 20
 """
 
 import os

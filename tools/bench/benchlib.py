@@ -1,4 +1,4 @@
-"""What every benchmark in scripts/bench/ shares: building, starting a server on a
+"""What every benchmark in tools/bench/ shares: building, starting a server on a
 free loopback port, driving it with wrk, timing a command's CPU and memory, and
 the summary each prints: the median of the runs with their min and max, and the
 subject's ratio to a baseline measured in the same run, runs alternating so that

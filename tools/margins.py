@@ -21,9 +21,9 @@ docs/workshop/README.md ("Appendix: every bound's room, measured") holds its out
 scenarios/*.toml names its margins beside it.
 
   cargo build --release
-  python3 scripts/margins.py --runs 2                   # whole machine, one core, half a core
-  python3 scripts/margins.py --from target/tmp/figures-*.txt   # what the tests measured
-  python3 scripts/margins.py --rebound scenarios --from F...   # old figures, today's bounds
+  python3 tools/margins.py --runs 2                   # whole machine, one core, half a core
+  python3 tools/margins.py --from target/tmp/figures-*.txt   # what the tests measured
+  python3 tools/margins.py --rebound scenarios --from F...   # old figures, today's bounds
 
 The test that measures the figures (tests/suite/exercises.rs: each exercise on
 the whole machine, on one core and at half a core) saves what

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A discrete-event model of the original simulator's closed loop: which client behaviour gives the seed's blocked shares.
 
-USAGE: python3 scripts/seed-model.py [--seconds 180] [--clients 1,15,125,135,1000]
+USAGE: python3 tools/seed-model.py [--seconds 180] [--clients 1,15,125,135,1000]
 
 The seed (003) measured 15 clients 31 % blocked, 125 clients 39 %, 135 and 1000
 clients 99.9 %; this answers, without a server, which way of waiting the think time

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Where a full test run's minutes went, from the times nextest kept.
 
-`scripts/test` (the full tier, what CI runs) writes every test's time to
+`tools/test` (the full tier, what CI runs) writes every test's time to
 target/nextest/full/junit.xml (.config/nextest.toml). This prints the tests
 that run alone (`exercises::each::*` and names ending `_alone`: one after
 another, the machine to themselves) and the shared ones (four at a time), each
 phase's sum, and the slowest of each, so the next cut of CI's time starts from
 what a run measured rather than from a guess.
 
-  python3 scripts/test-times.py                      # target/nextest/full/junit.xml
-  python3 scripts/test-times.py PATH/junit.xml --top 20
+  python3 tools/test-times.py                      # target/nextest/full/junit.xml
+  python3 tools/test-times.py PATH/junit.xml --top 20
 """
 
 import argparse
@@ -28,7 +28,7 @@ def main():
     try:
         root = ET.parse(args.junit).getroot()
     except (OSError, ET.ParseError) as e:
-        sys.exit(f"{args.junit}: {e} (run the full tier first: scripts/test)")
+        sys.exit(f"{args.junit}: {e} (run the full tier first: tools/test)")
     phases = {"alone": [], "shared": []}
     failed = []
     for case in root.iter("testcase"):

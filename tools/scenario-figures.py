@@ -15,8 +15,8 @@ after. Then the contrasts in CONTRASTS: two configurations of one scenario under
 another load, for a lesson no fix row shows. docs/scenarios.md holds its output.
 
   cargo build --release --workspace
-  python3 scripts/scenario-figures.py                       # 20 s a run, every scenario
-  python3 scripts/scenario-figures.py --duration 60s sequential-persist
+  python3 tools/scenario-figures.py                       # 20 s a run, every scenario
+  python3 tools/scenario-figures.py --duration 60s sequential-persist
 
 Traffic goes only to 127.0.0.1.
 """

@@ -15,7 +15,7 @@ cheapest), alternating, 5 runs each by default:
 Prints requests/s and the server's CPU microseconds per request (medians, min,
 max), each subject's ratio to the build without frame pointers.
 
-  python3 scripts/bench/profiler.py [--runs 5] [--seconds 10] [--no-build]
+  python3 tools/bench/profiler.py [--runs 5] [--seconds 10] [--no-build]
 """
 
 import os

@@ -9,7 +9,7 @@ medians with min and max, and NEW / BASELINE. On a VM one process can run 1.5x
 slower than the next for its whole life, so judge by the median of many runs.
 
   git worktree add ../old <commit> && (cd ../old && cargo build --release --example request_path)
-  python3 scripts/bench/request-path.py ../old/target/release/examples/request_path \\
+  python3 tools/bench/request-path.py ../old/target/release/examples/request_path \\
       target/release/examples/request_path --runs 15
 """
 

@@ -25,7 +25,7 @@ CAP_SYS_RESOURCE: this machine's hard limit is 20,000), the script says so and
 measures as many clients as the limit allows, less 1,000 descriptors of slack.
 Memory in the kernel (socket buffers) is not in RSS.
 
-  sudo python3 scripts/bench/scale.py [--clients 50000] [--runs 5] [--seconds 30] [--no-build]
+  sudo python3 tools/bench/scale.py [--clients 50000] [--runs 5] [--seconds 30] [--no-build]
 """
 
 import json

@@ -18,9 +18,9 @@ requests than wrk. wrk gets the same think time through scripts/wrk-think.lua.
 
 Run from the repository root (needs wrk and GNU time: apt-get install wrk time):
 
-  python3 scripts/bench/clients-vs-wrk.py                 # every scenario, 5 runs, 20 s each
-  python3 scripts/bench/clients-vs-wrk.py --scenario c --runs 5 --duration 10
-  python3 scripts/bench/clients-vs-wrk.py --scenario a --runs 5 --duration 30
+  python3 tools/bench/clients-vs-wrk.py                 # every scenario, 5 runs, 20 s each
+  python3 tools/bench/clients-vs-wrk.py --scenario c --runs 5 --duration 10
+  python3 tools/bench/clients-vs-wrk.py --scenario a --runs 5 --duration 30
 
 Machines here are noisy: quote the medians and the ratios, not one run.
 """
@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import benchlib  # noqa: E402
 from benchlib import CLIENTS, ROOT, timed  # noqa: E402
 
-LUA = os.path.join(ROOT, "scripts/wrk-think.lua")
+LUA = os.path.join(ROOT, "tools/wrk-think.lua")
 
 SCENARIOS = {
     "a": {"clients": 1000, "think_ms": 1000, "ramp_up": "0s", "threads": 1, "server": "simulator",

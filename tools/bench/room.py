@@ -12,8 +12,8 @@ system) over --seconds and its memory (VmRSS at the end, VmHWM the peak), in
 core and 50 MiB at 30 seats). Also counts the reports the room took and the
 boards it sent, so a run proves the load was real.
 
-  python3 scripts/bench/room.py                          # builds; 3 runs of 60 s, 30 seats
-  python3 scripts/bench/room.py --runs 3 --seconds 30 --seats 30 --no-build
+  python3 tools/bench/room.py                          # builds; 3 runs of 60 s, 30 seats
+  python3 tools/bench/room.py --runs 3 --seconds 30 --seats 30 --no-build
 """
 
 import http.client

@@ -22,7 +22,7 @@ ratios to the peer. First it prints the machine's own limits
 axum's requests/s under wrk), so the ratios read the same on any machine. --pin puts the
 load tool on CPU 0 and the server on the rest.
 
-  python3 scripts/bench/peers.py [--runs 5] [--seconds 6] [--rate 20000] [--pin] [--no-build]
+  python3 tools/bench/peers.py [--runs 5] [--seconds 6] [--rate 20000] [--pin] [--no-build]
 """
 
 import json

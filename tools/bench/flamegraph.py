@@ -9,7 +9,7 @@ after).
 Needs perf (apt-get install linux-perf), wrk, inferno (cargo install inferno) and
 rsvg-convert (apt-get install librsvg2-bin).
 
-  python3 scripts/bench/flamegraph.py [--seconds 5] [--no-build] [--server BINARY] [--out SVG]
+  python3 tools/bench/flamegraph.py [--seconds 5] [--no-build] [--server BINARY] [--out SVG]
 """
 
 import argparse

@@ -15,7 +15,7 @@ two threads.
      threads, each event also sent into the tap's ring. Run at two commits to
      compare two rings (docs/performance.md, "The probe tap's cost").
 
-  python3 scripts/bench/event-path.py [--runs 5] [--requests 2000000] [--no-build]
+  python3 tools/bench/event-path.py [--runs 5] [--requests 2000000] [--no-build]
 """
 
 import os

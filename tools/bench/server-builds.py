@@ -10,7 +10,7 @@ steadier of the two on a VM the server shares with wrk). --pin puts wrk on CPU 0
 and the servers on the rest.
 
   git worktree add ../old <commit> && (cd ../old && cargo build --release)
-  python3 scripts/bench/server-builds.py ../old/target/release/system-simulator \\
+  python3 tools/bench/server-builds.py ../old/target/release/system-simulator \\
       target/release/system-simulator --runs 5 --seconds 10
 """
 

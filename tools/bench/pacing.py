@@ -19,7 +19,7 @@ machine). When oha is installed (cargo install oha --locked) it runs in the same
 rounds at the same rate (oha -q R -c 64 --latency-correction, as peers.py runs it),
 and the CPU of each pacing is printed as a ratio to oha's; target: no more.
 
-  python3 scripts/bench/pacing.py [--rate 20000] [--slacks 0s,50us,100us] [--runs 5] [--seconds 10] [--pin] [--no-build]
+  python3 tools/bench/pacing.py [--rate 20000] [--slacks 0s,50us,100us] [--runs 5] [--seconds 10] [--pin] [--no-build]
 """
 
 import json

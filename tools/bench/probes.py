@@ -19,7 +19,7 @@ Prints requests/s and the server's CPU microseconds per request (medians, min,
 max), each mode's ratio to the compiled-out build, and from the CPU difference
 the cost of one fired probe in ns (count.bt's own counts give probes per request).
 
-  sudo python3 scripts/bench/probes.py [--runs 5] [--seconds 10] [--no-build]
+  sudo python3 tools/bench/probes.py [--runs 5] [--seconds 10] [--no-build]
 """
 
 import os
