@@ -180,26 +180,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let url = first.url.clone();
     announce(&plan, &url);
 
-    let cancel = CancellationToken::new();
-    tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        }
-    });
-    let load = LoadPlan {
-        target: url.clone(),
-        ..plan.load.clone()
-    };
-    let fixed_load = plan
-        .scenario
-        .load_with(&plan.fix.load)
-        .map(|changed| LoadPlan {
-            retry: changed.retry,
-            ..load.clone()
-        })?;
+    let cancel = cancelled_by_ctrl_c();
+    let (load, fixed_load) = loads(&plan, &url)?;
     let incident = plan.scenario.incident.first();
     let show = std::io::stdout().is_terminal();
     let fix_body = plan
@@ -217,13 +199,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let before = run_once(&load, incident, cancel.clone(), show).await?;
 
     println!(
-        "2/2  the same load after the fix {}: {}{}",
+        "2/2  the same load after the fix {}: {}",
         plan.fix.name,
-        serde_json::to_string(&fix_body)?,
-        match plan.fix.load.is_empty() {
-            true => String::new(),
-            false => format!(", clients {}", crate::local::shell_line(&plan.fix.load)),
-        }
+        fix_words(&plan.fix, &fix_body)?
     );
     let (server, fixed_load) = match incident {
         None => (first, fixed_load),
@@ -249,6 +227,47 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         print!("{}", goodput_timeline(&runs, incident));
     }
     Ok(())
+}
+
+/// A token Ctrl-C cancels: the run in progress ends early and reports.
+fn cancelled_by_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        }
+    });
+    cancel
+}
+
+/// The load before the fix, aimed at `url`, and the same after it with the
+/// fix's change of the clients (a retry policy) where it has one.
+fn loads(plan: &Plan, url: &str) -> anyhow::Result<(LoadPlan, LoadPlan)> {
+    let load = LoadPlan {
+        target: url.to_owned(),
+        ..plan.load.clone()
+    };
+    let fixed_load = plan
+        .scenario
+        .load_with(&plan.fix.load)
+        .map(|changed| LoadPlan {
+            retry: changed.retry,
+            ..load.clone()
+        })?;
+    Ok((load, fixed_load))
+}
+
+/// The fix as the second run's line says it: its body, and the clients'
+/// change where it has one.
+fn fix_words(fix: &Fix, body: &simulator_api::SettingsUpdate) -> anyhow::Result<String> {
+    let clients = match fix.load.is_empty() {
+        true => String::new(),
+        false => format!(", clients {}", crate::local::shell_line(&fix.load)),
+    };
+    Ok(format!("{}{clients}", serde_json::to_string(body)?))
 }
 
 /// After a storm the server is full of requests whose clients have gone

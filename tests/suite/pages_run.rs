@@ -167,7 +167,14 @@ fn sandbox(dir: &Path) -> String {
     for name in ["system-simulator", "sim-clients"] {
         std::os::unix::fs::symlink(bins.join(name), release.join(name)).unwrap();
     }
-    for linked in ["scripts", "tools", "scenarios", "deploy", "docs", "Cargo.toml"] {
+    for linked in [
+        "scripts",
+        "tools",
+        "scenarios",
+        "deploy",
+        "docs",
+        "Cargo.toml",
+    ] {
         std::os::unix::fs::symlink(repo().join(linked), dir.join(linked)).unwrap();
     }
     let shims = dir.join("shims");

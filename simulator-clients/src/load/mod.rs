@@ -223,6 +223,25 @@ pub async fn run(
     run_with(plan, cancel, outputs).await
 }
 
+/// When the run starts: now, or at `--start-at` (with a word where it started
+/// late); how late, then.
+async fn starting_time(
+    plan: &LoadPlan,
+    cancel: &CancellationToken,
+) -> (tokio::time::Instant, Option<std::time::Duration>) {
+    let Some(at) = plan.start_at else {
+        return (tokio::time::Instant::now(), None);
+    };
+    let (start, late) = start::wait_for(at, cancel).await;
+    if late > plan.late_after {
+        eprintln!(
+            "sim-clients: started {} after --start-at",
+            units::duration(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX))
+        );
+    }
+    (start, Some(late))
+}
+
 /// [`run`], with a per-second series, the report's seconds and the driver's
 /// own metrics endpoint as asked.
 pub async fn run_with(
@@ -243,19 +262,7 @@ pub async fn run_with(
     }
     let before = client::stats(&plan.target).await.ok();
     let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
-    let (start, start_late) = match plan.start_at {
-        Some(at) => {
-            let (start, late) = start::wait_for(at, &cancel).await;
-            if late > plan.late_after {
-                eprintln!(
-                    "sim-clients: started {} after --start-at",
-                    units::duration(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX))
-                );
-            }
-            (start, Some(late))
-        }
-        None => (tokio::time::Instant::now(), None),
-    };
+    let (start, start_late) = starting_time(plan, &cancel).await;
     let intervals = outputs.series.is_some() || outputs.seconds || outputs.lines.is_some();
     let recorder = record::Recorder::new(plan.late_after, intervals).with_live(Arc::clone(&live));
     let shared = Arc::new(worker::RunState::starting(

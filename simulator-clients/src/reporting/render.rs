@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use simulator_api::{Counts, SEED_COUNTS};
 
+use crate::plan::shard::ShardInfo;
 use crate::reporting::figures::{Latency, Shown};
 use crate::reporting::report::{Bucket, Report};
 use crate::reporting::units::duration;
@@ -16,8 +17,9 @@ fn human(ns: u64) -> humantime::FormattedDuration {
     humantime::format_duration(Duration::from_nanos(ns))
 }
 
-fn header(r: &Report) -> String {
-    let pacing = match (r.think_time_ns, r.rate_per_s, r.arrivals) {
+/// How the load was paced: open loop at a rate, or closed with a think time.
+fn pacing(r: &Report) -> String {
+    match (r.think_time_ns, r.rate_per_s, r.arrivals) {
         (_, Some(rate), Some(arrivals)) => format!(
             "open loop, {rate}/s {} arrivals over {} connections",
             match arrivals {
@@ -32,40 +34,48 @@ fn header(r: &Report) -> String {
             r.clients,
             human(think.unwrap_or(0))
         ),
-    };
+    }
+}
+
+/// A shard's line: which share of the load this process ran.
+fn shard_line(r: &Report, shard: ShardInfo) -> String {
+    format!(
+        "  shard {}/{} ({}): {} of the {} {}{}; the server column counts every shard's",
+        shard.index,
+        shard.count,
+        match shard.source {
+            crate::plan::shard::ShardSource::Flag => "--shard",
+            crate::plan::shard::ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
+            crate::plan::shard::ShardSource::Nomad => "NOMAD_ALLOC_INDEX",
+            crate::plan::shard::ShardSource::Slurm => "SLURM_PROCID",
+        },
+        shard.shard().share(r.clients),
+        r.clients,
+        if r.mode == "open" {
+            format!(
+                "connections, sends {}, {}+{}... of the timetable",
+                shard.index,
+                shard.index + shard.count,
+                shard.index + 2 * shard.count
+            )
+        } else {
+            "clients".to_owned()
+        },
+        r.run_id
+            .as_ref()
+            .map_or(String::new(), |id| format!(", run {id}")),
+    )
+}
+
+fn header(r: &Report) -> String {
     let mut out = format!(
-        "sim-clients: {pacing}, ran {} against {}\n",
+        "sim-clients: {}, ran {} against {}\n",
+        pacing(r),
         duration(r.window_ns),
         r.target
     );
     if let Some(shard) = r.shard {
-        let _ = writeln!(
-            out,
-            "  shard {}/{} ({}): {} of the {} {}{}; the server column counts every shard's",
-            shard.index,
-            shard.count,
-            match shard.source {
-                crate::plan::shard::ShardSource::Flag => "--shard",
-                crate::plan::shard::ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
-                crate::plan::shard::ShardSource::Nomad => "NOMAD_ALLOC_INDEX",
-                crate::plan::shard::ShardSource::Slurm => "SLURM_PROCID",
-            },
-            shard.shard().share(r.clients),
-            r.clients,
-            if r.mode == "open" {
-                format!(
-                    "connections, sends {}, {}+{}... of the timetable",
-                    shard.index,
-                    shard.index + shard.count,
-                    shard.index + 2 * shard.count
-                )
-            } else {
-                "clients".to_owned()
-            },
-            r.run_id
-                .as_ref()
-                .map_or(String::new(), |id| format!(", run {id}")),
-        );
+        let _ = writeln!(out, "{}", shard_line(r, shard));
     }
     if let Some(merged) = &r.merged {
         let shards: Vec<String> = merged.shards.iter().map(u32::to_string).collect();

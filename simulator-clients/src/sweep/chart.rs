@@ -158,32 +158,7 @@ fn chart_lines(report: &SweepReport) -> (Vec<Line>, Vec<Line>, Vec<Line>) {
         ));
     }
     if is_seed_experiment(report) {
-        let seed = |name: &str, marker, value: fn(&crate::sweep::seed::SeedRow) -> f64| Line {
-            name: name.to_owned(),
-            colour: SEED,
-            look: Look::Reference(marker),
-            points: SEED_TABLE
-                .iter()
-                .map(|r| (r.clients as f64, value(r)))
-                .collect(),
-        };
-        throughput.push(seed(
-            "the seed's figures, before the fix",
-            Marker::Cross,
-            |r| r.requests_per_min,
-        ));
-        if report.after.is_some() {
-            throughput.push(seed(
-                "the seed's figures, after the fix",
-                Marker::Triangle,
-                |r| r.fixed_requests_per_min,
-            ));
-        }
-        blocked.push(seed(
-            "the seed's figures, before the fix",
-            Marker::Cross,
-            |r| r.blocked_share * 100.0,
-        ));
+        seed_lines(report.after.is_some(), &mut throughput, &mut blocked);
     }
     // Measurements first, then predictions and references on top.
     for lines in [&mut throughput, &mut blocked, &mut latency] {
@@ -194,6 +169,37 @@ fn chart_lines(report: &SweepReport) -> (Vec<Line>, Vec<Line>, Vec<Line>) {
         });
     }
     (throughput, blocked, latency)
+}
+
+/// The seed's own figures as reference lines: its throughput before (and,
+/// `with_fix`, after) the fix, and its blocked share.
+fn seed_lines(with_fix: bool, throughput: &mut Vec<Line>, blocked: &mut Vec<Line>) {
+    let seed = |name: &str, marker, value: fn(&crate::sweep::seed::SeedRow) -> f64| Line {
+        name: name.to_owned(),
+        colour: SEED,
+        look: Look::Reference(marker),
+        points: SEED_TABLE
+            .iter()
+            .map(|r| (r.clients as f64, value(r)))
+            .collect(),
+    };
+    throughput.push(seed(
+        "the seed's figures, before the fix",
+        Marker::Cross,
+        |r| r.requests_per_min,
+    ));
+    if with_fix {
+        throughput.push(seed(
+            "the seed's figures, after the fix",
+            Marker::Triangle,
+            |r| r.fixed_requests_per_min,
+        ));
+    }
+    blocked.push(seed(
+        "the seed's figures, before the fix",
+        Marker::Cross,
+        |r| r.blocked_share * 100.0,
+    ));
 }
 
 /// A value axis.

@@ -229,40 +229,14 @@ pub async fn serve(
             metrics::counter!(m::CONNECTIONS_ACCEPTED).increment(1);
         }
         let ways = policy_now();
-        if let Some(backlog) = ways.backlog {
-            stats.keep_backlog(backlog);
-        }
-        // Replies are small and the clients wait for each: unless told otherwise,
-        // do not let Nagle hold them.
-        let _ = stream.set_nodelay(ways.nodelay);
-        if ways.handshake_on == HandshakeOn::AcceptLoop {
-            handshake::spend(ways.handshake_cpu);
-        }
-
-        let router = router.clone();
-        let split = ways.reply_writes == ReplyWrites::Split;
+        at_accept(&stream, &ways, &stats);
         let head = Arc::new(HeadDeadline::new(limits.header_read_timeout));
-        let replying = Arc::clone(&head);
-        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-            replying.head_arrived();
-            let replied = Arc::clone(&replying);
-            // What axum's `into_make_service_with_connect_info` would insert: the
-            // admin guard reads the peer from it. Not for the requests, which
-            // never read it: the map of extensions it would make was ~0.3 us a
-            // request (issue 62).
-            if request.uri().path() != "/requests" {
-                request.extensions_mut().insert(ConnectInfo(peer));
-            }
-            let reply = router.clone().oneshot(request);
-            async move {
-                let reply = replied.reply_ends(reply.await?);
-                Ok::<_, std::convert::Infallible>(if split {
-                    reply.map(|body| axum::body::Body::new(HeadFirst::new(body)))
-                } else {
-                    reply
-                })
-            }
-        });
+        let service = requests_of(
+            router.clone(),
+            peer,
+            Arc::clone(&head),
+            ways.reply_writes == ReplyWrites::Split,
+        );
         let connection = graceful.watch(http.serve_connection(
             TokioIo::new(CountedWrites::new(stream, Arc::clone(&stats.writes))),
             service,
@@ -277,6 +251,57 @@ pub async fn serve(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// What the connection policy in force does to a connection as it is
+/// accepted: the listen backlog kept, Nagle on or off, and the handshake's CPU
+/// spent here when the policy puts it in the accept loop.
+fn at_accept(stream: &TcpStream, ways: &ConnectionPolicy, stats: &ConnectionStats) {
+    if let Some(backlog) = ways.backlog {
+        stats.keep_backlog(backlog);
+    }
+    // Replies are small and the clients wait for each: unless told otherwise,
+    // do not let Nagle hold them.
+    let _ = stream.set_nodelay(ways.nodelay);
+    if ways.handshake_on == HandshakeOn::AcceptLoop {
+        handshake::spend(ways.handshake_cpu);
+    }
+}
+
+/// A connection's service: each request to `router`, its head's deadline kept
+/// (`head`), the peer's address where the admin guard reads it, and with
+/// `split` each reply's head in a write of its own.
+fn requests_of(
+    router: Router,
+    peer: std::net::SocketAddr,
+    head: Arc<HeadDeadline>,
+    split: bool,
+) -> impl hyper::service::Service<
+    hyper::Request<Incoming>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future: Send,
+> + Clone {
+    hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        head.head_arrived();
+        let replied = Arc::clone(&head);
+        // What axum's `into_make_service_with_connect_info` would insert: the
+        // admin guard reads the peer from it. Not for the requests, which
+        // never read it: the map of extensions it would make was ~0.3 us a
+        // request (issue 62).
+        if request.uri().path() != "/requests" {
+            request.extensions_mut().insert(ConnectInfo(peer));
+        }
+        let reply = router.clone().oneshot(request);
+        async move {
+            let reply = replied.reply_ends(reply.await?);
+            Ok::<_, std::convert::Infallible>(if split {
+                reply.map(|body| axum::body::Body::new(HeadFirst::new(body)))
+            } else {
+                reply
+            })
+        }
+    })
 }
 
 /// One connection served to its end (the client's close, an error, or no head

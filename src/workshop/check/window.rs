@@ -45,17 +45,7 @@ pub(super) async fn run_window(
     let target = audience.target.as_str();
     let mut plan = LoadPlan::running_for(load, target, Some(window));
     plan.seed = plan.seed.or(Some(CHECK_SEED));
-    let started = tokio::time::Instant::now();
-    let trigger = scenario.incident.first().map(|incident| {
-        let (target, at) = (target.to_owned(), incident.at);
-        let token = audience.admin_token.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep_until(started + at).await;
-            let asked = (started.elapsed(), std::time::SystemTime::now());
-            let begun = client::begin_incident(&target, token.as_deref()).await;
-            (asked, begun)
-        })
-    });
+    let trigger = begin_incident_on_time(scenario, audience);
     let before = client::stats(target).await?;
     let neighbour_alone_per_s = neighbour_share::alone_per_s(before.neighbour.as_ref());
     let neighbour_before = neighbour_share::Reading::of(before.neighbour.as_ref());
@@ -89,24 +79,9 @@ pub(super) async fn run_window(
     if let Some(why) = report.out_of_descriptors() {
         return Err(Stop::Refused(format!("the check's own clients: {why}")));
     }
-    let incident_end_s = match (trigger, scenario.incident.first()) {
-        (Some(trigger), Some(incident)) => match trigger.await? {
-            ((at, at_wall), Ok(_)) => {
-                // In the run's own seconds: the run's clock starts after its
-                // connections are open, a little after the check's.
-                let run_start = humantime::parse_rfc3339(&report.started_at).ok();
-                let into_run = run_start
-                    .and_then(|start| at_wall.duration_since(start).ok())
-                    .unwrap_or(at);
-                Some((into_run + incident.lasts).as_secs_f64())
-            }
-            (_, Err(e)) => {
-                return Err(Stop::Refused(format!(
-                    "the check could not begin the scenario's incident: {e}"
-                )))
-            }
-        },
-        _ => None,
+    let incident_end_s = match trigger {
+        Some(trigger) => incident_end_s(trigger, scenario, &report).await?,
+        None => None,
     };
     Ok(WindowRun {
         report,
@@ -119,4 +94,55 @@ pub(super) async fn run_window(
         neighbour_alone_per_s,
         neighbour_before,
     })
+}
+
+/// What the incident's trigger returns: when it asked (into the check, and on
+/// the wall clock) and what the server answered.
+type Begun = (
+    (Duration, std::time::SystemTime),
+    Result<simulator_api::IncidentStatus, client::EndpointError>,
+);
+
+/// The scenario's incident begun at its time into the window, on a task of
+/// its own; none without an incident.
+fn begin_incident_on_time(
+    scenario: &Scenario,
+    audience: &progress::Audience,
+) -> Option<tokio::task::JoinHandle<Begun>> {
+    let started = tokio::time::Instant::now();
+    scenario.incident.first().map(|incident| {
+        let (target, at) = (audience.target.clone(), incident.at);
+        let token = audience.admin_token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(started + at).await;
+            let asked = (started.elapsed(), std::time::SystemTime::now());
+            let begun = client::begin_incident(&target, token.as_deref()).await;
+            (asked, begun)
+        })
+    })
+}
+
+/// When the incident ended, in the run's own seconds; refused when the server
+/// would not begin it.
+async fn incident_end_s(
+    trigger: tokio::task::JoinHandle<Begun>,
+    scenario: &Scenario,
+    report: &Report,
+) -> Result<Option<f64>, Stop> {
+    let ((at, at_wall), begun) = trigger.await?;
+    if let Err(e) = begun {
+        return Err(Stop::Refused(format!(
+            "the check could not begin the scenario's incident: {e}"
+        )));
+    }
+    // In the run's own seconds: the run's clock starts after its connections
+    // are open, a little after the check's.
+    let run_start = humantime::parse_rfc3339(&report.started_at).ok();
+    let into_run = run_start
+        .and_then(|start| at_wall.duration_since(start).ok())
+        .unwrap_or(at);
+    Ok(scenario
+        .incident
+        .first()
+        .map(|incident| (into_run + incident.lasts).as_secs_f64()))
 }
