@@ -10,7 +10,21 @@ use std::io::IsTerminal;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-fn main() -> anyhow::Result<std::process::ExitCode> {
+/// An error a person meets is one line: what went wrong and why (`{:#}`, every
+/// cause after a colon). Returning it from `main` would print anyhow's Debug
+/// form, which adds a stack backtrace whenever `RUST_BACKTRACE` is set, as many
+/// Rust users' shells have it. A panic, a bug, still prints its own.
+fn main() -> std::process::ExitCode {
+    match start() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn start() -> anyhow::Result<std::process::ExitCode> {
     let cli = system_simulator::cli::Cli::parse();
     let mut runtime = if cli.command.runs_on_one_thread() {
         tokio::runtime::Builder::new_current_thread()

@@ -53,8 +53,9 @@ pub struct ProfileArgs {
 }
 
 pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
+    let out = Out::open(&args.out)?;
     if let Some(path) = &args.stacks {
-        return from_stacks(path, &args);
+        return from_stacks(path, &args, out);
     }
     if args.seconds == 0 || args.seconds > simulator_service::profile::MAX_SECONDS {
         anyhow::bail!(
@@ -99,11 +100,11 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
         Duration::from_secs(seconds + 30),
     )
     .await?;
-    write_out(&args.out, body.as_bytes())
+    out.write(body.as_bytes())
 }
 
 /// A tracer's stacks, folded, written as `args.format` says.
-fn from_stacks(path: &std::path::Path, args: &ProfileArgs) -> anyhow::Result<()> {
+fn from_stacks(path: &std::path::Path, args: &ProfileArgs, out: Out) -> anyhow::Result<()> {
     // The title names the file, not where it was kept.
     let source = path.file_name().map_or_else(
         || path.display().to_string(),
@@ -150,21 +151,66 @@ fn from_stacks(path: &std::path::Path, args: &ProfileArgs) -> anyhow::Result<()>
         "folded" => folded.text().into_bytes(),
         _ => folded.svg_counting(&title, unit),
     };
-    write_out(&args.out, &body)
+    out.write(&body)
 }
 
 /// Writes `body` to `out`, or to standard output for `-`.
-fn write_out(out: &std::path::Path, body: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    if out.as_os_str() == "-" {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(body)
-            .context("cannot write standard output")?;
-        stdout.flush().context("cannot write standard output")?;
-    } else {
-        std::fs::write(out, body).with_context(|| format!("cannot write {}", out.display()))?;
-        eprintln!("profile: wrote {}", out.display());
+/// Where the profile goes, opened before any sampling so that a path that
+/// cannot be written is said at once, not after `--seconds`. Opened without
+/// truncating: a profile that fails leaves an earlier file as it was, and a
+/// file this run created is removed again.
+#[derive(Debug)]
+struct Out {
+    path: PathBuf,
+    /// `None` for standard output.
+    file: Option<std::fs::File>,
+    created: bool,
+}
+
+impl Out {
+    fn open(path: &std::path::Path) -> anyhow::Result<Out> {
+        if path.as_os_str() == "-" {
+            return Ok(Out {
+                path: path.to_owned(),
+                file: None,
+                created: false,
+            });
+        }
+        let existed = path.exists();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Out {
+            path: path.to_owned(),
+            file: Some(file),
+            created: !existed,
+        })
     }
-    Ok(())
+
+    fn write(mut self, body: &[u8]) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        let Some(mut file) = self.file.take() else {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(body)
+                .context("cannot write standard output")?;
+            return stdout.flush().context("cannot write standard output");
+        };
+        let written = file.set_len(0).and_then(|()| file.write_all(body));
+        written.with_context(|| format!("cannot write {}", self.path.display()))?;
+        self.created = false;
+        eprintln!("profile: wrote {}", self.path.display());
+        Ok(())
+    }
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }

@@ -8,7 +8,19 @@
 use clap::Parser;
 use simulator_clients::cli::{self, Args};
 
-fn main() -> anyhow::Result<()> {
+/// An error is one line, what went wrong and why, without the backtrace
+/// anyhow's Debug form adds when `RUST_BACKTRACE` is set (`src/main.rs` of the
+/// server says more).
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    cli::runtime(args.threads)?.block_on(cli::run(args))
+    let ran = cli::runtime(args.threads)
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(cli::run(args)));
+    match ran {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

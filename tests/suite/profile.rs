@@ -136,3 +136,62 @@ async fn the_profile_route_refuses_what_it_cannot_do() {
     assert_eq!(svg.status, 200);
     assert!(svg.body.contains("<svg"), "{}", svg.body);
 }
+
+/// An `--out` that cannot be written is said before any sampling, as one line
+/// without a backtrace even where `RUST_BACKTRACE` is set; a profile that then
+/// fails leaves an earlier file as it was and creates none.
+#[test]
+fn a_bad_out_is_said_before_sampling_and_a_failed_profile_keeps_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 9 on loopback: nothing listens, so a profile that got as far as
+    // asking would fail with the connection refused instead.
+    let profile = |out: &std::path::Path| {
+        Command::new(BIN)
+            .args([
+                "profile",
+                "--target",
+                "http://127.0.0.1:9",
+                "--seconds",
+                "120",
+                "--out",
+            ])
+            .arg(out)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap()
+    };
+    let missing = dir.path().join("no-such-dir/flame.svg");
+    let ran = profile(&missing);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(!ran.status.success());
+    assert!(
+        stderr.contains("cannot write") && stderr.contains("no-such-dir"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("sampling"),
+        "said before sampling: {stderr}"
+    );
+    assert!(
+        !stderr.contains("backtrace"),
+        "one line, no backtrace: {stderr}"
+    );
+    let earlier = dir.path().join("earlier.svg");
+    std::fs::write(&earlier, "an earlier profile").unwrap();
+    let ran = profile(&earlier);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        !ran.status.success() && stderr.contains("127.0.0.1:9"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&earlier).unwrap(),
+        "an earlier profile"
+    );
+    let fresh = dir.path().join("fresh.svg");
+    assert!(!profile(&fresh).status.success());
+    assert!(
+        !fresh.exists(),
+        "a failed profile leaves no empty file behind"
+    );
+}
