@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use simulator_api::max_duration;
+use simulator_api::output::Output;
 
 /// What `profile` takes.
 #[derive(Debug, clap::Args)]
@@ -53,7 +54,8 @@ pub struct ProfileArgs {
 }
 
 pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
-    let out = Out::open(&args.out)?;
+    let out = Output::reserve(&args.out)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
     if let Some(path) = &args.stacks {
         return from_stacks(path, &args, out);
     }
@@ -100,11 +102,11 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
         Duration::from_secs(seconds + 30),
     )
     .await?;
-    out.write(body.as_bytes())
+    write_out(out, body.as_bytes())
 }
 
 /// A tracer's stacks, folded, written as `args.format` says.
-fn from_stacks(path: &std::path::Path, args: &ProfileArgs, out: Out) -> anyhow::Result<()> {
+fn from_stacks(path: &std::path::Path, args: &ProfileArgs, out: Output) -> anyhow::Result<()> {
     // The title names the file, not where it was kept.
     let source = path.file_name().map_or_else(
         || path.display().to_string(),
@@ -151,66 +153,20 @@ fn from_stacks(path: &std::path::Path, args: &ProfileArgs, out: Out) -> anyhow::
         "folded" => folded.text().into_bytes(),
         _ => folded.svg_counting(&title, unit),
     };
-    out.write(&body)
+    write_out(out, &body)
 }
 
 /// Writes `body` to `out`, or to standard output for `-`.
-/// Where the profile goes, opened before any sampling so that a path that
-/// cannot be written is said at once, not after `--seconds`. Opened without
-/// truncating: a profile that fails leaves an earlier file as it was, and a
-/// file this run created is removed again.
-#[derive(Debug)]
-struct Out {
-    path: PathBuf,
-    /// `None` for standard output.
-    file: Option<std::fs::File>,
-    created: bool,
-}
-
-impl Out {
-    fn open(path: &std::path::Path) -> anyhow::Result<Out> {
-        if path.as_os_str() == "-" {
-            return Ok(Out {
-                path: path.to_owned(),
-                file: None,
-                created: false,
-            });
-        }
-        let existed = path.exists();
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(Out {
-            path: path.to_owned(),
-            file: Some(file),
-            created: !existed,
-        })
+/// Writes the profile where `--out` said; the file was reserved before any
+/// sampling (`simulator_api::output`).
+fn write_out(out: Output, body: &[u8]) -> anyhow::Result<()> {
+    let (path, to_stdout) = (out.path().display().to_string(), out.is_stdout());
+    out.write(body).with_context(|| match to_stdout {
+        true => "cannot write standard output".to_owned(),
+        false => format!("cannot write {path}"),
+    })?;
+    if !to_stdout {
+        eprintln!("profile: wrote {path}");
     }
-
-    fn write(mut self, body: &[u8]) -> anyhow::Result<()> {
-        use std::io::Write as _;
-        let Some(mut file) = self.file.take() else {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(body)
-                .context("cannot write standard output")?;
-            return stdout.flush().context("cannot write standard output");
-        };
-        let written = file.set_len(0).and_then(|()| file.write_all(body));
-        written.with_context(|| format!("cannot write {}", self.path.display()))?;
-        self.created = false;
-        eprintln!("profile: wrote {}", self.path.display());
-        Ok(())
-    }
-}
-
-impl Drop for Out {
-    fn drop(&mut self) {
-        if self.created {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
+    Ok(())
 }

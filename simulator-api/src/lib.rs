@@ -24,6 +24,7 @@ pub mod incident;
 pub mod live;
 pub mod load;
 pub mod max_duration;
+pub mod output;
 pub mod record;
 pub mod room;
 pub mod settings;

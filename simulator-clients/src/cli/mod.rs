@@ -43,6 +43,18 @@ async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
              cargo run --release --bin sim-clients -- sweep ..."
         );
     }
+    // Every output reserved before the sweep's minutes of load.
+    let reserve =
+        |path: &Option<PathBuf>| path.as_deref().map(crate::reporting::reserve).transpose();
+    let (json, markdown) = (reserve(&args.json)?, reserve(&args.markdown)?);
+    #[cfg(feature = "charts")]
+    let chart = match &args.svg {
+        Some(path) => Some((
+            crate::reporting::reserve(path)?,
+            crate::reporting::reserve(&path.with_extension("png"))?,
+        )),
+        None => None,
+    };
     let report = match &args.from {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -53,20 +65,23 @@ async fn sweep(args: SweepArgs) -> anyhow::Result<()> {
         None => run_sweep(&args).await?,
     };
     print!("{}", crate::sweep::table::render(&report));
-    if let Some(path) = &args.json {
-        crate::reporting::write_json(path, &report)?;
+    if let Some(out) = json {
+        crate::reporting::write_json(out, &report)?;
     }
-    if let Some(path) = &args.markdown {
-        std::fs::write(path, crate::sweep::table::markdown(&report))
-            .with_context(|| format!("writing {}", path.display()))?;
+    if let Some(out) = markdown {
+        let path = out.path().display().to_string();
+        out.write(crate::sweep::table::markdown(&report).as_bytes())
+            .with_context(|| format!("writing {path}"))?;
     }
     #[cfg(feature = "charts")]
-    if let Some(path) = &args.svg {
+    if let Some((svg_out, png_out)) = chart {
         let svg = crate::sweep::chart::render(&report)?;
-        std::fs::write(path, &svg).with_context(|| format!("writing {}", path.display()))?;
-        let png = path.with_extension("png");
-        std::fs::write(&png, crate::sweep::chart::png(&svg)?)
-            .with_context(|| format!("writing {}", png.display()))?;
+        let png = crate::sweep::chart::png(&svg)?;
+        for (out, bytes) in [(svg_out, svg.as_bytes()), (png_out, &png[..])] {
+            let path = out.path().display().to_string();
+            out.write(bytes)
+                .with_context(|| format!("writing {path}"))?;
+        }
     }
     Ok(())
 }
@@ -135,11 +150,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.json.as_ref().map(shard_file),
         args.series.as_ref().map(shard_file),
     );
+    let json = json.as_deref().map(crate::reporting::reserve).transpose()?;
     let series = match &series {
         Some(path) => Some(
             crate::reporting::series::create(path)
                 .await
-                .with_context(|| format!("creating {}", path.display()))?,
+                .with_context(|| format!("cannot write {}", path.display()))?,
         ),
         None => None,
     };
@@ -157,8 +173,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let report = crate::run_with(&plan, cancel.clone(), outputs).await?;
     print!("{}", report.render());
-    if let Some(path) = &json {
-        crate::reporting::write_json(path, &report)?;
+    if let Some(out) = json {
+        crate::reporting::write_json(out, &report)?;
     }
     if let Some(endpoint) = endpoint {
         endpoint.linger(args.metrics_linger, &cancel).await;

@@ -5,6 +5,7 @@
 //! (`hdr.rs`) and live progress on a terminal (`progress.rs`).
 
 use anyhow::Context;
+use simulator_api::output::Output;
 
 pub mod figures;
 pub mod hdr;
@@ -21,11 +22,15 @@ pub mod units;
 pub use report::Report;
 
 /// Writes `value` as pretty JSON to `path`, or to stdout for `-`.
-pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let json = serde_json::to_string_pretty(value)?;
-    if path.as_os_str() == "-" {
-        println!("{json}");
-        return Ok(());
-    }
-    std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))
+pub fn write_json(out: Output, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(value)? + "\n";
+    let path = out.path().display().to_string();
+    out.write(json.as_bytes())
+        .with_context(|| format!("writing {path}"))
+}
+
+/// `path` reserved for an output written after the run: refused now if it
+/// cannot be written (`simulator_api::output`).
+pub fn reserve(path: &std::path::Path) -> anyhow::Result<Output> {
+    Output::reserve(path).with_context(|| format!("cannot write {}", path.display()))
 }

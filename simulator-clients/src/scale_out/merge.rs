@@ -367,14 +367,19 @@ fn merge_seconds(reports: &[(PathBuf, Report)]) -> Result<Vec<Second>, MergeErro
 
 /// `sim-clients merge`: prints the merged report, writes the JSON and series asked for.
 pub fn run(args: &MergeArgs) -> anyhow::Result<()> {
+    let json = args
+        .json
+        .as_deref()
+        .map(crate::reporting::reserve)
+        .transpose()?;
     let reports = read(&args.files)?;
     let (merged, warnings) = merge(&reports)?;
     for warning in warnings {
         eprintln!("sim-clients merge: warning: {warning}");
     }
     print!("{}", merged.render());
-    if let Some(path) = &args.json {
-        crate::reporting::write_json(path, &merged)?;
+    if let Some(out) = json {
+        crate::reporting::write_json(out, &merged)?;
     }
     if let Some(path) = &args.series {
         let mut text = String::new();
