@@ -48,7 +48,11 @@ impl WorkshopArgs {
 #[derive(Debug, Subcommand)]
 pub enum WorkshopCommand {
     /// The exercises, in order, with their one-line tickets.
-    List,
+    List {
+        /// Print the README's table of the exercises (number, page, ticket).
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Start the server in an exercise's scenario and print its ticket, the load to
     /// run and the tracing commands.
     Start {
@@ -134,7 +138,11 @@ pub fn exercise(name: &str) -> anyhow::Result<Scenario> {
 /// Runs a `workshop` subcommand; the exit status is the check's verdict.
 pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        WorkshopCommand::List => list(),
+        WorkshopCommand::List { markdown: false } => list(),
+        WorkshopCommand::List { markdown: true } => {
+            simulator_service::platform::stdout::print_listing(&markdown_list()?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         WorkshopCommand::Start { exercise, serve } => start(&exercise, *serve).await,
         WorkshopCommand::Figures {
             exercise,
@@ -182,6 +190,23 @@ fn list() -> anyhow::Result<ExitCode> {
     )?;
     simulator_service::platform::stdout::print_listing(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The README's table of the exercises: each one's number, its page, and the
+/// ticket's headline (what an attendee is told, never the cause).
+pub fn markdown_list() -> anyhow::Result<String> {
+    use std::fmt::Write;
+    let mut out = String::from("| # | exercise | the ticket |\n| --- | --- | --- |\n");
+    for (i, s) in scenario::bundled()?.iter().enumerate() {
+        let n = i + 1;
+        let name = &s.name;
+        writeln!(
+            out,
+            "| {n} | [{name}](docs/workshop/{n:02}-{name}.md) | {} |",
+            s.headline
+        )?;
+    }
+    Ok(out)
 }
 
 /// `workshop start NAME`: the server in the exercise's scenario, its ticket printed.

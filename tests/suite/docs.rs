@@ -1,7 +1,7 @@
 //! The docs that are made from code must still be what the code makes: the
 //! settings tables of docs/limits.md come from the one declaration of the
 //! settings, the probe table of docs/tracing.md from the one declaration of the
-//! events. And the listings that print them end quietly when their reader does.
+//! events, the README's exercises from the bundled scenarios. And the listings that print them end quietly when their reader does.
 
 use std::path::Path;
 
@@ -38,6 +38,25 @@ fn the_probe_table_in_tracing_md_is_the_generated_one() {
         "docs/tracing.md is out of date: paste the output of \
          `cargo run -- probes` between its probes markers"
     );
+}
+
+#[test]
+fn the_exercises_in_the_readme_are_the_generated_list_and_each_links_its_page() {
+    assert_eq!(
+        between_markers("README.md", "exercises"),
+        system_simulator::workshop::markdown_list().unwrap().trim(),
+        "README.md is out of date: paste the output of \
+         `cargo run -- workshop list --markdown` between its exercises markers"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (i, s) in simulator_service::scenario::bundled()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let page = root.join(format!("docs/workshop/{:02}-{}.md", i + 1, s.name));
+        assert!(page.exists(), "the README links {}", page.display());
+    }
 }
 
 #[test]
