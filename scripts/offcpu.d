@@ -32,11 +32,11 @@
  * first, microseconds):
  *               libc.so.6`syscall+0x1d
  *               system-simulator`std::sys::sync::mutex::futex::Mutex::lock_contended+0x...
- *               system-simulator`system_simulator::request_path::index::Index::take_lock+0x...
+ *               system-simulator`simulator_service::request_path::index::Index::take_lock+0x...
  *               ...
  *           2049113
  * and as scripts/trace offcpu prints it, folded and named:
- *   system-simulator;...;system_simulator::request_path::index::Index::record;... 2049113
+ *   system-simulator;...;simulator_service::request_path::index::Index::record;... 2049113
  */
 #pragma D option quiet
 #pragma D option statusrate=10hz

@@ -17,8 +17,8 @@
  * folds them (or scripts/trace profile, which does it for you). Default 60 s.
  *
  * EXAMPLE (cpu-hot-spot before its fix, 10 s; one stack of many):
- *   system-simulator`_ZN16system_simulator12request_path9normalise4trim25trim_end_scanning_forward17h...E+0x3e
- *   system-simulator`_ZN16system_simulator12request_path9normalise9digest_of17h...E+0x1e
+ *   system-simulator`_ZN17simulator_service12request_path9normalise4trim25trim_end_scanning_forward17h...E+0x3e
+ *   system-simulator`_ZN17simulator_service12request_path9normalise9digest_of17h...E+0x1e
  *   ...
  *   231
  */

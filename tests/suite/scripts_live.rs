@@ -893,11 +893,11 @@ async fn compactions_while_traced(url: &str, n: u64) -> u64 {
     waited(get(&http, &format!("{url}/metrics")).await.body) - before
 }
 
-/// The innermost frame of a folded stack that is our crate's.
+/// The innermost frame of a folded stack that is the service's (simulator-service).
 fn innermost_of_ours(stack: &str) -> &str {
     stack
         .rsplit(';')
-        .find(|frame| frame.starts_with("system_simulator::"))
+        .find(|frame| frame.starts_with("simulator_service::"))
         .unwrap_or("")
 }
 

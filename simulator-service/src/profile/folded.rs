@@ -151,7 +151,7 @@ impl Folded {
 pub const IDLE: &[&str] = &[
     "tokio::runtime::scheduler::multi_thread::worker::Context::park_internal",
     "tokio::runtime::blocking::pool::Inner::run;std::sync::poison::condvar::Condvar::wait",
-    "system_simulator::request_path::index::compactor::wait_for_next",
+    "simulator_service::request_path::index::compactor::wait_for_next",
 ];
 
 /// What an empty profile draws.

@@ -147,20 +147,22 @@ fn is_offset(text: &str) -> bool {
 mod tests {
     use super::*;
 
-    const HOT: &str = "system_simulator::request_path::normalise::trim::trim_end_scanning_forward";
+    const HOT: &str = "simulator_service::request_path::normalise::trim::trim_end_scanning_forward";
 
     #[test]
     fn bpftrace_blocks_fold_outermost_first() {
         let text = "Attaching 4 probes...\nprofile.bt: sampling pid 1 at 99 Hz for 5 s\n\n\n\
-            @[\n    system_simulator::request_path::normalise::trim::trim_end_scanning_forward::hef744039bf64868b+37\n    system_simulator::request_path::normalise::digest_of::h0123456789abcdef+30\n]: 4\n\
-            @[\n    system_simulator::request_path::normalise::trim::trim_end_scanning_forward::hef744039bf64868b+55\n    system_simulator::request_path::normalise::digest_of::h0123456789abcdef+30\n]: 2\n\
+            @[\n    simulator_service::request_path::normalise::trim::trim_end_scanning_forward::hef744039bf64868b+37\n    simulator_service::request_path::normalise::digest_of::h0123456789abcdef+30\n]: 4\n\
+            @[\n    simulator_service::request_path::normalise::trim::trim_end_scanning_forward::hef744039bf64868b+55\n    simulator_service::request_path::normalise::digest_of::h0123456789abcdef+30\n]: 2\n\
             @[\n    epoll_wait+86\n    0x5614db8455a0\n]: 1\n";
         let folded = fold(text, None).unwrap();
         assert_eq!(folded.total(), 7);
         let widest = folded.stacks.iter().max_by_key(|(_, c)| **c).unwrap();
         assert_eq!(
             widest.0,
-            &format!("system-simulator;system_simulator::request_path::normalise::digest_of;{HOT}")
+            &format!(
+                "system-simulator;simulator_service::request_path::normalise::digest_of;{HOT}"
+            )
         );
         assert_eq!(*widest.1, 6);
         assert!((folded.share_within(HOT, "request_path") - 1.0).abs() < 1e-9);
@@ -170,8 +172,8 @@ mod tests {
     fn dtrace_blocks_fold_with_names_demangled() {
         let text = "profile.d: sampling pid 1 at 99 Hz for 5 s\n\n\n\
             \x20             libc.so.6`epoll_wait+0x56\n              0x5614db8455a0\n                1\n\n\
-            \x20             system-simulator`_ZN16system_simulator12request_path9normalise4trim25trim_end_scanning_forward17hef744039bf64868bE+0x3e\n\
-            \x20             system-simulator`_ZN16system_simulator12request_path9normalise9digest_of17h0123456789abcdefE+0x1e\n\
+            \x20             system-simulator`_ZN17simulator_service12request_path9normalise4trim25trim_end_scanning_forward17hef744039bf64868bE+0x3e\n\
+            \x20             system-simulator`_ZN17simulator_service12request_path9normalise9digest_of17h0123456789abcdefE+0x1e\n\
             \x20              231\n";
         let folded = fold(text, None).unwrap();
         assert_eq!(folded.total(), 232);

@@ -254,6 +254,19 @@ mod tests {
     use crate::observe::Events;
     use simulator_api::Settings;
 
+    /// The off-CPU graph leaves the compactor's wait between compactions out
+    /// by this frame's name (`profile::folded::IDLE`): it must name this
+    /// function where it is, or exercise 12's graph keeps an idle thread.
+    #[test]
+    fn the_off_cpu_graph_knows_the_wait_between_compactions_by_its_name() {
+        let _still_here: fn(&Shared) -> Option<Plan> = wait_for_next;
+        let frame = module_path!().trim_end_matches("::tests").to_owned() + "::wait_for_next";
+        assert!(
+            crate::profile::folded::IDLE.contains(&frame.as_str()),
+            "{frame} is not in profile::folded::IDLE"
+        );
+    }
+
     /// An index with no compactor thread (`index = false`), entries 1..=6, the
     /// first three written longer ago than an entry lives.
     fn index_with_three_expired() -> Index {
