@@ -4,12 +4,14 @@
 //! shared timer (`precise_timer.rs`, a Linux timerfd; elsewhere a pacer that
 //! cannot start, and the plan refuses the flag up front), the socket option
 //! that lets connect choose the port (`socket.rs`), the kernel's view of the
-//! clock's synchronisation (`clock.rs`), and the descriptor limit every
-//! connection counts against (`descriptors.rs`).
+//! clock's synchronisation (`clock.rs`), the descriptor limit every
+//! connection counts against (`descriptors.rs`), and the terminal's width for
+//! the progress line (`terminal.rs`).
 
 pub mod clock;
 pub mod descriptors;
 pub mod socket;
+pub mod terminal;
 
 #[cfg(target_os = "linux")]
 mod precise_timer;
