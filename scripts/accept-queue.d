@@ -41,7 +41,7 @@
  *
  * No root? `nstat -az TcpExtListenOverflows TcpExtListenDrops`, `ss -lnt`,
  * /stats.connections.listen_drops and the clients' connect row say the same
- * (docs/workshop/09-accept-queue.md).
+ * (docs/workshop/09-whole-second-delays.md).
  *
  * EXAMPLE (workshop start accept-queue, its load, 10 s):
  *    SEC  REQUESTS |  ACCEPTED | HANDSHAKES  QUEUE-MAX  LIMIT  DROPPED  SYN-AGAIN

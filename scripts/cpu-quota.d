@@ -35,7 +35,7 @@
  * cpu.stat's count over the same seconds.
  *
  * No root? /stats.cpu_cgroup and the cgroup's own cpu.stat say the same per
- * group (docs/workshop/08-cpu-quota.md).
+ * group (docs/workshop/08-container-timeouts.md).
  *
  * EXAMPLE (workshop start cpu-quota, its load, 10 s):
  *    SEC  REQUESTS  WORKS  CANARY-MAX-MS |  PERIODS  THROTTLED  WAITED-MS

@@ -27,7 +27,7 @@
  * sent".
  *
  * No root? `nstat -az TcpExtDelayedACKs`, twice, a few seconds apart: one a
- * request is the symptom (docs/workshop/10-nagle-delayed-ack.md).
+ * request is the symptom (docs/workshop/10-forty-ms-floor.md).
  *
  * EXAMPLE (workshop start nagle-delayed-ack, its load, 10 s):
  *    SEC  REQUESTS  SERVER-US |  WRITES  PAIRS | DELAYED-ACKS

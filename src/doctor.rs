@@ -98,7 +98,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         .iter()
         .filter(|s| !s.scripts.is_empty())
     {
-        let _ = writeln!(out, "  {}:", exercise.name);
+        let _ = writeln!(out, "  {}:", exercise.visible_name());
         if let Some(why) = crate::workshop::fit::cannot_judge(exercise, &machine) {
             let _ = writeln!(out, "    cannot be shown on this machine: {why}");
         }

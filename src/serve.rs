@@ -93,9 +93,13 @@ pub async fn serve_with(
         (None, Some(why)) => println!("  operator routes on the data port only: {why}"),
         (None, None) => println!("  operator routes on the data port only (--admin-listen off)"),
     }
+    // A workshop's server names its exercise, never the cause.
+    let named = match args.answers.unwrap_or_default() {
+        Answers::Shown => scenario.name.as_str(),
+        Answers::Hidden => scenario.visible_name(),
+    };
     println!(
-        "  scenario {}: {} permits, persistence {}, persist latency {}, network delay {} each way",
-        scenario.name,
+        "  scenario {named}: {} permits, persistence {}, persist latency {}, network delay {} each way",
         config.permits,
         config.persistence.name(),
         config.persist_latency,

@@ -19,7 +19,7 @@ HTTP each way. Three ways of waiting the think time are compared:
 
 It prints the blocked share over the whole run, over its first and its last
 minute, and requests a minute. Nothing here is measured: `sim-clients sweep`
-measures the real server (docs/workshop/01-semaphore-starvation.md).
+measures the real server (docs/workshop/01-throughput-plateau.md).
 """
 
 import argparse

@@ -89,6 +89,20 @@ pub struct Scenario {
     /// (`doctor` tells each attendee how each will run on their machine).
     #[serde(default)]
     pub scripts: Vec<String>,
+    /// The exercise's name, as an attendee sees it: `workshop list`, `start` and
+    /// `check`, the banner, the live view and `/stats` of a server that hides
+    /// its answers, the room, `doctor`, its page's title and file. It carries
+    /// the symptom, never the cause; `name` stays the cause's, for the operator
+    /// (`scenarios`, `serve --scenario`) and the facilitator. Either starts it.
+    /// A file that gives none is shown by its `name`.
+    #[serde(default)]
+    pub exercise: String,
+    /// Words that name the cause or its mechanism, which an attendee must not
+    /// read before the hints: tests/suite/workshop_pages.rs holds the exercise's
+    /// name, its headline, its ticket and its page above the first hint to them.
+    /// Never served.
+    #[serde(default)]
+    pub cause_words: Vec<String>,
     /// The workshop ticket in one line, for `workshop list`.
     #[serde(default)]
     pub headline: String,
@@ -284,10 +298,22 @@ impl Scenario {
         }
     }
 
-    /// A bundled scenario by name, or a file when `name_or_path` looks like a path.
+    /// The name an attendee sees: the exercise's, or `name` where it has none.
+    pub fn visible_name(&self) -> &str {
+        match self.exercise.as_str() {
+            "" => &self.name,
+            exercise => exercise,
+        }
+    }
+
+    /// A bundled scenario by its name or its exercise's, or a file when
+    /// `name_or_path` looks like a path.
     pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {
         if let Some((_, text)) = BUNDLED.iter().find(|(name, _)| *name == name_or_path) {
             return Self::parse(name_or_path, text);
+        }
+        if let Some(found) = bundled()?.into_iter().find(|s| s.exercise == name_or_path) {
+            return Ok(found);
         }
         let path = Path::new(name_or_path);
         if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
@@ -427,6 +453,32 @@ mod tests {
                 s.name
             );
         }
+    }
+
+    #[test]
+    fn every_exercise_has_a_name_of_its_own_that_starts_it_as_the_causes_does() {
+        let all = bundled_or_panic();
+        let causes = names();
+        let mut seen = Vec::new();
+        for s in &all {
+            let shown = s.visible_name();
+            assert!(
+                !s.exercise.is_empty() && !causes.contains(&shown),
+                "{}: an exercise's name of its own, not a cause's",
+                s.name
+            );
+            assert!(!seen.contains(&shown), "{shown}: twice");
+            seen.push(shown);
+            assert!(!s.cause_words.is_empty(), "{}: no cause words", s.name);
+            assert_eq!(&Scenario::load(shown).unwrap(), s);
+            assert_eq!(&Scenario::load(&s.name).unwrap(), s);
+        }
+        // A file without an exercise's name is shown by its own.
+        let plain = "name = \"mine\"\nseed = \"0\"\nsummary = \"\"\nsymptom = \"\"\nload = []\n";
+        assert_eq!(
+            Scenario::parse("test", plain).unwrap().visible_name(),
+            "mine"
+        );
     }
 
     fn bundled_or_panic() -> Vec<Scenario> {

@@ -385,15 +385,18 @@ fn round(v: f64) -> String {
     }
 }
 
-/// The page of an exercise: `docs/workshop/NN-NAME.md`, NN its place in the list.
+/// The page of an exercise: `docs/workshop/NN-NAME.md`, NN its place in the
+/// list and NAME the exercise's (never the cause's: an attendee reads it first).
 pub fn page_of(root: &Path, scenario: &Scenario) -> anyhow::Result<PathBuf> {
     let position = simulator_service::scenario::names()
         .iter()
         .position(|n| *n == scenario.name)
         .with_context(|| format!("{} is not a bundled exercise", scenario.name))?;
-    Ok(root
-        .join("docs/workshop")
-        .join(format!("{:02}-{}.md", position + 1, scenario.name)))
+    Ok(root.join("docs/workshop").join(format!(
+        "{:02}-{}.md",
+        position + 1,
+        scenario.visible_name()
+    )))
 }
 
 /// Replaces the figures block of `page` with `block`.

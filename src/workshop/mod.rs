@@ -122,17 +122,32 @@ pub struct CheckArgs {
     pub room: crate::room::seat::RoomArgs,
 }
 
-/// The exercise called `name`, or numbered `name` in the list (from 1).
+/// The exercise called `name` (its own name or its cause's), or numbered `name`
+/// in the list (from 1). A wrong name is told the exercises' names only: the
+/// causes' would give every answer away.
 pub fn exercise(name: &str) -> anyhow::Result<Scenario> {
+    let all = scenario::bundled()?;
     if let Ok(n) = name.parse::<usize>() {
-        let names = scenario::names();
-        let found = n
+        return n
             .checked_sub(1)
-            .and_then(|i| names.get(i))
-            .ok_or_else(|| anyhow::anyhow!("there are exercises 1 to {}, not {n}", names.len()))?;
-        return Ok(Scenario::load(found)?);
+            .and_then(|i| all.get(i).cloned())
+            .ok_or_else(|| anyhow::anyhow!("there are exercises 1 to {}, not {n}", all.len()));
     }
-    Ok(Scenario::load(name)?)
+    if let Some(found) = all
+        .iter()
+        .find(|s| s.visible_name() == name || s.name == name)
+    {
+        return Ok(found.clone());
+    }
+    if name.ends_with(".toml") || name.contains('/') {
+        return Ok(Scenario::load(name)?);
+    }
+    let names: Vec<&str> = all.iter().map(Scenario::visible_name).collect();
+    anyhow::bail!(
+        "no exercise is called `{name}`; the exercises: {} (or their numbers, 1 to {})",
+        names.join(", "),
+        names.len()
+    )
 }
 
 /// Runs a `workshop` subcommand; the exit status is the check's verdict.
@@ -176,7 +191,7 @@ fn list() -> anyhow::Result<ExitCode> {
             out,
             "{:>2}. {:<22} ({}) {}",
             i + 1,
-            s.name,
+            s.visible_name(),
             s.seed_words(),
             s.headline
         )?;
@@ -199,7 +214,7 @@ pub fn markdown_list() -> anyhow::Result<String> {
     let mut out = String::from("| # | exercise | the ticket |\n| --- | --- | --- |\n");
     for (i, s) in scenario::bundled()?.iter().enumerate() {
         let n = i + 1;
-        let name = &s.name;
+        let name = s.visible_name();
         writeln!(
             out,
             "| {n} | [{name}](docs/workshop/{n:02}-{name}.md) | {} |",
@@ -280,7 +295,7 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let load = chosen.load_with(&change)?;
     println!(
         "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
-        chosen.name,
+        chosen.visible_name(),
         window.as_secs(),
         crate::local::shell_line(&load.words_without_duration())
     );
@@ -333,7 +348,7 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
     };
     println!(
         "\n=== exercise {} ({}) ===\n{}",
-        s.name,
+        s.visible_name(),
         s.seed_words(),
         s.ticket.trim()
     );
@@ -352,8 +367,13 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
         println!("  curl -X PUT {data_url}/admin/incident");
     }
     println!("when you think it is fixed (stop your load first; the check brings its own):");
-    println!("  cargo run --release -- workshop check {}{target}", s.name);
-    println!("hints and the solution: docs/workshop/ ({}).\n", s.name);
+    println!(
+        "  cargo run --release -- workshop check {}{target}",
+        s.visible_name()
+    );
+    if let Ok(page) = figures::page_of(std::path::Path::new(""), s) {
+        println!("hints and the solution: {}\n", page.display());
+    }
     for warning in fit::warnings(s, &crate::local::machine()) {
         println!("NOTE, on this machine: {warning}\n");
     }

@@ -90,7 +90,7 @@ impl Reporter {
         let (lines, seconds) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let run = Run {
-            scenario: scenario.name.clone(),
+            scenario: scenario.visible_name().to_owned(),
             conditions: scenario.check.clone(),
             audience: audience.clone(),
             window,

@@ -49,12 +49,8 @@ fn the_exercises_in_the_readme_are_the_generated_list_and_each_links_its_page() 
          `cargo run -- workshop list --markdown` between its exercises markers"
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (i, s) in simulator_service::scenario::bundled()
-        .unwrap()
-        .iter()
-        .enumerate()
-    {
-        let page = root.join(format!("docs/workshop/{:02}-{}.md", i + 1, s.name));
+    for s in simulator_service::scenario::bundled().unwrap() {
+        let page = system_simulator::workshop::figures::page_of(root, &s).unwrap();
         assert!(page.exists(), "the README links {}", page.display());
     }
 }

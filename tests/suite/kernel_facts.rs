@@ -64,7 +64,7 @@ fn the_accept_queue_page_states_this_kernels_syn_retransmits() {
     assert!(
         words.contains(&format!("connects of exactly {modes}"))
             || words.contains(&format!("connects of {modes}")),
-        "docs/workshop/09-accept-queue.md does not say that a dropped SYN connects after {modes} on this kernel (tcp_syn_linear_timeouts {})",
+        "docs/workshop/09-whole-second-delays.md does not say that a dropped SYN connects after {modes} on this kernel (tcp_syn_linear_timeouts {})",
         if linear { "set" } else { "absent: before Linux 6.5" }
     );
     for version in ["Linux 6.5", "tcp_syn_linear_timeouts", "Before 6.5"] {

@@ -527,7 +527,9 @@ async fn a_check_with_the_servers_admin_token_shows_on_its_live_view_and_a_missi
     assert!(!stderr.contains("live view does not show"), "{stderr}");
     let live = live_check(&server.url).await;
     assert_eq!(live["verdict"], "not yet", "{live}");
-    assert_eq!(live["scenario"], EXERCISE);
+    // The check names the exercise as its attendee knows it.
+    let exercise = simulator_service::scenario::Scenario::load(EXERCISE).unwrap();
+    assert_eq!(live["scenario"], exercise.visible_name());
 
     // Without the token the check still judges, and says why the view is blank.
     let out = Command::new(BIN)
@@ -555,28 +557,5 @@ async fn a_check_with_the_servers_admin_token_shows_on_its_live_view_and_a_missi
 
 /// The check the server's live view shows (the `check` of `/live/events`' hello).
 async fn live_check(base: &str) -> Value {
-    use http_body_util::BodyExt;
-    let request = hyper::Request::get(format!("{base}/live/events"))
-        .body(http_body_util::Full::new(bytes::Bytes::new()))
-        .unwrap();
-    let response = client().request(request).await.unwrap();
-    let mut body = response.into_body();
-    let mut text = String::new();
-    while !text.contains("\n\n") {
-        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
-            .await
-            .expect("the hello within 10 s")
-            .unwrap()
-            .unwrap();
-        if let Ok(data) = frame.into_data() {
-            text.push_str(&String::from_utf8_lossy(&data));
-        }
-    }
-    let data: String = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim_start)
-        .collect();
-    let hello: Value = serde_json::from_str(&data).unwrap();
-    hello["tick"]["check"].clone()
+    common::live_hello(base).await["tick"]["check"].clone()
 }

@@ -116,9 +116,16 @@ async fn the_check_fails_with_no_other_load_and_passes_after_the_fix() {
 /// `serve` shows everything.
 #[tokio::test]
 async fn a_workshop_server_keeps_the_answers_until_asked() {
-    let server = Server::start_exercise("slow-backend");
+    let server = Server::start_exercise("object-store-slowdown");
     let http = client();
     let hidden = stats(&http, &server.url).await;
+    // Named as the attendee knows it, everywhere: /stats, the live view.
+    assert_eq!(hidden["scenario"], "object-store-slowdown");
+    let hello = common::live_hello(&server.url).await;
+    assert_eq!(
+        hello["tick"]["scenario"]["name"], "object-store-slowdown",
+        "{hello}"
+    );
     let model = &hidden["model"];
     assert!(model["capacity_per_s"].as_f64().unwrap() > 100.0, "{model}");
     assert!(model["fix"].is_null(), "{model}");
@@ -137,9 +144,27 @@ async fn a_workshop_server_keeps_the_answers_until_asked() {
         assert_eq!(scenario["fixes"], serde_json::json!([]), "{scenario}");
     }
     assert!(!listing.body.contains("little-law-concurrency"));
+    for cause in simulator_service::scenario::names() {
+        assert!(!listing.body.contains(cause), "/scenarios names {cause}");
+    }
+    // A wrong name in a switch is told the exercises' names, not the causes'.
+    let wrong = put_json(
+        &http,
+        &format!("{}/admin/config", server.url),
+        r#"{"scenario": "no-such"}"#,
+    )
+    .await;
+    assert_eq!(wrong.status, 400, "{}", wrong.body);
+    assert!(wrong.body.contains("throughput-plateau"), "{}", wrong.body);
+    assert!(
+        !wrong.body.contains("semaphore-starvation"),
+        "{}",
+        wrong.body
+    );
 
     let shown = get(&http, &format!("{}/stats?answers=show", server.url)).await;
     assert_eq!(shown.status, 200);
+    assert_eq!(shown.json()["scenario"], "slow-backend");
     assert_eq!(
         shown.json()["model"]["fix"]["name"],
         "little-law-concurrency"
@@ -154,4 +179,38 @@ async fn a_workshop_server_keeps_the_answers_until_asked() {
     let plain = Server::start(&["--scenario", "slow-backend"]);
     let told = stats(&http, &plain.url).await;
     assert_eq!(told["model"]["fix"]["name"], "little-law-concurrency");
+    assert_eq!(told["scenario"], "slow-backend");
+
+    // The banner of each says the name its audience knows.
+    let (_, printed) = server.terminate(Duration::from_secs(10));
+    assert!(
+        printed.contains("scenario object-store-slowdown:"),
+        "{printed}"
+    );
+    assert!(!printed.contains("slow-backend"), "{printed}");
+    let (_, printed) = plain.terminate(Duration::from_secs(10));
+    assert!(printed.contains("scenario slow-backend:"), "{printed}");
+}
+
+/// A mistyped exercise is told the exercises' names and numbers, never the
+/// causes' (which would give every answer away); the cause's name still
+/// starts its exercise, as an alias (every other test here starts them so).
+#[test]
+fn a_wrong_exercise_name_is_told_the_exercises_not_the_causes() {
+    for verb in ["start", "check"] {
+        let out = Command::new(BIN)
+            .args(["workshop", verb, "no-such-exercise"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("no exercise is called `no-such-exercise`"),
+            "{said}"
+        );
+        assert!(said.contains("batch-jobs-moved-in"), "{said}");
+        for cause in simulator_service::scenario::names() {
+            assert!(!said.contains(cause), "{verb}: names {cause}: {said}");
+        }
+    }
 }

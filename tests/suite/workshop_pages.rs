@@ -6,6 +6,8 @@
 
 use crate::common;
 
+use std::process::Command;
+
 use common::figures::{block_of, page_text, tables};
 use simulator_service::scenario;
 use system_simulator::workshop::figures::world_line;
@@ -148,4 +150,161 @@ fn no_page_names_its_fix_above_the_hints() {
         }
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Whether `word` stands in `text` as words of their own, in any case: not
+/// inside a longer word, so `lock` is not found in `block` nor `SYN` in `SYNC`.
+fn stands_in(text: &str, word: &str) -> bool {
+    let (text, word) = (text.to_lowercase(), word.to_lowercase());
+    let joins = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    text.match_indices(word.as_str()).any(|(at, _)| {
+        !joins(text[..at].chars().next_back()) && !joins(text[at + word.len()..].chars().next())
+    })
+}
+
+/// The prose of a page's Markdown: without its code (indented blocks, fenced
+/// blocks, `spans`), its HTML comments and its links' and pictures' targets.
+/// Code is what the attendee runs and what it prints; the prose is what the
+/// page tells them.
+fn prose(markdown: &str) -> String {
+    let mut text = String::new();
+    let mut fenced = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !(fenced || line.starts_with("    ") || line.starts_with('\t')) {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    // A span of code may run over a line's end.
+    let text = cut_between(&text, "`", "`", "");
+    let text = cut_between(&text, "<!--", "-->", "");
+    // `](target)`: the target is a file's name, not what the page says.
+    cut_between(&text, "](", ")", "]")
+}
+
+/// `text` with every part from `open` to the next `close` put as `kept`.
+fn cut_between(text: &str, open: &str, close: &str, kept: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(open) {
+        out.push_str(&rest[..at]);
+        out.push_str(kept);
+        let after = &rest[at + open.len()..];
+        rest = after
+            .find(close)
+            .map_or("", |end| &after[end + close.len()..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The cause's words and every fix's name found in `text`.
+fn causes_told(scenario: &scenario::Scenario, text: &str) -> Vec<String> {
+    let fixes = scenario.fixes.iter().map(|f| &f.name);
+    scenario
+        .cause_words
+        .iter()
+        .chain(fixes)
+        .chain(std::iter::once(&scenario.name))
+        .filter(|word| stands_in(text, word))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn no_exercise_is_named_or_titled_or_ticketed_by_its_cause() {
+    let mut found = Vec::new();
+    for s in scenario::bundled().unwrap() {
+        let page = page_text(&s);
+        let title = page.lines().next().unwrap_or_default();
+        assert_eq!(
+            title,
+            format!("# Exercise {}: {}", number_of(&s), s.visible_name()),
+            "{}: the page's title",
+            s.name
+        );
+        for (what, text) in [
+            ("name", s.visible_name().replace('-', " ")),
+            ("headline", s.headline.clone()),
+            ("ticket", s.ticket.clone()),
+        ] {
+            let told = causes_told(&s, &text);
+            if !told.is_empty() {
+                found.push(format!("{}: its {what} says {}", s.name, told.join(", ")));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+fn number_of(s: &scenario::Scenario) -> usize {
+    1 + scenario::names().iter().position(|n| *n == s.name).unwrap()
+}
+
+#[test]
+fn workshop_list_and_its_markdown_name_no_cause() {
+    let listed = Command::new(common::BIN)
+        .args(["workshop", "list"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let markdown = system_simulator::workshop::markdown_list().unwrap();
+    for s in scenario::bundled().unwrap() {
+        for (what, text) in [("workshop list", &listed), ("--markdown", &markdown)] {
+            let line = text
+                .lines()
+                .find(|l| l.contains(s.visible_name()))
+                .unwrap_or_else(|| panic!("{what} lacks {}", s.visible_name()));
+            let told = causes_told(&s, line);
+            assert!(told.is_empty(), "{what}: {line:?} says {}", told.join(", "));
+        }
+    }
+}
+
+#[test]
+fn no_page_tells_its_cause_in_words_above_the_hints() {
+    let mut found = Vec::new();
+    for s in scenario::bundled().unwrap() {
+        let page = page_text(&s);
+        let above = &page[..page.find("<summary>Hint").unwrap_or(page.len())];
+        let told = causes_told(&s, &prose(above));
+        if !told.is_empty() {
+            found.push(format!(
+                "{}: above the first hint: {}",
+                s.visible_name(),
+                told.join(", ")
+            ));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn prose_leaves_out_code_comments_and_link_targets() {
+    let page = "Told `hidden` here, `over\na line`.\n\n    code line\n<!-- note -->kept\n\
+                ```\nfenced\n```\n![alt](live/x.png) and [a link](y.md)\n";
+    let told = prose(page);
+    for gone in [
+        "hidden",
+        "over",
+        "a line",
+        "code line",
+        "note",
+        "fenced",
+        "x.png",
+        "y.md",
+    ] {
+        assert!(!told.contains(gone), "{gone}: {told}");
+    }
+    for kept in ["Told", "here", "kept", "alt", "a link"] {
+        assert!(told.contains(kept), "{kept}: {told}");
+    }
+    assert!(stands_in("the Mutex is held", "mutex"));
+    assert!(!stands_in("a blocked request", "lock"));
+    assert!(stands_in("delayed-ACK timer", "delayed-ACK"));
 }

@@ -25,6 +25,7 @@ use axum::{Json, Router};
 use simulator_api::live::CheckProgress;
 use simulator_api::{IncidentStatus, Settings, SettingsUpdate, Stats};
 
+use super::answers::Answers;
 use super::body::TimedBody;
 use super::error::{bad_json, ApiError};
 use super::incidents::IncidentError;
@@ -94,9 +95,10 @@ async fn update_config(
         serde_json::from_slice(&body).map_err(bad_json)?;
     // `"scenario": NAME` switches scenarios: its settings, with the rest of the
     // body laid over them, all or nothing like any other change.
+    let update_named_a_scenario = body.contains_key("scenario");
     let scenario = match body.remove("scenario") {
         None => None,
-        Some(serde_json::Value::String(name)) => Some(bundled_scenario(&name)?),
+        Some(serde_json::Value::String(name)) => Some(bundled_scenario(&name, state.answers)?),
         Some(other) => {
             return Err(ApiError::BadRequest(format!(
                 "scenario must be the name of a bundled scenario, got {other}"
@@ -117,11 +119,11 @@ async fn update_config(
         .processor
         .update(&update)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let switched = scenario.as_ref().map(|s| format!("scenario {} ", s.name));
     if let Some(scenario) = scenario {
         tracing::info!(scenario = %scenario.name, "scenario switched");
         state.set_scenario(scenario);
     }
+    let switched = update_named_a_scenario.then(|| format!("scenario {} ", state.scenario_name()));
     // The values in force, never the request body as sent.
     let changed: Vec<String> = now
         .texts()
@@ -137,15 +139,28 @@ async fn update_config(
     Ok(Json((*now).clone()))
 }
 
-/// A bundled scenario by name; files are not read through the API.
-fn bundled_scenario(name: &str) -> Result<Scenario, ApiError> {
-    if !crate::scenario::names().contains(&name) {
-        return Err(ApiError::BadRequest(format!(
-            "no bundled scenario is called {name:?}; bundled: {}",
-            crate::scenario::names().join(", ")
-        )));
+/// A bundled scenario by its name or its exercise's; files are not read
+/// through the API. A wrong name is told the list an attendee may see: the
+/// exercises' names where the server hides its answers.
+fn bundled_scenario(name: &str, answers: Answers) -> Result<Scenario, ApiError> {
+    let all = crate::scenario::bundled().map_err(|e| ApiError::Internal(e.to_string()))?;
+    if let Some(found) = all
+        .iter()
+        .find(|s| s.name == name || s.visible_name() == name)
+    {
+        return Ok(found.clone());
     }
-    Scenario::load(name).map_err(|e| ApiError::Internal(e.to_string()))
+    let listed: Vec<&str> = all
+        .iter()
+        .map(|s| match answers {
+            Answers::Shown => s.name.as_str(),
+            Answers::Hidden => s.visible_name(),
+        })
+        .collect();
+    Err(ApiError::BadRequest(format!(
+        "no bundled scenario is called {name:?}; bundled: {}",
+        listed.join(", ")
+    )))
 }
 
 /// A config body is JSON; a missing content type is taken as JSON too, so a bare
@@ -182,8 +197,8 @@ async fn begin_incident(State(state): State<AppState>) -> Result<Json<IncidentSt
     let scenario = state.scenario();
     let incident = scenario.incident.first().ok_or_else(|| {
         ApiError::BadRequest(format!(
-            "scenario {} declares no incident to begin (retry-storm does)",
-            scenario.name
+            "scenario {} declares no incident to begin",
+            state.scenario_name()
         ))
     })?;
     state
@@ -233,7 +248,7 @@ async fn profile(
     let title = || {
         format!(
             "system-simulator, scenario {}: {} samples in {seconds} s at {} Hz of CPU",
-            state.scenario().name,
+            state.scenario_name(),
             folded.total(),
             crate::profile::FREQUENCY_HZ
         )
@@ -269,7 +284,7 @@ async fn threads(
     let title = || {
         format!(
             "system-simulator, scenario {}: its threads by the wall clock for {seconds} s, ms (no root: the kernel's state and wchan)",
-            state.scenario().name,
+            state.scenario_name(),
         )
     };
     Ok(folded_answer(&folded, svg, title, "ms"))

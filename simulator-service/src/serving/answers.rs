@@ -60,19 +60,22 @@ impl Answers {
     }
 }
 
-/// `/stats` without the model's cause and fix, and without the scenario's fixes.
-/// The capacity, the saturation point and every live figure stay.
-pub fn hide_in_stats(mut stats: Stats) -> Stats {
+/// `/stats` without the model's cause and fix, and without the scenario's fixes,
+/// and the scenario named as its exercise (`scenario` is in force). The
+/// capacity, the saturation point and every live figure stay.
+pub fn hide_in_stats(mut stats: Stats, scenario: &Scenario) -> Stats {
+    scenario.visible_name().clone_into(&mut stats.scenario);
     stats.model.limited_by = HIDDEN.to_owned();
     stats.model.fix = None;
     stats.fixes.clear();
     stats
 }
 
-/// A `/scenarios` entry that tells what the ticket tells: the headline and the
-/// ticket, the load, no cause and no fixes.
+/// A `/scenarios` entry that tells what the ticket tells: the exercise's name,
+/// the headline and the ticket, the load, no cause and no fixes.
 pub fn hide_in_scenario(scenario: &Scenario) -> ScenarioInfo {
     ScenarioInfo {
+        name: scenario.visible_name().to_owned(),
         summary: scenario.headline.clone(),
         symptom: scenario.ticket.trim().to_owned(),
         fixes: Vec::new(),
@@ -90,11 +93,13 @@ mod tests {
             let shown = s.info();
             let hidden = hide_in_scenario(&s);
             assert!(hidden.fixes.is_empty());
-            assert_eq!((&hidden.name, &hidden.load), (&shown.name, &shown.load));
+            assert_eq!(hidden.load, shown.load);
+            assert_eq!(hidden.name, s.exercise);
+            let told = format!("{} {} {}", hidden.name, hidden.summary, hidden.symptom);
             for fix in &shown.fixes {
-                let told = format!("{} {}", hidden.summary, hidden.symptom);
                 assert!(!told.contains(&fix.name), "{}: names {}", s.name, fix.name);
             }
+            assert!(!told.contains(&s.name), "{}: names its cause", s.name);
         }
     }
 }

@@ -75,7 +75,7 @@ async fn stats(
     Ok(Json(if state.answers.for_request(ask)? {
         stats
     } else {
-        answers::hide_in_stats(stats)
+        answers::hide_in_stats(stats, &state.scenario())
     }))
 }
 

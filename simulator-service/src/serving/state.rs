@@ -72,6 +72,16 @@ impl AppState {
         Arc::clone(&self.scenario.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// The name of the scenario in force as this server tells it: the
+    /// exercise's where it hides its answers, so no route names the cause.
+    pub fn scenario_name(&self) -> String {
+        let scenario = self.scenario();
+        match self.answers {
+            Answers::Shown => scenario.name.clone(),
+            Answers::Hidden => scenario.visible_name().to_owned(),
+        }
+    }
+
     /// Records that `scenario` is now in force (its settings already are).
     pub fn set_scenario(&self, scenario: Scenario) {
         *self.scenario.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(scenario);

@@ -129,7 +129,7 @@ pub async fn check(
         let ran = window::run_window(scenario, audience, window, &load).await?;
         judge::judge(scenario, target, &load, &ran).await
     };
-    let scenario = scenario.name.clone();
+    let scenario = scenario.visible_name().to_owned();
     match judged.await {
         Ok(measured) => Ok(Verdict::Judged { scenario, measured }),
         Err(Stop::Refused(why)) => Ok(Verdict::Refused { scenario, why }),

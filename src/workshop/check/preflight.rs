@@ -25,19 +25,22 @@ pub(super) async fn preflight(
     if scenario.check.is_empty() {
         return refuse(format!(
             "scenario {} has no [[check]] conditions",
-            scenario.name
+            scenario.visible_name()
         ));
     }
     let mut stats = client::stats(target).await.with_context(|| {
         format!(
             "no server answers at {target} (is it running? `workshop start {}`)",
-            scenario.name
+            scenario.visible_name()
         )
     })?;
-    if stats.scenario != scenario.name {
+    // A server that hides its answers names its exercise, one that shows them the cause.
+    if stats.scenario != scenario.name && stats.scenario != scenario.visible_name() {
         return refuse(format!(
             "the server at {target} runs scenario {}, not {}: the exercise is judged on its own scenario (`workshop start {}`)",
-            stats.scenario, scenario.name, scenario.name
+            stats.scenario,
+            scenario.visible_name(),
+            scenario.visible_name()
         ));
     }
     // An incident begun by hand (the page's replay) ends by itself: wait it out,
@@ -65,13 +68,13 @@ pub(super) async fn preflight(
     if let Some(why) = super::super::fit::cannot_judge(scenario, &stats.machine) {
         return refuse(format!(
             "this machine cannot show exercise {}: {why}",
-            scenario.name
+            scenario.visible_name()
         ));
     }
     if let Some(why) = figure_missing(scenario, stats.connections.listen_drops) {
         return refuse(format!(
             "this server cannot show exercise {}: {why}",
-            scenario.name
+            scenario.visible_name()
         ));
     }
     let load = match scenario.load_with(client_change) {
@@ -83,7 +86,7 @@ pub(super) async fn preflight(
         Drain::Pending(left) => refuse(format!(
             "{left} persists left by an earlier load are still pending after {} s: the check counts only what happens to its own requests, so it starts on a server with nothing pending; wait for them, or restart the server (`workshop start {}`)",
             MAX_DRAIN_WAIT.as_secs(),
-            scenario.name
+            scenario.visible_name()
         )),
         Drain::LoadRunning(new) => refuse(format!(
             "the server started {new} requests before the check sent any: stop any other load (the check brings its own) and check again"
@@ -166,9 +169,9 @@ pub fn world_moved(config: &simulator_api::Settings, scenario: &Scenario) -> Opt
         .collect();
     Some(format!(
         "the world differs from scenario {}'s: {}. These settings are the world the ticket takes as given (the store, the network, the cost of the work); a fix changes the service only. Put them back (`PUT /admin/config {{\"scenario\": \"{}\"}}` restores the scenario) and check again",
-        scenario.name,
+        scenario.visible_name(),
         list.join("; "),
-        scenario.name
+        scenario.visible_name()
     ))
 }
 
@@ -206,9 +209,9 @@ pub fn cpu_limit_moved(
     };
     Some(format!(
         "the server's CPU limit is not scenario {}'s world: {found}, the world is {}. A raised quota, a shorter period or no limit is a world change (the container's limit is given; the service must live within it): restart the server (`workshop start {}`) and check again",
-        scenario.name,
+        scenario.visible_name(),
         limit(Some(want.0), want.1),
-        scenario.name
+        scenario.visible_name()
     ))
 }
 

@@ -31,7 +31,7 @@ impl Verdict {
     /// A check that stopped on an error: not checked, and why.
     pub fn error(scenario: &Scenario, e: &anyhow::Error) -> Verdict {
         Verdict::Refused {
-            scenario: scenario.name.clone(),
+            scenario: scenario.visible_name().to_owned(),
             why: format!("{e:#}"),
         }
     }

@@ -591,3 +591,29 @@ pub fn repo_files(first: &[&str], dirs: &[&str], endings: &[&str]) -> Vec<(Strin
 pub fn pages_read() -> Vec<(String, String)> {
     repo_files(&["README.md"], &["docs", "docs/workshop"], &[".md"])
 }
+
+/// The first event of the server's live view (`GET /live/events`), its hello.
+pub async fn live_hello(base: &str) -> Value {
+    let request = Request::get(format!("{base}/live/events"))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = client().request(request).await.unwrap();
+    let mut body = response.into_body();
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("the hello within 10 s")
+            .unwrap()
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            text.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    let data: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim_start)
+        .collect();
+    serde_json::from_str(&data).unwrap()
+}

@@ -100,7 +100,7 @@ fn scenario_of(state: &AppState, stats: &Stats) -> LiveScenario {
         .map(|(((key, now), _), _)| format!("{key}={now}"))
         .collect();
     LiveScenario {
-        name: stats.scenario.clone(),
+        name: state.scenario_name(),
         changed,
         capacity_per_s: stats.model.capacity_per_s.unwrap_or(0.0),
         limited_by: match state.answers {
