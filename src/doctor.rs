@@ -332,7 +332,7 @@ mod tests {
     #[test]
     fn a_tracer_runs_everything_and_without_one_the_twins() {
         assert_eq!(way("count", Some("bpftrace")), Way::Tracer("bpftrace"));
-        assert_eq!(way("cpu-quota", Some("DTrace")), Way::Tracer("DTrace"));
+        assert_eq!(way("cgroup-cpu", Some("DTrace")), Way::Tracer("DTrace"));
         assert_eq!(way("count", None), Way::Twin);
         assert_eq!(way("delayed-ack", None), Way::Twin);
         assert_eq!(way("profile", None), Way::Twin);

@@ -9,7 +9,7 @@
 //! scheduler's and the network's events the kernel also counts, and the server
 //! reports it in `/stats` (its CPU time, its cgroup's `cpu.stat`, its listener's
 //! queue and drops, its namespace's `nstat` counters, and its own replies'
-//! writes), read each second (accept-queue: ten times) beside the tap.
+//! writes), read each second (listener: ten times) beside the tap.
 
 mod report;
 pub mod script;
@@ -40,8 +40,8 @@ pub const OFFCPU: &str = "offcpu";
 pub fn source_of(name: &str) -> &'static str {
     match name {
         "cpu-usage" => "the process's CPU time in /stats",
-        "cpu-quota" => "the tap and the cgroup's cpu.stat in /stats",
-        "accept-queue" => "the listener's queue and drops and nstat's counters in /stats",
+        "cgroup-cpu" => "the tap and the cgroup's cpu.stat in /stats",
+        "listener" => "the listener's queue and drops and nstat's counters in /stats",
         "delayed-ack" => "the server's writes and nstat's counters in /stats",
         "runqlat" => "the threads' schedstat sums in /stats",
         PROFILE => "the server's own CPU sampler (GET /admin/profile)",

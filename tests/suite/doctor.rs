@@ -69,8 +69,8 @@ fn doctor_gives_root_the_tracer_and_a_user_the_tap_or_the_counters() {
         "count",
         "in-flight",
         "retry",
-        "cpu-quota",
-        "accept-queue",
+        "cgroup-cpu",
+        "listener",
         "delayed-ack",
     ] {
         let line = route_of(&as_root, script);
@@ -124,14 +124,14 @@ fn doctor_gives_root_the_tracer_and_a_user_the_tap_or_the_counters() {
         "{as_user}"
     );
     assert!(
-        route_of(&as_user, "cpu-quota").contains(
-            "the tap and the cgroup's cpu.stat in /stats: cargo run --release -- trace cpu-quota"
+        route_of(&as_user, "cgroup-cpu").contains(
+            "the tap and the cgroup's cpu.stat in /stats: cargo run --release -- trace cgroup-cpu"
         ),
         "{as_user}"
     );
     assert!(
-        route_of(&as_user, "accept-queue").contains(
-            "the listener's queue and drops and nstat's counters in /stats: cargo run --release -- trace accept-queue"
+        route_of(&as_user, "listener").contains(
+            "the listener's queue and drops and nstat's counters in /stats: cargo run --release -- trace listener"
         ),
         "{as_user}"
     );

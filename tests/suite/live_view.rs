@@ -85,7 +85,8 @@ async fn the_page_shows_the_exercise_live_in_a_real_browser() {
         within,
     )
     .await;
-    assert_eq!(page.text("scenario").await, "semaphore-starvation");
+    // A workshop's server names its exercise, never the cause.
+    assert_eq!(page.text("scenario").await, "throughput-plateau");
 
     // The plateau: every permit in use and requests waiting at the gate.
     page.wait_for(
@@ -329,7 +330,14 @@ async fn the_work_badge_shows_the_cpu_quota_and_its_throttling() {
     } else {
         ("20ms", "0.20")
     };
-    let server = Server::start(&["--scenario", "cpu-quota", "--cpu-quota", quota]);
+    let server = Server::start(&[
+        "--answers",
+        "hidden",
+        "--scenario",
+        "cpu-quota",
+        "--cpu-quota",
+        quota,
+    ]);
     let (page, badge, mut load) = badge_under_load(
         &server,
         &["--n", "32", "--rate", "8", "--arrivals", "poisson"],
@@ -363,7 +371,7 @@ async fn the_entry_badge_shows_the_listen_queue_and_its_drops() {
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }
-    let server = Server::start(&["--scenario", "accept-queue"]);
+    let server = Server::start(&["--answers", "hidden", "--scenario", "accept-queue"]);
     let load = [
         "--rate",
         "100",
@@ -427,7 +435,7 @@ async fn the_kernel_chart_counts_the_delayed_acks() {
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }
-    let server = Server::start(&["--scenario", "nagle-delayed-ack"]);
+    let server = Server::start(&["--answers", "hidden", "--scenario", "nagle-delayed-ack"]);
     let flags = ["--n", "8", "--think-time", "10ms", "--duration", "60s"];
     let (page, mut load) = live_view_under(&server, &flags).await;
     // Margin: 150 a second here with the clients alone; 50 is 3x under.
@@ -461,7 +469,7 @@ async fn the_kernel_chart_draws_the_run_queue_wait() {
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }
-    let server = Server::start(&["--scenario", "noisy-neighbour"]);
+    let server = Server::start(&["--answers", "hidden", "--scenario", "noisy-neighbour"]);
     let flags = [&NEIGHBOURED_LOAD[..], &["--duration", "60s"]].concat();
     let (page, mut load) = live_view_under(&server, &flags).await;
     // Margin: 700-900 ms a second here; 100 is 7x under.
@@ -491,7 +499,7 @@ async fn the_profile_button_draws_the_flame_graph() {
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }
-    let server = Server::start(&["--scenario", "cpu-hot-spot"]);
+    let server = Server::start(&["--answers", "hidden", "--scenario", "cpu-hot-spot"]);
     let mut load = crate::profile::load(&server.url, 60);
     let page = Browser::start(1600, 2400).await;
     page.goto(&format!("{}/live?span=60", server.url)).await;
@@ -534,7 +542,7 @@ async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }
-    let server = Server::start(&["--scenario", "periodic-stall"]);
+    let server = Server::start(&["--answers", "hidden", "--scenario", "periodic-stall"]);
     let mut load = Command::new(BIN)
         .args([
             "clients",
@@ -604,7 +612,7 @@ async fn the_cache_charts_show_a_cache_that_never_warms_again() {
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }
-    let server = Server::start(&["--scenario", "cold-cache"]);
+    let server = Server::start(&["--answers", "hidden", "--scenario", "cold-cache"]);
     let flags = [
         "--rate",
         "200",

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use simulator_service::observe::probes::probe_names;
 
 const BUNDLED: [&str; 16] = [
-    "cpu-quota",
+    "cgroup-cpu",
     "runqlat",
-    "accept-queue",
+    "listener",
     "delayed-ack",
     "count",
     "request-lifetime",

@@ -343,10 +343,11 @@ async fn cpu_quota_agrees_with_cpu_stat(tool: Tool) {
         .unwrap()
         .to_owned();
     let pid = server.pid;
-    let traced =
-        tokio::task::spawn_blocking(move || Traced::start_until_begin(tool, "cpu-quota", pid, &[]))
-            .await
-            .unwrap();
+    let traced = tokio::task::spawn_blocking(move || {
+        Traced::start_until_begin(tool, "cgroup-cpu", pid, &[])
+    })
+    .await
+    .unwrap();
     let before = throttled_periods(&cgroup);
     let server = tokio::task::spawn_blocking(move || {
         run_load(

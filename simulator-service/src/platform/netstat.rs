@@ -2,7 +2,7 @@
 //! `/proc/self/net/netstat` (what `nstat` reads; any user may): the count of
 //! what happens at the kernel's side of the server's sockets, listen overflows
 //! and delayed ACKs, which no probe of the server sees. `/stats.tcp` carries
-//! them, so that `trace accept-queue` and `trace delayed-ack` report without a
+//! them, so that `trace listener` and `trace delayed-ack` report without a
 //! tracer what the scripts count from kernel events.
 //!
 //! Read by hand: the file is pairs of lines, `TcpExt: NAME ...` and then

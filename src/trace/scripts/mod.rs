@@ -6,7 +6,7 @@
 //! which read the kernel's own counts of the server through `/stats` (its CPU
 //! time, its cgroup's `cpu.stat`, its listener's queue and drops, its network
 //! namespace's TCP counters, its threads' run-queue wait) and the server's own
-//! counts (its writes): cpu-usage, cpu-quota, accept-queue, delayed-ack and
+//! counts (its writes): cpu-usage, cgroup-cpu, listener, delayed-ack and
 //! runqlat, held to their scripts by
 //! `tests/suite/scripts_live/tap.rs` and `sockets.rs`.
 //!
@@ -14,14 +14,14 @@
 //! handler, a twin reads the tap's timestamp, taken in the server just before the
 //! probe fires; the intervals between two events agree to well under a bucket.
 
-mod accept_queue;
 mod cache;
+mod cgroup_cpu;
 mod count;
-mod cpu_quota;
 mod cpu_usage;
 mod delayed_ack;
 mod in_flight;
 mod incident;
+mod listener;
 mod locks;
 mod queue;
 mod readings;
@@ -51,10 +51,8 @@ const SCRIPTS: &[Entry] = &[
     ("retry", |o| Box::new(retry::Retry::new(o))),
     ("cache", |o| Box::new(cache::Cache::new(o))),
     ("cpu-usage", |o| Box::new(cpu_usage::CpuUsage::new(o))),
-    ("cpu-quota", |o| Box::new(cpu_quota::CpuQuota::new(o))),
-    ("accept-queue", |o| {
-        Box::new(accept_queue::AcceptQueue::new(o))
-    }),
+    ("cgroup-cpu", |o| Box::new(cgroup_cpu::CgroupCpu::new(o))),
+    ("listener", |o| Box::new(listener::Listener::new(o))),
     ("delayed-ack", |o| Box::new(delayed_ack::DelayedAck::new(o))),
     ("runqlat", |o| Box::new(runqlat::Runqlat::new(o))),
     ("locks", |o| Box::new(locks::Locks::new(o))),

@@ -180,7 +180,7 @@ async fn accept_queue_agrees_with_nstat(tool: Tool) {
     ];
     let run = traced_in_netns(
         tool,
-        "accept-queue",
+        "listener",
         "accept-queue",
         LOAD,
         "TcpExtListenOverflows",

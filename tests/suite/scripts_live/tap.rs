@@ -435,7 +435,7 @@ async fn the_cpu_twins_report_what_bpftrace_reports_alone() {
         tool,
         server,
         &["--n", "4", "--think-time", "100ms", "--duration", "4s"],
-        &[("cpu-quota", &[]), ("cpu-usage", &["--interval", "1"])],
+        &[("cgroup-cpu", &[]), ("cpu-usage", &["--interval", "1"])],
     )
     .await;
     let [quota, usage] = &pairs[..] else {

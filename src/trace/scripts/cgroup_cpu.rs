@@ -1,4 +1,4 @@
-//! cpu-quota.bt without a tracer: each second the server's requests done, works
+//! cgroup-cpu.bt without a tracer: each second the server's requests done, works
 //! done and its canary's worst lateness off the probe tap, beside what the kernel
 //! did to its CPU quota read from the cgroup's own `cpu.stat` (`/stats`'
 //! `cpu_cgroup`, which any user may read), in the script's layout.
@@ -17,7 +17,7 @@ use super::readings::Readings;
 use crate::trace::script::{Event, Options, Script};
 
 #[derive(Debug)]
-pub struct CpuQuota {
+pub struct CgroupCpu {
     seconds: u64,
     elapsed: u64,
     pid: u32,
@@ -28,9 +28,9 @@ pub struct CpuQuota {
     cgroup: Readings<Option<CpuCgroup>>,
 }
 
-impl CpuQuota {
+impl CgroupCpu {
     pub fn new(options: Options) -> Self {
-        CpuQuota {
+        CgroupCpu {
             seconds: options.seconds,
             elapsed: 0,
             pid: 0,
@@ -60,7 +60,7 @@ fn since(now: Option<&CpuCgroup>, then: Option<&CpuCgroup>) -> (u64, u64, u64) {
     }
 }
 
-impl Script for CpuQuota {
+impl Script for CgroupCpu {
     fn probes(&self) -> &'static [&'static str] {
         &[probe::request__done, probe::work__done, probe::canary__tick]
     }
@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn each_line_has_the_seconds_events_and_the_kernels_counts_since_the_last() {
-        let mut twin = CpuQuota::new(Options {
+        let mut twin = CgroupCpu::new(Options {
             seconds: 2,
             ..Options::default()
         });

@@ -1,4 +1,4 @@
-//! accept-queue.bt without a tracer: each second the server's requests done and
+//! listener.bt without a tracer: each second the server's requests done and
 //! connections accepted beside the kernel's side of its listener, from what the
 //! server reports in `/stats`: the listener's own figures (`TCP_INFO`'s queue and
 //! limit, `SO_MEMINFO`'s drops) and its network namespace's `TcpExtListenOverflows`.
@@ -73,7 +73,7 @@ impl Reading {
 }
 
 #[derive(Debug)]
-pub struct AcceptQueue {
+pub struct Listener {
     seconds: u64,
     elapsed: u64,
     pid: u32,
@@ -83,9 +83,9 @@ pub struct AcceptQueue {
     limit: u64,
 }
 
-impl AcceptQueue {
+impl Listener {
     pub fn new(options: Options) -> Self {
-        AcceptQueue {
+        Listener {
             seconds: options.seconds,
             elapsed: 0,
             pid: 0,
@@ -97,7 +97,7 @@ impl AcceptQueue {
     }
 }
 
-impl AcceptQueue {
+impl Listener {
     /// A reading of the server: its pid and its counts now.
     fn reading(&mut self, pid: u32, now: Reading, kernel_figures: bool) {
         self.pid = pid;
@@ -107,7 +107,7 @@ impl AcceptQueue {
     }
 }
 
-impl Script for AcceptQueue {
+impl Script for Listener {
     fn readings_per_second(&self) -> u32 {
         SAMPLES
     }
@@ -188,7 +188,7 @@ mod tests {
     use super::*;
 
     fn at(
-        twin: &mut AcceptQueue,
+        twin: &mut Listener,
         requests: u64,
         accepted: u64,
         queue: u64,
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn the_listeners_drops_and_the_overflows_split_into_acks_and_syns() {
-        let mut twin = AcceptQueue::new(Options {
+        let mut twin = Listener::new(Options {
             seconds: 2,
             ..Options::default()
         });

@@ -1,12 +1,12 @@
 /*
- * cpu-quota.d: is the kernel stopping the server for its CPU quota? Each second,
+ * cgroup-cpu.d: is the kernel stopping the server for its CPU quota? Each second,
  * side by side, what the server sees (requests done, works done, its timer
  * canary's worst lateness: isim probes) and what the kernel does to it (quota
  * periods, periods in which it ran out of quota, and how long its threads waited
  * to run again: the scheduler's tracepoints).
  *
- * USAGE:  sudo dtrace -p PID -s scripts/cpu-quota.d [SECONDS]   DTrace for Linux
- *         scripts/trace cpu-quota [PID] [--seconds N]
+ * USAGE:  sudo dtrace -p PID -s scripts/cgroup-cpu.d [SECONDS]   DTrace for Linux
+ *         scripts/trace cgroup-cpu [PID] [--seconds N]
  *
  * NEEDS: Linux (a CFS quota is a Linux cgroup's), DTrace for Linux 2.0 with its
  * sdt provider over the kernel's tracepoints: sdt:::sched_switch (args[1] the
@@ -31,13 +31,13 @@
  * thread; the kernel's throttled_time sums per CPU). Every cgroup with a quota has
  * a period timer of its own; the server's is the one most of its releases follow,
  * and only its periods count (PERIODS counts every group's until the first
- * release). Same rules as cpu-quota.bt; tests/suite/scripts_live.rs holds both to
+ * release). Same rules as cgroup-cpu.bt; tests/suite/scripts_live.rs holds both to
  * cpu.stat's count over the same seconds.
  *
  * No root? /stats.cpu_cgroup and the cgroup's own cpu.stat say the same per
  * group (docs/workshop/08-container-timeouts.md).
  *
- * EXAMPLE (workshop start cpu-quota, its load, 10 s):
+ * EXAMPLE (workshop start container-timeouts, its load, 10 s):
  *    SEC  REQUESTS  WORKS  CANARY-MAX-MS |  PERIODS  THROTTLED  WAITED-MS
  *      1        28     28           31 |       10          3        189
  */
@@ -100,7 +100,7 @@ sdt:::sched_switch
  * A period is counted at its timer's next firing, not at the release: a timer
  * lets throttled threads go on several CPUs at once, and two CPUs that both
  * read "not counted yet" before either wrote it counted one period twice (8 of
- * 69 in cpu-quota.bt's run with the rayon pool's two threads; cpu.stat 61). A
+ * 69 in cgroup-cpu.bt's run with the rayon pool's two threads; cpu.stat 61). A
  * release only marks the firing it followed (every CPU writes the same value),
  * and a timer fires on one CPU at a time, so the firing before this one counts
  * once, if marked.

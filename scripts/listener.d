@@ -1,13 +1,13 @@
 /*
- * accept-queue.d: is the kernel dropping connections before the server sees
+ * listener.d: is the kernel dropping connections before the server sees
  * them? Each second, side by side, what the server sees (requests done: isim
  * probes; connections it accepted: accept4) and what the kernel does in front of
  * it (handshakes it completed and queued, the accept queue's longest,
  * connections it dropped at a full queue, and SYNs the clients had to send
  * again).
  *
- * USAGE:  sudo dtrace -p PID -s scripts/accept-queue.d [SECONDS [NETNS]]   DTrace for Linux
- *         scripts/trace accept-queue [PID] [--seconds N]
+ * USAGE:  sudo dtrace -p PID -s scripts/listener.d [SECONDS [NETNS]]   DTrace for Linux
+ *         scripts/trace listener [PID] [--seconds N]
  *
  * NEEDS: Linux (the accept queue and its counters are Linux's), DTrace for Linux
  * 2.0 with its sdt provider over the kernel's tracepoints: sdt:::inet_sock_set_state
@@ -33,7 +33,7 @@
  *     the listener dropped each one's first SYN a second before, or two.
  *
  * DROPPED plus SYN-AGAIN is what nstat's TcpExtListenOverflows counts, the SYNs
- * a second or two late. Same rules as accept-queue.bt; tests/suite/scripts_live.rs
+ * a second or two late. Same rules as listener.bt; tests/suite/scripts_live.rs
  * holds both to nstat's totals over a run. HANDSHAKES, DROPPED and SYN-AGAIN
  * count every listener in the network namespace NETNS (its inode: `readlink
  * /proc/PID/ns/net`; scripts/trace passes the server's), as nstat does there;
@@ -43,7 +43,7 @@
  * /stats.connections.listen_drops and the clients' connect row say the same
  * (docs/workshop/09-whole-second-delays.md).
  *
- * EXAMPLE (workshop start accept-queue, its load, 10 s):
+ * EXAMPLE (workshop start whole-second-delays, its load, 10 s):
  *    SEC  REQUESTS |  ACCEPTED | HANDSHAKES  QUEUE-MAX  LIMIT  DROPPED  SYN-AGAIN
  *      4       102 |       102 |        102         65     64       33         34
  */
