@@ -343,7 +343,8 @@ fn table(before: &Verdict, after: &Verdict) -> String {
 }
 
 /// The page's statement of the world: every world setting and its value in the
-/// scenario, which `workshop check` holds the server to.
+/// scenario, which `workshop check` holds the server to, as a table three
+/// settings a row (a list of twenty in one sentence could not be read).
 pub fn world_line(scenario: &Scenario) -> String {
     let settings = scenario.settings();
     let world: Vec<String> = settings
@@ -355,10 +356,17 @@ pub fn world_line(scenario: &Scenario) -> String {
             false => format!("`{key} = {value}`"),
         })
         .collect();
-    format!(
-        "The world, which a fix may not change (`workshop check` refuses to judge a server where any of it moved): {}; and the ticket's load.",
-        world.join(", ")
-    )
+    let mut out = String::from(
+        "The world, which a fix may not change: the ticket's load and the settings below. \
+         `workshop check` refuses to judge a server where any of it moved.\n\n\
+         | the world | | |\n| --- | --- | --- |\n",
+    );
+    for row in world.chunks(3) {
+        let mut cells = row.to_vec();
+        cells.resize(3, String::new());
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
 }
 
 /// The CPU's model name, where the OS says it (Linux: /proc/cpuinfo).

@@ -54,7 +54,8 @@ pub fn tables(block: &str) -> Vec<FixTable> {
                 trade_off: line.contains("a trade-off"),
                 rows: Vec::new(),
             });
-        } else if line.starts_with("| ")
+        } else if !found.is_empty()
+            && line.starts_with("| ")
             && !line.starts_with("| figure")
             && !line.starts_with("| ---")
         {
