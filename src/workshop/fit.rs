@@ -11,10 +11,10 @@
 //! the usual 100 ms period the runtime stalls for tens of milliseconds whatever
 //! the fix (blocking-runtime at 0.5 cores: the canary's p99 stayed 47 ms after
 //! spawn-blocking-limited). With a 10 ms period the stalls are 5-10 ms, now and
-//! then two in a row, and the cure shows in the tail's size: the canary's p99
-//! 139-281 ms before the fix, 10-13 ms after (2-vCPU AMD EPYC VM, Linux 6.18,
-//! HZ 250, 2026-11-29; 20-23 ms on a noisier host, so the suite holds the
-//! half-core canary to its bound plus two periods, tests/suite/exercises.rs).
+//! then two in a row, and the cure shows in the tail's size. So the suite holds
+//! the half-core canary to its bound plus two periods (tests/suite/exercises.rs;
+//! the figures, before and after, are the guide's tested range:
+//! docs/workshop/README.md).
 //!
 //! The cpu-quota exercise gives the server a quota of its own (the world's
 //! `cpu_quota`), and two machines cannot show it at all: one whose CPUs the

@@ -107,10 +107,10 @@ impl Ring {
     /// Ns since the ring began. quanta's clock, not std's `Instant`: it reads the
     /// CPU's invariant TSC where there is one (the OS's monotonic clock where
     /// not) without a call into the vDSO. Under one subscriber on every event the
-    /// std clock's reads were 2.0 % of the server's CPU, half of all the send
-    /// cost in that profile (perf); this clock took a request's server CPU down
-    /// 3.4 % (two builds head to head, 7 runs each, 2026-11-27). Its calibration runs once, at the
-    /// first subscription: a few ms here, 200 ms at most (quanta's bound).
+    /// std clock's reads were half of all the send's cost; docs/performance.md
+    /// ("The probe tap") has the profile, the head-to-head runs and their
+    /// commands. Its calibration runs once, at the first subscription: 200 ms at
+    /// most (quanta's bound).
     fn now_ns(&self) -> u64 {
         self.clock.delta_as_nanos(self.began, self.clock.raw())
     }

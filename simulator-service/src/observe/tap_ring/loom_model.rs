@@ -8,7 +8,7 @@
 //! - **no mixed event**: two senders a lap apart on one slot (a ring of one),
 //!   and a reader at either lap; whatever a read returns as an event is one of
 //!   the two events whole. The send without the claim (each sender marking the
-//!   slot busy with a plain store, the ring until 2026-11-28) fails this at
+//!   slot busy with a plain store, the ring's first design) fails this at
 //!   every bound, none included: the older sender writes words over the newer
 //!   event and publishes its own number, and the reader a lap behind takes the
 //!   mix. So did the claim with a relaxed compare-and-swap: nothing ordered the

@@ -3,11 +3,11 @@
 //! falls a ring behind loses the oldest events and is told how many.
 //!
 //! By hand, because the crates made for it cost the request path what this saves.
-//! `tokio::sync::broadcast` (the tap's ring until 2026-11-27) takes a mutex that
-//! every sender shares, a write lock on the slot and a walk of its waiter list on
-//! every send: under one subscriber on every event at a flat-out load, 2.8 % of
-//! the server's CPU of the whole send's 4.1 % (perf, 2026-11-27); with this ring
-//! the whole send (the clock and the probe's figures included) is 1.8 %.
+//! `tokio::sync::broadcast` (the tap's first ring) takes a mutex that every
+//! sender shares, a write lock on the slot and a walk of its waiter list on every
+//! send. Under one subscriber on every event at a flat-out load it was most of
+//! the send's cost, and this ring takes the whole send to under half of what it
+//! was (docs/performance.md, "The probe tap", has the profiles and the command).
 //! crossbeam's `ArrayQueue` is consumed once, so each subscriber would need a
 //! queue of its own, found by the senders behind a reclamation scheme. Here a send is a `fetch_add` claiming a
 //! position and one cache line written under a sequence number (a seqlock per

@@ -125,10 +125,10 @@ mod tests {
     /// to it than the smaller work, so no interleaving evens it out.
     ///
     /// Measured once more where the first stretch misses, and the second
-    /// decides, as the exercises' windows are (`judged_twice_if_wrong`): alone,
-    /// one CI run of 2026-11-29 saw 1.41x in all eight turns (its sample never
-    /// ran faster than the calibration's 44.4 ms, the work took 28.2 ms for 20),
-    /// where the runs before and after it passed. A wrong size misses both times.
+    /// decides, as the exercises' windows are (`judged_twice_if_wrong`): one CI
+    /// run alone missed in all eight turns (its sample never ran as fast as the
+    /// calibration had), where the runs before and after it passed. A wrong size
+    /// misses both times.
     #[test]
     #[ignore = "tier C: judged by the CPU a compression costs; runs alone"]
     fn a_calibrated_work_costs_the_cpu_it_was_asked_to_alone() {
