@@ -38,7 +38,12 @@ const BODY_LIMIT: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct Shared {
     pub room: Mutex<Room>,
+    /// The exercises as their attendees know them (each scenario's
+    /// `visible_name`): the board's columns and the names a report may carry.
     pub exercises: Vec<String>,
+    /// Each cause's name and its exercise's: a seat's check older than the
+    /// exercises' own names reports the cause's, and is counted as the other.
+    pub aliases: Vec<(String, String)>,
     pub stuck_after: Duration,
     /// Bumped on every change: the streams and the state file follow it.
     pub changes: watch::Sender<u64>,
@@ -49,11 +54,19 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(room: Room, stuck_after: Duration, state_file: Option<PathBuf>) -> Arc<Shared> {
+        // The bundled scenarios are compiled in and parsed by a unit test:
+        // failing here is a broken build, not bad input.
+        let bundled = simulator_service::scenario::bundled()
+            .unwrap_or_else(|e| panic!("the bundled scenarios are broken: {e}"));
         Arc::new(Shared {
             room: Mutex::new(room),
-            exercises: simulator_service::scenario::names()
-                .into_iter()
-                .map(String::from)
+            exercises: bundled
+                .iter()
+                .map(|s| s.visible_name().to_owned())
+                .collect(),
+            aliases: bundled
+                .iter()
+                .map(|s| (s.name.clone(), s.visible_name().to_owned()))
                 .collect(),
             stuck_after,
             changes: watch::channel(0).0,
@@ -254,8 +267,15 @@ async fn join(
 async fn report(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
-    Json(report): Json<SeatReport>,
+    Json(mut report): Json<SeatReport>,
 ) -> Result<StatusCode, Refused> {
+    if let Some((_, exercise)) = shared
+        .aliases
+        .iter()
+        .find(|(cause, _)| *cause == report.progress.scenario)
+    {
+        report.progress.scenario.clone_from(exercise);
+    }
     let token = bearer(&headers).ok_or_else(|| {
         Refused::unauthorized("a report carries its seat's token (Authorization: Bearer)")
     })?;

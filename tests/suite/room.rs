@@ -20,7 +20,9 @@ use common::{client, get, put_json, send, skip_or_fail, Server, BIN};
 use hyper::Method;
 use serde_json::{json, Value};
 
-const EXERCISE: &str = "sequential-persist";
+/// An exercise as its attendees know it; its cause's name is `CAUSE`.
+const EXERCISE: &str = "trickling-writes";
+const CAUSE: &str = "sequential-persist";
 const FIX: &str = r#"{"persist_workers": 32}"#;
 
 /// A running room; killed on drop.
@@ -409,6 +411,10 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
     let mut unknown = report("bob", 2);
     unknown["progress"]["scenario"] = json!("no-such-exercise");
     assert_eq!(post(&reports, Some(&bob), unknown).await.status, 400);
+    // A check that names the cause is counted as its exercise.
+    let mut by_cause = report("bob", 1);
+    by_cause["progress"]["scenario"] = json!(CAUSE);
+    assert_eq!(post(&reports, Some(&bob), by_cause).await.status, 204);
     let r = send(
         &client(),
         Method::POST,
@@ -430,6 +436,9 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
     assert_eq!(board(format!("?key={}", "f".repeat(32))).await.status, 401);
     assert_eq!(board(format!("?seat=bob&token={alice}")).await.status, 401);
     let projector = board(String::new()).await.json();
+    let columns = projector["exercises"].as_array().unwrap();
+    assert!(columns.contains(&json!(EXERCISE)), "{projector}");
+    assert!(!columns.contains(&json!(CAUSE)), "{projector}");
     assert_eq!(
         (
             projector["seat_count"].as_u64(),
