@@ -11,6 +11,13 @@ backtick or the end of a paragraph, or at a paragraph's end. The target (issue
   python3 tools/prose.py                        # README.md, docs/**/*.md
   python3 tools/prose.py README.md docs/workshop/*.md
   python3 tools/prose.py --long README.md       # and print each sentence over 40 words
+  python3 tools/prose.py --help-of target/debug/system-simulator target/debug/sim-clients
+
+With --help-of, the files are binaries: every `--help` of each and of each of
+its subcommands, read as prose. An option's or a value's name and a
+subcommand's name start a paragraph and are left out; each one's text is a
+paragraph of its own. A sentence met twice (a flag two commands share) counts
+once.
 """
 
 import argparse
@@ -18,6 +25,7 @@ import glob
 import os
 import re
 import statistics
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,17 +74,59 @@ def measure(path):
     return said, lengths
 
 
+def help_texts(binary, path=()):
+    """`binary`'s `--help` and each subcommand's, depth first."""
+    out = subprocess.run([binary, *path, "--help"], capture_output=True, text=True).stdout
+    yield out
+    listed = re.search(r"^Commands:\n(.*?)(?:\n\n|\Z)", out, re.S | re.M)
+    for line in (listed.group(1).split("\n") if listed else []):
+        name = line.split()[0] if line.strip() else ""
+        if name and name != "help":
+            yield from help_texts(binary, path + (name,))
+
+
+def help_paragraphs(text):
+    """A help text's prose: the text of each option, value and subcommand."""
+    out, current = [], []
+    for line in text.split("\n"):
+        s = line.strip()
+        named = re.match(r"^(-{1,2}[a-zA-Z]|<|\[|Usage:|Options:|Commands:|Arguments:|Possible values:)", s)
+        listed = re.match(r"^([a-z][a-z-]*)\s{2,}(.*)", s)
+        if not s or named or listed or s.startswith("- "):
+            if current:
+                out.append(" ".join(current))
+            current = []
+            if listed:
+                current = [listed.group(2)]
+            elif s.startswith("- "):
+                current = [s[2:].split(": ", 1)[-1]]
+            continue
+        current.append(s)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def measure_help(binary):
+    said = []
+    for text in help_texts(binary):
+        for paragraph in help_paragraphs(text):
+            said.extend(s for s in sentences(paragraph) if s not in said)
+    return said, [len(s.split()) for s in said]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*")
     parser.add_argument("--long", action="store_true", help="print each sentence over 40 words")
+    parser.add_argument("--help-of", action="store_true", help="the files are binaries: read their --help")
     args = parser.parse_args()
     files = args.files or [os.path.join(ROOT, "README.md")] + sorted(
         glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
     print(f"{'file':<44} {'sentences':>9} {'mean':>6} {'over 40':>8} {'longest':>8}")
     every = []
     for path in files:
-        said, lengths = measure(path)
+        said, lengths = measure_help(path) if args.help_of else measure(path)
         if not lengths:
             continue
         every.extend(lengths)

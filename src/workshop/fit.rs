@@ -54,9 +54,9 @@ pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
         && machine.cpu_quota_cores.is_some()
     {
         said.push(
-            "a cgroup CPU quota throttles every thread of the server together once the work has spent it; \
-             with the kernel's usual 100 ms quota period the timer canary then stalls for tens of milliseconds whatever the fix \
-             (with a 10 ms period, `cpu.max = \"Q 10000\"`, it stalls 5-10 ms at a time and the cure shows: a p99 of 10-20 ms against 140-280 before)"
+            "a cgroup CPU quota throttles every thread of the server together once the work has spent it. \
+             With the kernel's usual 100 ms quota period the timer canary then stalls for tens of milliseconds, whatever the fix. \
+             With a 10 ms period (`cpu.max = \"Q 10000\"`) it stalls 5-10 ms at a time, and the cure shows: a p99 of 10-20 ms against 140-280 before"
                 .to_owned(),
         );
     }
@@ -91,7 +91,7 @@ pub fn cannot_judge(scenario: &Scenario, machine: &Machine) -> Option<String> {
         .collect();
     if !lacking.is_empty() {
         return Some(format!(
-            "it needs {}, which the kernel gives on Linux and not on {}: not on this OS (docs/workshop/README.md's table says what runs where)",
+            "it needs {}, which the kernel gives on Linux and not on {}. docs/workshop/README.md's table says what runs where",
             lacking.join(" and "),
             if machine.os.is_empty() { "this server's OS" } else { machine.os.as_str() }
         ));
@@ -100,7 +100,10 @@ pub fn cannot_judge(scenario: &Scenario, machine: &Machine) -> Option<String> {
     if settings.neighbour_threads_per_cpu > 0 {
         if let Some(quota) = machine.cpu_quota_cores {
             return Some(format!(
-                "a CPU quota ({quota:.2} cores) holds the server, and so the neighbour it starts, in one cgroup: they are one container then, throttled together, and no demotion of the neighbour gives the server back the quota they share (that is exercise 8's lesson, cpu-quota); run it outside that limit"
+                "a CPU quota ({quota:.2} cores) holds the server, and so the neighbour it starts, in one cgroup. \
+                 They are one container then, throttled together. \
+                 No demotion of the neighbour gives the server back the quota they share (that is exercise 8's lesson). \
+                 Run it outside that limit"
             ));
         }
     }
@@ -111,14 +114,18 @@ pub fn cannot_judge(scenario: &Scenario, machine: &Machine) -> Option<String> {
     let cpus = machine.affinity_cpus.max(1);
     if cpus as f64 <= quota {
         return Some(format!(
-            "the server may run on {cpus} CPU{} and its quota is {quota:.2} cores: it can never spend more than the quota, so nothing is throttled, with or without a fix; \
-             the exercise needs more CPUs than the quota (pinning a container to as many CPUs as its quota, a cpuset instead of a quota, is the platform's own cure for this)",
+            "the server may run on {cpus} CPU{} and its quota is {quota:.2} cores. \
+             It can never spend more than the quota, so nothing is throttled, with or without a fix. \
+             The exercise needs more CPUs than the quota. \
+             (Pinning a container to as many CPUs as its quota, a cpuset instead of a quota, is the platform's own cure for this.)",
             if cpus == 1 { "" } else { "s" }
         ));
     }
     match machine.cpu_quota_cores {
         Some(outer) if outer < quota - 1e-6 => Some(format!(
-            "a tighter CPU quota ({outer:.2} cores) than the exercise's ({quota:.2}) holds the server in a cgroup above its own: the kernel throttles it there, where the server's cpu.stat does not count it; run it outside that limit"
+            "a tighter CPU quota ({outer:.2} cores) than the exercise's ({quota:.2}) holds the server in a cgroup above its own. \
+             The kernel throttles it there, where the server's cpu.stat does not count it. \
+             Run it outside that limit"
         )),
         _ => None,
     }

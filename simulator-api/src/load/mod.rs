@@ -77,11 +77,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "KEYS")]
     pub keys: Option<Keys>,
 
-    /// How clients hold connections: `keep-alive` opens each client's before the
+    /// How clients hold connections. `keep-alive` opens each client's before the
     /// run and reuses it (reopened after an error), as a browser or a pooled
-    /// client; `per-request` opens a new one for every attempt and sends
+    /// client does. `per-request` opens a new one for every attempt and sends
     /// `Connection: close`, as curl in a loop, a CGI script or a client without a
-    /// pool, so each attempt's TCP handshake is measured (`connect` in the report).
+    /// pool does. Then each attempt's TCP handshake is measured (`connect` in the
+    /// report).
     #[arg(long, value_enum, default_value_t = Connections::KeepAlive)]
     pub connections: Connections,
 

@@ -48,8 +48,8 @@ macro_rules! with_settings {
             admin_token: $crate::value::Secret = $crate::value::Secret::default();
                 $crate::value::Bounds::Any; restart; service; "serving";
             /// The data port's listen backlog (`listen(2)`): connections the kernel has completed
-            /// and holds for the server to accept; when it is full, new SYNs are dropped (`nstat`
-            /// `TcpExtListenOverflows`) and their clients retransmit after 1 s, and a second after
+            /// and holds for the server to accept. When it is full, new SYNs are dropped (`nstat`
+            /// `TcpExtListenOverflows`). Their clients retransmit after 1 s, and a second after
             /// each further drop (Linux 6.5 and later, `net.ipv4.tcp_syn_linear_timeouts`; before
             /// 6.5 after 1 s, then 3 s). The kernel caps it at `net.core.somaxconn` (4096 since
             /// Linux 5.4, 128 before); 128 is also mio's hard-coded backlog in some versions. A
@@ -58,9 +58,9 @@ macro_rules! with_settings {
             listen_backlog: usize = $crate::settings::DEFAULT_LISTEN_BACKLOG;
                 $crate::value::Bounds::Count { min: 1, max: 65_535 }; live; service; "connections";
             /// CPU time a new connection costs the server before its first request, as a TLS
-            /// handshake's (about 1 ms with an RSA-2048 key, 5 ms with RSA-4096): spent on the
-            /// thread that runs it, measured in thread CPU time, so it costs the same CPU on any
-            /// machine (0 = none).
+            /// handshake's (about 1 ms with an RSA-2048 key, 5 ms with RSA-4096). It is spent on
+            /// the thread that runs it, measured in thread CPU time, so it costs the same CPU on
+            /// any machine (0 = none).
             handshake_cpu: std::time::Duration = std::time::Duration::ZERO;
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_HANDSHAKE_CPU };
                 live; world; "connections";
@@ -90,9 +90,9 @@ macro_rules! with_settings {
                 $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_CPU_PERIOD };
                 restart; world; "machine";
             /// A noisy neighbour: another process the server starts beside itself at start
-            /// (`system-simulator neighbour`, a batch job on the same host), with this many
+            /// (`system-simulator neighbour`, a batch job on the same host). It has this many
             /// CPU-bound threads for each CPU the server may use, outside the server's own CPU
-            /// limit; the server's threads then wait for a CPU while its own CPU use looks low (0 =
+            /// limit. The server's threads then wait for a CPU while its own CPU use looks low (0 =
             /// none).
             neighbour_threads_per_cpu: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 16 }; restart; world; "machine";
@@ -107,9 +107,9 @@ macro_rules! with_settings {
             /// for a WAL segment's worth of records).
             work_bytes: u64 = 1 << 20;
                 $crate::value::Bounds::Count { min: 1, max: 64 << 20 }; live; world; "request path";
-            /// With `work = zstd`: the CPU time one work costs, e.g. `35ms`; the server measures
-            /// once how many bytes of zstd take that long on this machine (thread CPU time, not
-            /// wall time), so the work costs the same CPU on a slow laptop and a fast one (0 =
+            /// With `work = zstd`: the CPU time one work costs, e.g. `35ms`. The server measures
+            /// once how many bytes of zstd take that long on this machine, in thread CPU time, not
+            /// wall time. So the work costs the same CPU on a slow laptop and a fast one (0 =
             /// compress exactly `work_bytes` everywhere).
             work_cpu: std::time::Duration = std::time::Duration::ZERO;
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_WORK_CPU };
@@ -118,28 +118,28 @@ macro_rules! with_settings {
             /// (spawn_blocking) or `rayon`.
             work_on: $crate::settings::WorkOn = $crate::settings::WorkOn::AsyncWorker;
                 $crate::value::Bounds::Any; live; service; "request path";
-            /// With `work_on = blocking-pool`: works running at once, the rest wait their turn (0 =
-            /// no limit: up to tokio's 512 blocking threads); with `rayon`: the pool's threads (0 =
-            /// one per core the process may use); `host-cpus` or `quota` size either from the
+            /// With `work_on = blocking-pool`: works running at once; the rest wait their turn (0 =
+            /// no limit: up to tokio's 512 blocking threads). With `rayon`: the pool's threads (0 =
+            /// one per core the process may use). `host-cpus` or `quota` size either from the
             /// machine.
             work_limit: $crate::settings::PoolSize = $crate::settings::PoolSize::Count(1);
                 $crate::value::Bounds::Count { min: 0, max: 512 }; live; service; "request path";
             /// With `work_on = rayon`: the pieces each work is cut into and compressed in parallel
-            /// on the pool, as a `par_iter` over the element would (1 = whole, on one thread);
-            /// `host-cpus` or `quota` size it from the machine; the work's CPU is the same, spent
+            /// on the pool, as a `par_iter` over the element would (1 = whole, on one thread).
+            /// `host-cpus` or `quota` size it from the machine. The work's CPU is the same, spent
             /// faster.
             work_split: $crate::settings::PoolSize = $crate::settings::PoolSize::Count(1);
                 $crate::value::Bounds::Count { min: 1, max: 512 }; live; service; "request path";
-            /// Pace the CPU work to this share of the server's CPU quota: a work starts only while
-            /// the works started in the last quota period (`cpu.max`'s, read from the server's own
-            /// cgroup) and it come to at most this share of the quota, so the kernel never
-            /// throttles the process for the work and the rest of the server keeps running; the
-            /// work waits its turn instead (0 = no pacing; no quota, no pacing).
+            /// Pace the CPU work to this share of the server's CPU quota. A work starts only while
+            /// the works started in the last quota period, and it, come to at most this share of
+            /// the quota (the period is `cpu.max`'s, read from the server's own cgroup). So the
+            /// kernel never throttles the process for the work, and the rest of the server keeps
+            /// running; the work waits its turn instead (0 = no pacing; no quota, no pacing).
             work_budget: f64 = 0.0;
                 $crate::value::Bounds::Share; live; service; "request path";
             /// How the service normalises each element's record (trimmed, one space between fields)
-            /// before admission, on tokio's blocking pool: `off` (replies carry no digest),
-            /// `scan-forward` or `scan-back` (the same text, found another way); the reply carries
+            /// before admission, on tokio's blocking pool. `off`: replies carry no digest.
+            /// `scan-forward` or `scan-back`: the same text, found another way; the reply carries
             /// the normalised record's CRC-32.
             normalise: $crate::settings::Normalise = $crate::settings::Normalise::Off;
                 $crate::value::Bounds::Any; live; service; "request path";
@@ -155,8 +155,8 @@ macro_rules! with_settings {
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_WORK_CPU };
                 live; world; "request path";
             /// Every request records its element in a shared in-memory index before admission: a
-            /// map behind one `std::sync::Mutex`, taken on the async worker that runs the request,
-            /// each entry kept 10 s; a compactor thread drops the expired entries and writes a
+            /// map behind one `std::sync::Mutex`, taken on the async worker that runs the request.
+            /// Each entry is kept 10 s. A compactor thread drops the expired entries and writes a
             /// snapshot every `compaction_every` (false = no index, the original).
             index: bool = false;
                 $crate::value::Bounds::Any; live; service; "index";
@@ -218,9 +218,9 @@ macro_rules! with_settings {
             permit_wait_limit: std::time::Duration = std::time::Duration::ZERO;
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_SPAN };
                 live; service; "request path";
-            /// What a request does when its client leaves before the reply: `detach` (run on to its
-            /// end, the original) or `cancel` (stop at its next wait and give back its permit or
-            /// queue slot; work and persists under way finish).
+            /// What a request does when its client leaves before the reply. `detach`: it runs on to
+            /// its end (the original). `cancel`: it stops at its next wait and gives back its
+            /// permit or queue slot; work and persists under way finish.
             on_disconnect: $crate::settings::OnDisconnect = $crate::settings::OnDisconnect::Detach;
                 $crate::value::Bounds::Any; live; service; "request path";
             /// How long a permit is held: `persist-done` (the original) or `hand-off` (only until
@@ -256,9 +256,9 @@ macro_rules! with_settings {
                 $crate::value::Bounds::Count { min: 1, max: 1024 };
                 live; service; "store and faults";
             /// The simulated timer's tick: every simulated delay (network, store) ends on the first
-            /// tick at or after its deadline, as the original's tokio timer rounded every sleep up
-            /// to its 1 ms tick, which kept clients released together in step (0 = delays last what
-            /// they are configured to, on average).
+            /// tick at or after its deadline. So did the original's: its tokio timer rounded every
+            /// sleep up to its 1 ms tick, which kept clients released together in step (0 = delays
+            /// last what they are configured to, on average).
             timer_tick: std::time::Duration = std::time::Duration::ZERO;
                 $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_TIMER_TICK };
                 live; world; "store and faults";
@@ -291,19 +291,19 @@ macro_rules! with_settings {
                 $crate::value::Bounds::Span { zero: false, max: $crate::settings::MAX_SPAN };
                 live; service; "store and faults";
             /// A look-aside cache of this many elements by key in front of the store's reads (0 =
-            /// none): a request that carries a key (`{"size": N, "key": K}`) reads element K, from
-            /// the cache (cache-hit) or, on a miss, by a fill that reads the store
-            /// (`persist_latency`, one of the store's `store_concurrency` slots; reads are
-            /// simulated, with `persist_dir` too) and puts the element in the cache, least recently
-            /// used out. The server starts with keys 0 to N-1 in it (the hottest keys of a Zipf
-            /// load: a cache warmed by hours of traffic); a live change empties it, as a cache node
-            /// that failed and came back does.
+            /// none). A request that carries a key (`{"size": N, "key": K}`) reads element K from
+            /// the cache (cache-hit). On a miss, a fill reads the store and puts the element in the
+            /// cache, least recently used out. The fill takes `persist_latency` and one of the
+            /// store's `store_concurrency` slots; reads are simulated, with `persist_dir` too. The
+            /// server starts with keys 0 to N-1 in it: the hottest keys of a Zipf load, a cache
+            /// warmed by hours of traffic. A live change empties it, as a cache node that failed
+            /// and came back does.
             cache_entries: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 1 << 24 }; live; world; "cache";
             /// With `cache_entries`: whether the service reaches the cache. While it does not,
-            /// every read misses and no fill goes in; when it does again, every entry the cache
-            /// kept is stale (it missed the invalidations sent meanwhile), and a read of a stale
-            /// entry is a miss unless `stale_reads = serve`.
+            /// every read misses and no fill goes in. When it does again, every entry the cache
+            /// kept is stale: it missed the invalidations sent meanwhile. A read of a stale entry
+            /// is a miss unless `stale_reads = serve`.
             cache_reachable: bool = true;
                 $crate::value::Bounds::Any; live; world; "cache";
             /// With `cache_entries`: `per-request` (each miss fills for itself) or `coalesced` (one
@@ -320,9 +320,9 @@ macro_rules! with_settings {
             /// at once (cache-fill-refuse) instead of a fill (0 = no limit).
             fill_limit: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; live; service; "cache";
-            /// With `cache_entries`: what a read does with a stale entry (`cache_reachable`): `miss`
-            /// (fills it as any miss) or `serve` (answers with it at once, and one refresh per key
-            /// runs to its end in the background, unless `fill_limit` fills are in flight).
+            /// With `cache_entries`: what a read does with a stale entry (`cache_reachable`).
+            /// `miss` fills it as any miss. `serve` answers with it at once, and one refresh per
+            /// key runs to its end in the background, unless `fill_limit` fills are in flight.
             stale_reads: $crate::settings::StaleReads = $crate::settings::StaleReads::Miss;
                 $crate::value::Bounds::Any; live; service; "cache";
             /// Write every element to DIR/<id>.bin instead of simulating the store (real I/O; files
