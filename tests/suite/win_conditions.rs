@@ -191,7 +191,7 @@ async fn a_cpu_limit_changed_by_hand_is_not_judged() {
             .unwrap();
         assert_eq!(code, Some(1), "{printed}");
         assert!(
-            printed.contains("the server's CPU limit is not scenario cpu-quota's world")
+            printed.contains("the server's CPU limit is not scenario container-timeouts's world")
                 && printed.contains(said),
             "{said}: {printed}"
         );

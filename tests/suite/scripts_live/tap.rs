@@ -530,15 +530,32 @@ async fn the_locks_twin_run_as_nobody_reports_what_bpftrace_reports() {
     );
 }
 
+/// The milliseconds waited a second over a window's lines, its first and last
+/// left out; NaN without three lines. Each tool prints at a phase of its own,
+/// up to a second apart, so those two lines cover different parts of the
+/// load's start and end (a CI run's twin had 1,793 ms in its first line where
+/// bpftrace's first had 635, and 3,619 against 2,436 over the window); every
+/// line between is a whole second under the load for both.
+fn steady_waited_ms_a_line(lines: &[String]) -> f64 {
+    let waited: Vec<u64> = lines
+        .iter()
+        .filter_map(|l| super::runqlat_row_waited_ms(l))
+        .collect();
+    match waited.len() {
+        0..=2 => f64::NAN,
+        n => waited[1..n - 1].iter().sum::<u64>() as f64 / (n - 2) as f64,
+    }
+}
+
 /// The run-queue wait (exercise 14): `trace runqlat` as an unprivileged user,
 /// beside runqlat.bt, on the noisy neighbour's server under its ticket's load:
 /// the twin reads the kernel's schedstat sums through `/stats`, the script sums
 /// the scheduler's tracepoints, and their milliseconds waited agree within
-/// 10 %, over the same window and the same threads as
+/// 10 % a second under the load, over the same window and the same threads as
 /// `scripts_live::runqlat_agrees_with_schedstat` takes them (a second of
 /// load first, so that the script knows every thread; then each one's lines a
 /// second from the first printed after that to the first printed after the
-/// load). Alone: beside other tracers the kernel skips a BPF program that
+/// load, the first and last left out: `steady_waited_ms_a_line`). Alone: beside other tracers the kernel skips a BPF program that
 /// would run while another runs on its CPU, and the script sums less (0.85 of
 /// the twin in a CI run's shared phase, 2026-11-28, with the first waits).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -591,17 +608,16 @@ async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports_alone() {
     .await
     .unwrap();
     drop(server);
-    let waited = |lines: &[String]| -> u64 {
-        lines
-            .iter()
-            .filter_map(|l| super::runqlat_row_waited_ms(l))
-            .sum()
-    };
-    let (traced_ms, twin_ms) = (waited(&windows.0), waited(&windows.1));
-    eprintln!("runqlat: bpftrace's lines summed {traced_ms} ms waited, the twin's {twin_ms} ms");
+    let (traced_ms, twin_ms) = (
+        steady_waited_ms_a_line(&windows.0),
+        steady_waited_ms_a_line(&windows.1),
+    );
+    eprintln!(
+        "runqlat: bpftrace's lines waited {traced_ms:.0} ms a second, the twin's {twin_ms:.0} ms"
+    );
     assert!(
-        twin_ms >= 500 && traced_ms.abs_diff(twin_ms) * 10 <= twin_ms,
-        "waited ms over the window: bpftrace {traced_ms}, twin {twin_ms}\n--- bpftrace's window\n{}\n--- the twin's\n{}\n--- bpftrace\n{}\n--- twin\n{}",
+        twin_ms >= 100.0 && (traced_ms - twin_ms).abs() <= 0.10 * twin_ms,
+        "waited ms a second under the load: bpftrace {traced_ms:.0}, twin {twin_ms:.0}\n--- bpftrace's window\n{}\n--- the twin's\n{}\n--- bpftrace\n{}\n--- twin\n{}",
         windows.0.join("\n"),
         windows.1.join("\n"),
         pair.bpftrace,
