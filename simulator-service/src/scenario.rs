@@ -309,10 +309,7 @@ impl Scenario {
     /// A bundled scenario by its name or its exercise's, or a file when
     /// `name_or_path` looks like a path.
     pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {
-        if let Some((_, text)) = BUNDLED.iter().find(|(name, _)| *name == name_or_path) {
-            return Self::parse(name_or_path, text);
-        }
-        if let Some(found) = bundled()?.into_iter().find(|s| s.exercise == name_or_path) {
+        if let Some(found) = bundled_named(name_or_path)? {
             return Ok(found);
         }
         let path = Path::new(name_or_path);
@@ -405,11 +402,19 @@ impl Scenario {
     }
 }
 
+/// The bundled scenario called `name`, by its cause's name or its exercise's.
+pub fn bundled_named(name: &str) -> Result<Option<Scenario>, ScenarioError> {
+    if let Some((_, text)) = BUNDLED.iter().find(|(cause, _)| *cause == name) {
+        return Scenario::parse(name, text).map(Some);
+    }
+    Ok(bundled()?.into_iter().find(|s| s.exercise == name))
+}
+
 /// Every bundled scenario, parsed.
 pub fn bundled() -> Result<Vec<Scenario>, ScenarioError> {
     BUNDLED
         .iter()
-        .map(|(name, _)| Scenario::load(name))
+        .map(|(name, text)| Scenario::parse(name, text))
         .collect()
 }
 

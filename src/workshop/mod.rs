@@ -126,18 +126,15 @@ pub struct CheckArgs {
 /// in the list (from 1). A wrong name is told the exercises' names only: the
 /// causes' would give every answer away.
 pub fn exercise(name: &str) -> anyhow::Result<Scenario> {
+    if let Some(found) = scenario::bundled_named(name)? {
+        return Ok(found);
+    }
     let all = scenario::bundled()?;
     if let Ok(n) = name.parse::<usize>() {
         return n
             .checked_sub(1)
             .and_then(|i| all.get(i).cloned())
             .ok_or_else(|| anyhow::anyhow!("there are exercises 1 to {}, not {n}", all.len()));
-    }
-    if let Some(found) = all
-        .iter()
-        .find(|s| s.visible_name() == name || s.name == name)
-    {
-        return Ok(found.clone());
     }
     if name.ends_with(".toml") || name.contains('/') {
         return Ok(Scenario::load(name)?);

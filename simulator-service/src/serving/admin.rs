@@ -143,13 +143,11 @@ async fn update_config(
 /// through the API. A wrong name is told the list an attendee may see: the
 /// exercises' names where the server hides its answers.
 fn bundled_scenario(name: &str, answers: Answers) -> Result<Scenario, ApiError> {
-    let all = crate::scenario::bundled().map_err(|e| ApiError::Internal(e.to_string()))?;
-    if let Some(found) = all
-        .iter()
-        .find(|s| s.name == name || s.visible_name() == name)
-    {
-        return Ok(found.clone());
+    let internal = |e: crate::scenario::ScenarioError| ApiError::Internal(e.to_string());
+    if let Some(found) = crate::scenario::bundled_named(name).map_err(internal)? {
+        return Ok(found);
     }
+    let all = crate::scenario::bundled().map_err(internal)?;
     let listed: Vec<&str> = all
         .iter()
         .map(|s| match answers {

@@ -615,6 +615,9 @@ async fn the_runqlat_twin_run_as_nobody_reports_what_bpftrace_reports_alone() {
     eprintln!(
         "runqlat: bpftrace's lines waited {traced_ms:.0} ms a second, the twin's {twin_ms:.0} ms"
     );
+    // Margins: six runs alone by hand, 2-6 % apart (938 against 958, 1,073
+    // against 1,136 ms a second): 1.7x under the 10 % bound at worst; the
+    // twin's rate 9x over the 100 ms floor.
     assert!(
         twin_ms >= 100.0 && (traced_ms - twin_ms).abs() <= 0.10 * twin_ms,
         "waited ms a second under the load: bpftrace {traced_ms:.0}, twin {twin_ms:.0}\n--- bpftrace's window\n{}\n--- the twin's\n{}\n--- bpftrace\n{}\n--- twin\n{}",
