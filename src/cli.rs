@@ -39,6 +39,9 @@ pub enum Command {
     /// A bundled script's report without root or a tracer: the server's probe
     /// tap (GET /admin/tap) runs through the script's logic here.
     Trace(crate::trace::TraceArgs),
+    /// Keep a run: every probe the tap gives and /stats a second, into a file
+    /// that `trace NAME --from FILE` replays.
+    Record(crate::trace::record::RecordArgs),
     /// The facilitator's view of a workshop room: every attendee's checks, live,
     /// on one page (attendees opt in with `workshop check --room URL --seat NAME`).
     Room(crate::room::RoomArgs),
@@ -61,6 +64,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Demo(args) => crate::demo::run(*args).await,
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
         Command::Trace(args) => crate::trace::run(args).await,
+        Command::Record(args) => crate::trace::record::run(args).await,
         Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Profile(args) => crate::profile::run(args).await,
         Command::Room(args) => crate::room::run(args).await,

@@ -10,9 +10,11 @@
 //! - `room/`: the facilitator's view of the room (`room`), which attendees'
 //!   checks report to when they opt in.
 //! - `trace/`: the bundled scripts over the probe tap (`trace NAME`), for
-//!   attendees whose tracer cannot attach.
+//!   attendees whose tracer cannot attach, and the recorder (`record`).
 //! - `doctor.rs`: which way this machine, as this user, traces each exercise.
 //! - `profile.rs`: a flame graph of a running server (`profile`).
+//! - `recording/`: a run kept in an `.isim` file, which `trace/record.rs` writes
+//!   (`record`) and `trace --from` replays.
 //! - `neighbour.rs`: exercise 14's noisy neighbour as a process (`neighbour`).
 //!
 //! `local.rs` holds what several commands say of where they run.
@@ -27,6 +29,7 @@ pub mod doctor;
 pub mod local;
 pub mod neighbour;
 pub mod profile;
+pub mod recording;
 pub mod room;
 pub mod serve;
 pub mod trace;

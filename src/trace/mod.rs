@@ -11,6 +11,8 @@
 //! queue and drops, its namespace's `nstat` counters, and its own replies'
 //! writes), read each second (listener: ten times) beside the tap.
 
+pub mod record;
+mod replay;
 mod report;
 pub mod script;
 pub mod scripts;
@@ -76,9 +78,16 @@ pub struct TraceArgs {
     /// The server's admin token, when it was started with one.
     #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Replay a recording (`system-simulator record`) into the script instead:
+    /// the events and /stats readings as recorded, as fast as they read.
+    #[arg(long, value_name = "FILE.isim", conflicts_with = "target")]
+    pub from: Option<std::path::PathBuf>,
 }
 
 pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.from {
+        return replay::run(&args, path, options_of(&args, 0));
+    }
     let wanted = Duration::from_secs(if args.seconds == 0 { 60 } else { args.seconds });
     let cap = max_duration::from_env()?;
     let seconds = max_duration::cut_and_say("trace", "--seconds", wanted, cap)
@@ -87,7 +96,25 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     if args.name == PROFILE || args.name == OFFCPU {
         return profile_twin(args, seconds).await;
     }
-    let options = Options {
+    let options = options_of(&args, seconds);
+    let mut script = script_named(&args.name, options)?;
+    let live = Live {
+        target: &args.target,
+        admin_token: args.admin_token.as_deref(),
+    };
+    let name = &args.name;
+    live.run(script.as_mut(), seconds, |source| {
+        format!(
+            "trace: {name} {source} of {} (what the server itself reports; no tracer, no root)",
+            args.target
+        )
+    })
+    .await
+}
+
+/// What a script is told, from `trace`'s flags (the seconds decided apart).
+fn options_of(args: &TraceArgs, seconds: u64) -> Options {
+    Options {
         seconds,
         client_timeout_ms: if args.client_timeout == 0 {
             1000
@@ -99,55 +126,100 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
         } else {
             args.interval
         },
-    };
-    let mut script = script_named(&args.name, options)?;
-    let mut stats = StatsReader::new(&args.target, script.reads_stats());
-    stats
-        .read(script.as_mut())
-        .await
-        .context("cannot read the server's /stats")?;
-    let mut body = subscribe(&args, script.as_ref()).await?;
-    let source = match (body.is_some(), script.reads_stats()) {
-        (true, false) => "over the probe tap",
-        (true, true) => "over the probe tap and the kernel's counts in /stats",
-        _ => "from the server's and the kernel's counts in /stats",
-    };
-    eprintln!(
-        "trace: {} {source} of {} (what the server itself reports; no tracer, no root)",
-        args.name, args.target
-    );
-    let began = tokio::time::Instant::now();
-    let mut out = String::new();
-    script.begin(&mut out);
-    emit(&mut out);
-    let mut lines = Lines::default();
-    let ended_by_server = follow(
-        body.as_mut(),
-        script.as_mut(),
-        &mut stats,
-        &mut lines,
-        seconds,
-    )
-    .await;
-    if let (false, Some(body)) = (ended_by_server, body.as_mut()) {
-        finish(&args, body, script.as_mut(), &mut lines).await;
     }
-    // Errors here were said once already; the summary covers the readings before.
-    let _ = stats.read(script.as_mut()).await;
-    script.end(began.elapsed().as_secs(), &mut out);
-    emit(&mut out);
-    if ended_by_server {
-        eprintln!(
-            "trace: the server ended the tap (it stopped); the summary covers what came before"
-        );
+}
+
+/// A server whose tap and `/stats` a script runs over, live.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Live<'a> {
+    pub target: &'a str,
+    pub admin_token: Option<&'a str>,
+}
+
+impl Live<'_> {
+    /// Runs `script` over the tap for `seconds` (or until Ctrl-C or the server
+    /// stops): its BEGIN, a line a second, its END. `announce` makes the line said
+    /// on stderr once subscribed, from where the figures come from.
+    pub(crate) async fn run(
+        self,
+        script: &mut dyn Script,
+        seconds: u64,
+        announce: impl FnOnce(&str) -> String,
+    ) -> anyhow::Result<()> {
+        let mut stats = StatsReader::new(self.target, script.reads_stats());
+        stats
+            .read(script)
+            .await
+            .context("cannot read the server's /stats")?;
+        let mut body = self.subscribe(script).await?;
+        let source = match (body.is_some(), script.reads_stats()) {
+            (true, false) => "over the probe tap",
+            (true, true) => "over the probe tap and the kernel's counts in /stats",
+            _ => "from the server's and the kernel's counts in /stats",
+        };
+        eprintln!("{}", announce(source));
+        let began = tokio::time::Instant::now();
+        let mut out = String::new();
+        script.begin(&mut out);
+        emit(&mut out);
+        let mut lines = Lines::default();
+        let ended_by_server = follow(body.as_mut(), script, &mut stats, &mut lines, seconds).await;
+        if let (false, Some(body)) = (ended_by_server, body.as_mut()) {
+            self.finish(body, script, &mut lines).await;
+        }
+        // Errors here were said once already; the summary covers the readings before.
+        let _ = stats.read(script).await;
+        script.end(began.elapsed().as_secs(), &mut out);
+        emit(&mut out);
+        if ended_by_server {
+            eprintln!(
+                "trace: the server ended the tap (it stopped); the summary covers what came before"
+            );
+        }
+        if lines.lost > 0 {
+            eprintln!(
+                "trace: the server dropped {} events while this reader was behind; the figures above miss them",
+                lines.lost
+            );
+        }
+        Ok(())
     }
-    if lines.lost > 0 {
-        eprintln!(
-            "trace: the server dropped {} events while this reader was behind; the figures above miss them",
-            lines.lost
-        );
+
+    /// The tap's stream of the script's probes; none for a script that reads no probe.
+    async fn subscribe(&self, script: &dyn Script) -> anyhow::Result<Option<Incoming>> {
+        if script.probes().is_empty() {
+            return Ok(None);
+        }
+        let body = simulator_api::client::tap(self.target, script.probes(), self.admin_token)
+            .await
+            .context("cannot subscribe to the server's probe tap")?;
+        Ok(Some(body))
     }
-    Ok(())
+
+    /// Asks the server to end the stream after every event that fired until now and
+    /// reads it to its end, so nothing still in transit is missed (bounded: 10 s).
+    async fn finish(&self, body: &mut Incoming, script: &mut dyn Script, lines: &mut Lines) {
+        let Some(id) = lines.subscription else { return };
+        if let Err(e) = simulator_api::client::end_tap(self.target, id, self.admin_token).await {
+            eprintln!(
+                "trace: could not end the tap in order ({e}); the last moment's events may be missing"
+            );
+            return;
+        }
+        let drain = async {
+            while let Some(Ok(frame)) = body.frame().await {
+                if let Ok(data) = frame.into_data() {
+                    lines.feed(&data, script);
+                }
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(10), drain)
+            .await
+            .is_err()
+        {
+            eprintln!("trace: the tap did not end within 10 s of asking; the last moment's events may be missing");
+        }
+    }
 }
 
 /// The script `trace NAME` runs, or why there is none.
@@ -181,25 +253,13 @@ async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
     .await
 }
 
-fn script_named(name: &str, options: Options) -> anyhow::Result<Box<dyn Script>> {
+pub(crate) fn script_named(name: &str, options: Options) -> anyhow::Result<Box<dyn Script>> {
     scripts::by_name(name, options).with_context(|| {
         format!(
             "no script {name:?} runs without a tracer; these do: {}",
             scripts::names().collect::<Vec<_>>().join(", ")
         )
     })
-}
-
-/// The tap's stream of the script's probes; none for a script that reads no probe.
-async fn subscribe(args: &TraceArgs, script: &dyn Script) -> anyhow::Result<Option<Incoming>> {
-    if script.probes().is_empty() {
-        return Ok(None);
-    }
-    let body =
-        simulator_api::client::tap(&args.target, script.probes(), args.admin_token.as_deref())
-            .await
-            .context("cannot subscribe to the server's probe tap")?;
-    Ok(Some(body))
 }
 
 /// `/stats` for a script that reads it, each second; a reading that fails after
@@ -288,34 +348,8 @@ async fn follow(
     }
 }
 
-/// Asks the server to end the stream after every event that fired until now and
-/// reads it to its end, so nothing still in transit is missed (bounded: 10 s).
-async fn finish(args: &TraceArgs, body: &mut Incoming, script: &mut dyn Script, lines: &mut Lines) {
-    let Some(id) = lines.subscription else { return };
-    let token = args.admin_token.as_deref();
-    if let Err(e) = simulator_api::client::end_tap(&args.target, id, token).await {
-        eprintln!(
-            "trace: could not end the tap in order ({e}); the last moment's events may be missing"
-        );
-        return;
-    }
-    let drain = async {
-        while let Some(Ok(frame)) = body.frame().await {
-            if let Ok(data) = frame.into_data() {
-                lines.feed(&data, script);
-            }
-        }
-    };
-    if tokio::time::timeout(Duration::from_secs(10), drain)
-        .await
-        .is_err()
-    {
-        eprintln!("trace: the tap did not end within 10 s of asking; the last moment's events may be missing");
-    }
-}
-
 /// Prints and empties `out`, at once (a reader of a pipe sees each line as it comes).
-fn emit(out: &mut String) {
+pub(crate) fn emit(out: &mut String) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());
     let _ = stdout.flush();
@@ -324,9 +358,15 @@ fn emit(out: &mut String) {
 
 /// The wall time as HH:MM:SS, UTC, for the lines a second.
 pub(crate) fn clock() -> String {
-    let s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    clock_at(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+/// Unix seconds `s` as HH:MM:SS, UTC.
+pub(crate) fn clock_at(s: u64) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600 % 24, s / 60 % 60, s % 60)
 }
 
@@ -348,7 +388,9 @@ impl Lines {
         let complete: Vec<u8> = self.partial.drain(..=end).collect();
         for line in String::from_utf8_lossy(&complete).lines() {
             if let Some(lost) = line.strip_prefix("lost ") {
-                self.lost += lost.trim().parse::<u64>().unwrap_or(0);
+                let lost = lost.trim().parse::<u64>().unwrap_or(0);
+                self.lost += lost;
+                script.lost(lost);
             } else if let Some(head) = line.strip_prefix("# isim tap ") {
                 self.subscription = head.split(':').next().and_then(|id| id.parse().ok());
             } else if let Some(event) = parse(line) {

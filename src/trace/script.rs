@@ -45,6 +45,8 @@ pub trait Script: Send {
     /// What its BEGIN prints.
     fn begin(&mut self, out: &mut String);
     fn on(&mut self, event: &Event<'_>);
+    /// The tap dropped `count` events here (its reader fell a ring behind).
+    fn lost(&mut self, _count: u64) {}
     /// `interval:s:1`: a second has passed; `clock` is the wall time HH:MM:SS.
     fn second(&mut self, _clock: &str, _out: &mut String) {}
     /// What its END prints; `ran_s`: whole seconds since BEGIN.

@@ -30,6 +30,7 @@ mod probes;
 mod profile;
 mod prometheus;
 mod props;
+mod recording;
 mod reliability;
 mod retry_storm;
 mod room;

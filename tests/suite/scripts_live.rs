@@ -23,7 +23,7 @@
 //! `tools/test -E 'test(/^scripts_live::/)'`.
 
 use crate::common;
-mod tracer;
+pub(crate) mod tracer;
 
 use std::time::Duration;
 

@@ -228,6 +228,15 @@ impl Traced {
         (script.wait_exit(within), twin.wait_exit(within))
     }
 
+    /// Ctrl-C to every one at once, then what each printed, in order.
+    pub fn interrupt_all(all: Vec<Traced>) -> Vec<String> {
+        for traced in &all {
+            traced.send_interrupt();
+        }
+        let within = Duration::from_secs(60);
+        all.into_iter().map(|t| t.wait_exit(within)).collect()
+    }
+
     fn send_interrupt(&self) {
         let status = Command::new("kill")
             .args(["-INT", &self.child.id().to_string()])

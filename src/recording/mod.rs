@@ -1,0 +1,325 @@
+//! A run kept: the `.isim` recording. `system-simulator record` writes one
+//! (`trace/record.rs`): every event the probe tap gave, with its time and arguments,
+//! and the server's `/stats` once a second, which carries its settings, its
+//! scenario, its incident and its machine. `trace NAME --from FILE` feeds one to
+//! a script's twin (`trace/replay.rs`) as if it were live.
+//!
+//! The file is blocks (`file.rs`): a head (JSON: who recorded what, and the probe
+//! table), then blocks of packed events (`events.rs`) and a tick a second (JSON:
+//! `/stats`, its `config` only when it changed), then an end. Each block is
+//! checked by its CRC-32, so a recording that was cut short (its recorder killed)
+//! is read up to its last whole event, and a damaged one up to its damage, and
+//! [`Stop`] says which and where.
+//!
+//! Limits: a recording is read whole into memory, about 50 bytes an event once
+//! decoded (a minute of the demo's load is a few hundred MB at most); a block is
+//! at most 64 MiB.
+
+pub mod events;
+pub mod file;
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use simulator_api::events::EVENTS;
+use simulator_api::Stats;
+
+use events::Packed;
+use file::{Kind, Next, Reader};
+
+/// Events a block holds at most before the recorder writes it (it writes one a
+/// second in any case): a reader cut mid-block loses nothing before the cut.
+pub const EVENTS_BLOCK: usize = 1 << 20;
+
+/// The head block: what was recorded, by whom, and the probe table the events'
+/// codes index (so a build whose probes moved still reads the names).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Head {
+    /// `system-simulator 0.1.0`.
+    pub recorder: String,
+    pub target: String,
+    pub began_unix_ms: u64,
+    /// The seconds the recording was asked to last.
+    pub seconds: u64,
+    /// Code `i` is probe `probes[i]`, with its arguments' names.
+    pub probes: Vec<ProbeEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeEntry {
+    pub name: String,
+    pub args: Vec<String>,
+}
+
+impl Head {
+    /// This build's probe table.
+    pub fn probe_table() -> Vec<ProbeEntry> {
+        EVENTS
+            .iter()
+            .map(|e| ProbeEntry {
+                name: e.probe.to_owned(),
+                args: e.args.iter().map(|(name, _)| (*name).to_owned()).collect(),
+            })
+            .collect()
+    }
+}
+
+/// A tick block: a second has passed (second 0: the reading before the first).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TickBlock {
+    pub second: u64,
+    pub unix_ms: u64,
+    /// The tap's clock then, as near as the recorder knows it (its last event's).
+    pub tap_ns: u64,
+    /// `/stats`; its `config` left out when the same as the tick before.
+    pub stats: Value,
+}
+
+/// The end block: the recording ended in order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EndBlock {
+    /// Whole seconds it ran.
+    pub seconds: u64,
+    /// `/stats` as read at the end.
+    pub stats: Value,
+}
+
+/// What a recording holds, in order.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Event {
+        at_ns: u64,
+        probe: &'static str,
+        args: [u64; 6],
+    },
+    /// The tap dropped this many events here.
+    Lost(u64),
+    Tick {
+        second: u64,
+        unix_ms: u64,
+        tap_ns: u64,
+        stats: Box<Stats>,
+    },
+    End {
+        seconds: u64,
+        stats: Box<Stats>,
+    },
+}
+
+/// How the reading of a recording ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Read to its end block.
+    Whole,
+    /// Its blocks are whole but there is no end block: the recorder stopped
+    /// between two writes.
+    NoEnd { at_byte: usize },
+    /// The file ends inside a block: the recorder stopped mid-write.
+    Cut { at_byte: usize },
+    /// A block is damaged: what came before it was read.
+    Damaged { at_byte: usize, why: String },
+}
+
+impl Stop {
+    /// Where it stopped, in a sentence, or none for a whole recording.
+    pub fn told(&self, last_second: u64) -> Option<String> {
+        let at = |b: &usize| format!("byte {b}");
+        match self {
+            Stop::Whole => None,
+            Stop::NoEnd { at_byte } => Some(format!(
+                "the recording has no end (its recorder stopped at {}): replayed to its last whole event, {last_second} s in",
+                at(at_byte)
+            )),
+            Stop::Cut { at_byte } => Some(format!(
+                "the recording is cut short at {} (its recorder stopped mid-write): replayed to its last whole event, {last_second} s in",
+                at(at_byte)
+            )),
+            Stop::Damaged { at_byte, why } => Some(format!(
+                "the recording is damaged at {} ({why}): replayed what came before, {last_second} s in",
+                at(at_byte)
+            )),
+        }
+    }
+}
+
+/// A recording read.
+#[derive(Debug)]
+pub struct Recording {
+    pub head: Head,
+    pub items: Vec<Item>,
+    pub stop: Stop,
+    /// Events of probes this build does not know, left out.
+    pub unknown_events: u64,
+}
+
+impl Recording {
+    /// The last tick's second: how far the recording got.
+    pub fn last_second(&self) -> u64 {
+        self.items
+            .iter()
+            .rev()
+            .find_map(|item| match item {
+                Item::End { seconds, .. } => Some(*seconds),
+                Item::Tick { second, .. } => Some(*second),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Reads the recording at `path`.
+pub fn open(path: &Path) -> anyhow::Result<Recording> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse(&bytes).with_context(|| {
+        format!(
+            "{} is not a recording this build can replay",
+            path.display()
+        )
+    })
+}
+
+/// Reads a recording's bytes: an error only when nothing can be read (not a
+/// recording, a newer format, no head); otherwise what could be, and its [`Stop`].
+pub fn parse(bytes: &[u8]) -> anyhow::Result<Recording> {
+    let mut reader = Reader::new(bytes)?;
+    let head: Head = match reader.next_block() {
+        Next::Block {
+            kind: Kind::Head,
+            payload,
+        } => serde_json::from_slice(payload).context("its head block does not parse")?,
+        other => anyhow::bail!("it does not begin with a head block ({})", describe(&other)),
+    };
+    let mut decoder = Decoder::new(&head);
+    let stop = loop {
+        let at_byte = reader.at();
+        match reader.next_block() {
+            Next::End => break Stop::NoEnd { at_byte },
+            Next::Cut { kind, part } => {
+                if kind == Some(Kind::Events) {
+                    decoder.events(part);
+                }
+                break Stop::Cut { at_byte };
+            }
+            Next::Damaged { why } => break Stop::Damaged { at_byte, why },
+            Next::Block { kind, payload } => match decoder.block(kind, payload) {
+                Ok(true) => break Stop::Whole,
+                Ok(false) => {}
+                Err(why) => break Stop::Damaged { at_byte, why },
+            },
+        }
+    };
+    Ok(Recording {
+        head,
+        items: decoder.items,
+        stop,
+        unknown_events: decoder.unknown,
+    })
+}
+
+fn describe(next: &Next<'_>) -> String {
+    match next {
+        Next::Block { kind, .. } => format!("a {kind:?} block first"),
+        Next::Cut { .. } => "the file is cut inside its first block".into(),
+        Next::Damaged { why } => why.clone(),
+        Next::End => "the file holds no block".into(),
+    }
+}
+
+/// Blocks into items: the probe table mapped onto this build's, and each tick's
+/// `config` filled in from the last that carried one.
+struct Decoder {
+    /// Code to this build's probe name and the arity it was recorded with.
+    table: Vec<(Option<&'static str>, usize)>,
+    config: Option<Value>,
+    items: Vec<Item>,
+    unknown: u64,
+}
+
+impl Decoder {
+    fn new(head: &Head) -> Self {
+        let table = head
+            .probes
+            .iter()
+            .map(|p| {
+                let ours = EVENTS.iter().find(|e| e.probe == p.name).map(|e| e.probe);
+                (ours, p.args.len())
+            })
+            .collect();
+        Decoder {
+            table,
+            config: None,
+            items: Vec::new(),
+            unknown: 0,
+        }
+    }
+
+    /// True at the end block.
+    fn block(&mut self, kind: Kind, payload: &[u8]) -> Result<bool, String> {
+        match kind {
+            Kind::Head => Err("a second head block".into()),
+            Kind::Events => {
+                if self.events(payload) {
+                    Ok(false)
+                } else {
+                    Err("an events block that does not decode".into())
+                }
+            }
+            Kind::Tick => {
+                let tick: TickBlock = serde_json::from_slice(payload)
+                    .map_err(|e| format!("a tick block that does not parse: {e}"))?;
+                let stats = self.stats(tick.stats)?;
+                self.items.push(Item::Tick {
+                    second: tick.second,
+                    unix_ms: tick.unix_ms,
+                    tap_ns: tick.tap_ns,
+                    stats,
+                });
+                Ok(false)
+            }
+            Kind::End => {
+                let end: EndBlock = serde_json::from_slice(payload)
+                    .map_err(|e| format!("the end block does not parse: {e}"))?;
+                let stats = self.stats(end.stats)?;
+                self.items.push(Item::End {
+                    seconds: end.seconds,
+                    stats,
+                });
+                Ok(true)
+            }
+        }
+    }
+
+    /// False when the payload stopped inside an event.
+    fn events(&mut self, payload: &[u8]) -> bool {
+        let table = &self.table;
+        let (packed, whole) =
+            events::unpack(payload, |code| table.get(code as usize).map(|(_, n)| *n));
+        for p in packed {
+            match p {
+                Packed::Lost(n) => self.items.push(Item::Lost(n)),
+                Packed::Event { at_ns, code, args } => match self.table[code as usize].0 {
+                    Some(probe) => self.items.push(Item::Event { at_ns, probe, args }),
+                    None => self.unknown += 1,
+                },
+            }
+        }
+        whole
+    }
+
+    fn stats(&mut self, mut stats: Value) -> Result<Box<Stats>, String> {
+        match stats.get("config") {
+            Some(config) => self.config = Some(config.clone()),
+            None => {
+                let config = self
+                    .config
+                    .clone()
+                    .ok_or("a tick without settings before any")?;
+                stats["config"] = config;
+            }
+        }
+        serde_json::from_value(stats)
+            .map_err(|e| format!("a /stats reading that does not parse: {e}"))
+    }
+}

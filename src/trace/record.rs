@@ -1,0 +1,265 @@
+//! `system-simulator record`: a run kept in a file (`recording/`). The recorder
+//! is a script like the twins, run by the same loop ([`super::Live`]): it
+//! attaches to every probe, reads `/stats` each second, and writes what it is
+//! fed as it comes (a block of events and a tick each second), so a recorder
+//! killed at any moment leaves a file whole up to its last write.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use serde_json::Value;
+use simulator_api::events::{probe, EVENTS};
+use simulator_api::{max_duration, Stats};
+
+use super::script::{Event, Script};
+use crate::recording::events::Packer;
+use crate::recording::file::{Kind, Writer};
+use crate::recording::{EndBlock, Head, TickBlock, EVENTS_BLOCK};
+
+/// What `record` takes.
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// The server: its data port or its operator port (both serve the tap).
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    pub target: String,
+    /// How long to record (0: 60). SIMULATOR_MAX_DURATION cuts it; Ctrl-C ends it
+    /// early, and the file is whole.
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// The recording to write (replaced if it exists).
+    #[arg(long, value_name = "FILE.isim")]
+    pub out: PathBuf,
+    /// The server's admin token, when it was started with one.
+    #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+}
+
+pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
+    let wanted = std::time::Duration::from_secs(if args.seconds == 0 { 60 } else { args.seconds });
+    let cap = max_duration::from_env()?;
+    let seconds = max_duration::cut_and_say("record", "--seconds", wanted, cap)
+        .as_secs()
+        .max(1);
+    let mut recorder = Recorder::create(&args.out, &args.target, seconds)?;
+    let live = super::Live {
+        target: &args.target,
+        admin_token: args.admin_token.as_deref(),
+    };
+    let (target, out) = (&args.target, args.out.display());
+    live.run(&mut recorder, seconds, |_| {
+        format!("record: every probe of {target} over the tap, and its /stats a second, into {out}")
+    })
+    .await?;
+    match recorder.failed.take() {
+        Some(e) => {
+            Err(e).with_context(|| format!("cannot write {out}; it holds what was written before"))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Every probe's name, for the tap's subscription.
+fn every_probe() -> &'static [&'static str] {
+    static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| EVENTS.iter().map(|e| e.probe).collect())
+}
+
+/// The script that keeps what it is fed.
+#[derive(Debug)]
+pub struct Recorder {
+    path: PathBuf,
+    file: Writer<BufWriter<File>>,
+    /// A probe's code (its place in the head's table) and its arity.
+    codes: HashMap<&'static str, (u8, usize)>,
+    packer: Packer,
+    /// The time of the last event, which a tick takes as the tap's clock.
+    last_ns: u64,
+    /// The last `/stats` read, for the next tick.
+    stats: Option<Value>,
+    /// The settings the last tick carried.
+    config: Option<Value>,
+    second: u64,
+    events: u64,
+    lost: u64,
+    requests: u64,
+    /// The first write that failed; nothing is written after it.
+    failed: Option<std::io::Error>,
+}
+
+impl Recorder {
+    /// Creates the file and writes its head.
+    pub fn create(path: &std::path::Path, target: &str, seconds: u64) -> anyhow::Result<Self> {
+        let opened =
+            File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut file = Writer::new(BufWriter::new(opened))?;
+        let head = Head {
+            recorder: format!("system-simulator {}", env!("CARGO_PKG_VERSION")),
+            target: target.to_owned(),
+            began_unix_ms: unix_ms(),
+            seconds,
+            probes: Head::probe_table(),
+        };
+        file.block(Kind::Head, &serde_json::to_vec(&head)?)?;
+        let codes = EVENTS
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.probe, (i as u8, e.args.len())))
+            .collect();
+        Ok(Recorder {
+            path: path.to_owned(),
+            file,
+            codes,
+            packer: Packer::default(),
+            last_ns: 0,
+            stats: None,
+            config: None,
+            second: 0,
+            events: 0,
+            lost: 0,
+            requests: 0,
+            failed: None,
+        })
+    }
+
+    fn write(&mut self, kind: Kind, payload: &[u8]) {
+        if self.failed.is_none() {
+            if let Err(e) = self.file.block(kind, payload) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    fn write_events(&mut self) {
+        if !self.packer.is_empty() {
+            let payload = self.packer.take();
+            self.write(Kind::Events, &payload);
+        }
+    }
+
+    /// The last `/stats`, its settings left out when the tick before had the same.
+    fn stats_to_keep(&mut self) -> Value {
+        let mut stats = self.stats.clone().unwrap_or(Value::Null);
+        if let Some(object) = stats.as_object_mut() {
+            let config = object.get("config").cloned();
+            if config.is_some() && config == self.config {
+                object.remove("config");
+            } else {
+                self.config = config;
+            }
+        }
+        stats
+    }
+
+    fn tick(&mut self) {
+        self.write_events();
+        let tick = TickBlock {
+            second: self.second,
+            unix_ms: unix_ms(),
+            tap_ns: self.last_ns,
+            stats: self.stats_to_keep(),
+        };
+        let payload = serde_json::to_vec(&tick).unwrap_or_default();
+        self.write(Kind::Tick, &payload);
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        if self.failed.is_none() {
+            if let Err(e) = self.file.flush() {
+                self.failed = Some(e);
+            }
+        }
+    }
+}
+
+impl Script for Recorder {
+    fn probes(&self) -> &'static [&'static str] {
+        every_probe()
+    }
+
+    fn reads_stats(&self) -> bool {
+        true
+    }
+
+    fn stats(&mut self, now: &Stats) {
+        self.stats = serde_json::to_value(now).ok();
+    }
+
+    fn begin(&mut self, out: &mut String) {
+        self.tick();
+        out.push_str(&format!(
+            "Recording every isim probe and /stats a second into {} (Ctrl-C ends it; the file is whole up to its last second).\n",
+            self.path.display()
+        ));
+    }
+
+    fn on(&mut self, event: &Event<'_>) {
+        let Some(&(code, arity)) = self.codes.get(event.probe) else {
+            return;
+        };
+        self.packer.event(event.at_ns, code, arity, &event.args);
+        self.last_ns = self.last_ns.max(event.at_ns);
+        self.events += 1;
+        if event.probe == probe::request__done {
+            self.requests += 1;
+        }
+        if self.packer.len() >= EVENTS_BLOCK {
+            self.write_events();
+        }
+    }
+
+    fn lost(&mut self, count: u64) {
+        self.packer.lost(count);
+        self.lost += count;
+    }
+
+    fn second(&mut self, clock: &str, out: &mut String) {
+        self.second += 1;
+        self.tick();
+        out.push_str(&format!(
+            "{clock} {:>4} s {:>10} events {:>12} bytes\n",
+            self.second,
+            self.events,
+            self.file.written()
+        ));
+    }
+
+    fn end(&mut self, ran_s: u64, out: &mut String) {
+        self.write_events();
+        let end = EndBlock {
+            seconds: ran_s.max(self.second),
+            stats: self.stats_to_keep(),
+        };
+        let payload = serde_json::to_vec(&end).unwrap_or_default();
+        self.write(Kind::End, &payload);
+        self.flush();
+        let bytes = self.file.written();
+        let per = |n: u64| if n == 0 { 0.0 } else { bytes as f64 / n as f64 };
+        out.push_str(&format!(
+            "\nRecorded {} events ({} requests done) over {} s into {}: {bytes} bytes, {:.1} an event, {:.0} a request.\n",
+            self.events,
+            self.requests,
+            ran_s,
+            self.path.display(),
+            per(self.events),
+            per(self.requests),
+        ));
+        if self.lost > 0 {
+            out.push_str(&format!(
+                "The tap dropped {} events while the recorder was behind; the file marks where.\n",
+                self.lost
+            ));
+        }
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,215 @@
+//! A run kept: `system-simulator record` beside the live twins of three
+//! scripts, through exercise 1's before and after, and each recording replayed
+//! through the same scripts (`trace NAME --from FILE`) prints what they printed
+//! live. Then the recording cut short at many points, damaged, from a newer
+//! format and not a recording at all: each is read as far as it is good and
+//! told, and nothing panics. No root: the tap and `/stats` only.
+
+use crate::common;
+use crate::scripts_live::tracer::Traced;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// The scripts replayed: a count, a histogram of waits, a histogram of lifetimes.
+const SCRIPTS: [&str; 3] = ["count", "permit-wait", "request-lifetime"];
+
+/// 40 clients through exercise 1's 8 permits, enough that requests block.
+const LOAD: [&str; 6] = ["--n", "40", "--think-time", "100ms", "--duration", "2s"];
+
+fn record(url: &str, out: &Path) -> Traced {
+    let mut command = Command::new(BIN);
+    command.args(["record", "--target", url, "--seconds", "600", "--out"]);
+    command.arg(out);
+    Traced::spawn(command).until_begin()
+}
+
+fn live_twin(url: &str, script: &str) -> Traced {
+    let mut command = Command::new(BIN);
+    command.args(["trace", script, "--target", url, "--seconds", "600"]);
+    Traced::spawn(command).until_begin()
+}
+
+fn replay(script: &str, file: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(["trace", script, "--from"])
+        .arg(file)
+        .output()
+        .expect("run trace --from")
+}
+
+/// The recorder and the live twins, begun; then the load; then, once nothing is
+/// in flight, all stopped with Ctrl-C together (each ends its tap in order, so
+/// none misses an event that fired before). What each twin printed, by script.
+async fn recorded_beside_twins(server: &Server, file: &Path) -> Vec<(&'static str, String)> {
+    let (url, file) = (server.url.clone(), file.to_owned());
+    let started = tokio::task::spawn_blocking(move || {
+        let mut all = vec![record(&url, &file)];
+        all.extend(SCRIPTS.iter().map(|s| live_twin(&url, s)));
+        all
+    })
+    .await
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(LOAD)
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    settled_stats(&client(), &server.url).await;
+    let printed = tokio::task::spawn_blocking(move || Traced::interrupt_all(started))
+        .await
+        .unwrap();
+    SCRIPTS
+        .into_iter()
+        .zip(printed.into_iter().skip(1))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exercise_1_recorded_before_and_after_replays_what_the_twins_printed_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--scenario", "semaphore-starvation"]);
+    let client = client();
+    let fix = stats(&client, &server.url).await["fixes"][0]["config"].to_string();
+    for phase in ["before", "after"] {
+        if phase == "after" {
+            let applied = put_json(&client, &format!("{}/admin/config", server.url), &fix).await;
+            assert_eq!(applied.status, 200, "{}", applied.body);
+        }
+        let file = dir.path().join(format!("{phase}.isim"));
+        let live = recorded_beside_twins(&server, &file).await;
+        for (script, printed) in live {
+            let replayed = replay(script, &file);
+            let replayed_out = stdout_of_success(&replayed);
+            assert_eq!(
+                replayed_out.trim_end(),
+                printed.trim_end(),
+                "{phase}: {script} replayed from the recording is not what it printed live"
+            );
+            if script == "count" {
+                assert!(printed.contains("requests done]: "), "{phase}: {printed}");
+            }
+            let said = String::from_utf8_lossy(&replayed.stderr);
+            assert!(said.contains("replayed from"), "{said}");
+            assert!(
+                !said.contains("cut short") && !said.contains("no end"),
+                "{said}"
+            );
+        }
+    }
+    let before = replay("permit-wait", &dir.path().join("before.isim"));
+    let after = replay("permit-wait", &dir.path().join("after.isim"));
+    assert_ne!(
+        stdout_of_success(&before),
+        stdout_of_success(&after),
+        "the fix changes the waits for a permit"
+    );
+}
+
+/// `@counts[requests started]: N` of a count's output; 0 when it has none.
+fn requests_started(output: &str) -> u64 {
+    output
+        .lines()
+        .find_map(|l| l.strip_prefix("@counts[requests started]: "))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+/// A byte inside a block's payload at or after `at` (not its kind, length or
+/// checksum: a flipped length reads as a file cut short).
+fn payload_byte_near(bytes: &[u8], at: usize) -> usize {
+    let mut block = 10;
+    loop {
+        let length = u32::from_le_bytes(bytes[block + 1..block + 5].try_into().unwrap()) as usize;
+        let payload = block + 9;
+        if payload + length > at && length > 0 {
+            return payload.max(at).min(payload + length - 1);
+        }
+        block = payload + length;
+    }
+}
+
+fn said(out: &std::process::Output) -> String {
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!said.contains("panicked"), "{said}");
+    said
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recording_cut_damaged_or_newer_is_read_as_far_as_it_is_good_and_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.isim");
+    let server = Server::start(&[]);
+    let (url, file) = (server.url.clone(), whole.clone());
+    let recorder = tokio::task::spawn_blocking(move || record(&url, &file))
+        .await
+        .unwrap();
+    let client = client();
+    burst(&client, &server.url, 30).await;
+    settled_stats(&client, &server.url).await;
+    tokio::task::spawn_blocking(move || Traced::interrupt_all(vec![recorder]))
+        .await
+        .unwrap();
+    let bytes = std::fs::read(&whole).unwrap();
+    assert_eq!(
+        requests_started(&stdout_of_success(&replay("count", &whole))),
+        30
+    );
+
+    // A recorder killed mid-write: every cut after the head replays, up to its
+    // last whole event; one inside the head has nothing to replay, and says so.
+    let head_ends = 10 + 9 + u32::from_le_bytes(bytes[11..15].try_into().unwrap()) as usize;
+    let cut = dir.path().join("cut.isim");
+    std::fs::write(&cut, &bytes[..head_ends - 1]).unwrap();
+    let out = replay("count", &cut);
+    assert!(!out.status.success());
+    assert!(
+        said(&out).contains("cut inside its first block"),
+        "{}",
+        said(&out)
+    );
+    let mut before = 0;
+    for k in 0..=16 {
+        let at = head_ends + (bytes.len() - head_ends) * k / 17;
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        let out = replay("count", &cut);
+        let told = said(&out);
+        let started = requests_started(&stdout_of_success(&out));
+        assert!(
+            told.contains("cut short at byte") || told.contains("has no end"),
+            "cut at {at}: {told}"
+        );
+        assert!(started >= before && started <= 30, "cut at {at}: {started}");
+        before = started;
+    }
+
+    // A flipped byte: what came before, then an error that says where.
+    let damaged = dir.path().join("damaged.isim");
+    let mut flipped = bytes.clone();
+    flipped[payload_byte_near(&bytes, bytes.len() / 2)] ^= 0x55;
+    std::fs::write(&damaged, &flipped).unwrap();
+    let out = replay("count", &damaged);
+    assert!(!out.status.success(), "a damaged recording is an error");
+    assert!(said(&out).contains("damaged at byte"), "{}", said(&out));
+
+    // A newer format, another file, no file: an error each, and nothing printed.
+    let newer = dir.path().join("newer.isim");
+    let mut future = bytes.clone();
+    future[8] = 9;
+    std::fs::write(&newer, &future).unwrap();
+    let other = dir.path().join("stats.json");
+    std::fs::write(&other, "{\"pid\": 1}").unwrap();
+    for (file, error) in [
+        (newer, "recorded in format 9, newer than"),
+        (other, "not an isim recording"),
+        (dir.path().join("none.isim"), "cannot read"),
+    ] {
+        let out = replay("count", &file);
+        assert!(!out.status.success(), "{}", file.display());
+        assert!(said(&out).contains(error), "{}", said(&out));
+        assert!(out.stdout.is_empty());
+    }
+    drop(server);
+}
