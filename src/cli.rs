@@ -42,6 +42,9 @@ pub enum Command {
     /// Keep a run: every probe the tap gives and /stats a second, into a file
     /// that `trace NAME --from FILE` replays.
     Record(crate::trace::record::RecordArgs),
+    /// A recording as a timeline that Perfetto's UI opens: a slice a request,
+    /// its phases inside, counters and the changes of settings.
+    Export(crate::export::ExportArgs),
     /// The facilitator's view of a workshop room: every attendee's checks, live,
     /// on one page (attendees opt in with `workshop check --room URL --seat NAME`).
     Room(crate::room::RoomArgs),
@@ -65,6 +68,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
         Command::Trace(args) => crate::trace::run(args).await,
         Command::Record(args) => crate::trace::record::run(args).await,
+        Command::Export(args) => crate::export::run(&args),
         Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Profile(args) => crate::profile::run(args).await,
         Command::Room(args) => crate::room::run(args).await,

@@ -11,6 +11,7 @@
 //!   checks report to when they opt in.
 //! - `trace/`: the bundled scripts over the probe tap (`trace NAME`), for
 //!   attendees whose tracer cannot attach, and the recorder (`record`).
+//! - `export.rs`: a recording as a timeline for Perfetto (`export`).
 //! - `doctor.rs`: which way this machine, as this user, traces each exercise.
 //! - `profile.rs`: a flame graph of a running server (`profile`).
 //! - `recording/`: a run kept in an `.isim` file, which `trace/record.rs` writes
@@ -26,6 +27,7 @@
 pub mod cli;
 pub mod demo;
 pub mod doctor;
+pub mod export;
 pub mod local;
 pub mod neighbour;
 pub mod profile;

@@ -17,6 +17,7 @@
 
 pub mod events;
 pub mod file;
+pub mod perfetto;
 
 use std::path::Path;
 

@@ -43,6 +43,7 @@ mod server;
 mod soak;
 mod sweep;
 mod tap;
+mod waits;
 mod win_conditions;
 mod workshop;
 mod workshop_pages;

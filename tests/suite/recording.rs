@@ -213,3 +213,117 @@ async fn a_recording_cut_damaged_or_newer_is_read_as_far_as_it_is_good_and_told(
     }
     drop(server);
 }
+
+/// The trace events of one async track (`id`), in the order written.
+type Tracks = std::collections::BTreeMap<String, Vec<serde_json::Value>>;
+
+fn tracks_of(events: &[serde_json::Value], cat: &str) -> Tracks {
+    let mut tracks = Tracks::new();
+    for e in events.iter().filter(|e| e["cat"] == cat) {
+        let id = e["id"]
+            .as_str()
+            .expect("an async event has an id")
+            .to_owned();
+        tracks.entry(id).or_default().push(e.clone());
+    }
+    tracks
+}
+
+/// Each track's begins and ends pair up as a stack, in time order: nested, so
+/// Perfetto draws them as written.
+fn assert_nested(tracks: &Tracks) {
+    for (id, events) in tracks {
+        let mut open: Vec<(&str, f64)> = Vec::new();
+        let mut last = 0.0;
+        for e in events {
+            let (name, ts) = (e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap());
+            assert!(ts >= last, "{id}: {name} at {ts} before {last}");
+            last = ts;
+            match e["ph"].as_str().unwrap() {
+                "b" => open.push((name, ts)),
+                "e" => assert_eq!(open.pop().map(|o| o.0), Some(name), "{id}: {events:?}"),
+                other => panic!("{id}: ph {other}"),
+            }
+        }
+        assert!(open.is_empty(), "{id}: {open:?} never ended");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_10_s_run_exported_for_perfetto_has_a_slice_for_each_request_answered_with_its_phases_inside(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.isim");
+    let server = Server::start(&["--scenario", "semaphore-starvation"]);
+    let (url, path) = (server.url.clone(), file.clone());
+    let recorder = tokio::task::spawn_blocking(move || record(&url, &path))
+        .await
+        .unwrap();
+    let out = Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(["--n", "40", "--think-time", "100ms", "--duration", "10s"])
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    let answered = settled_stats(&client(), &server.url).await["requests_done"]
+        .as_u64()
+        .unwrap();
+    tokio::task::spawn_blocking(move || Traced::interrupt_all(vec![recorder]))
+        .await
+        .unwrap();
+
+    let json = dir.path().join("run.json");
+    let out = Command::new(BIN)
+        .args(["export", "--format", "perfetto", "--out"])
+        .arg(&json)
+        .arg(&file)
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+
+    let requests = tracks_of(events, "request");
+    assert_eq!(
+        requests.len() as u64,
+        answered,
+        "a track a request answered"
+    );
+    for (id, track) in &requests {
+        let slices = track.iter().filter(|e| e["name"] == "request").count();
+        assert_eq!(slices, 2, "{id}: one request slice, begun and ended");
+        assert_eq!(
+            track[0]["name"], "request",
+            "{id}: the phases are inside it"
+        );
+    }
+    assert_nested(&requests);
+    let waits = events
+        .iter()
+        .filter(|e| e["name"] == "waiting for a permit" && e["ph"] == "b")
+        .count() as u64;
+    let blocked = stats(&client(), &server.url).await["requests_blocked"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        waits, blocked,
+        "a permit's wait for each request that blocked"
+    );
+
+    let persistence = tracks_of(events, "persistence");
+    assert_nested(&persistence);
+    let persists = events
+        .iter()
+        .filter(|e| e["name"] == "persist" && e["ph"] == "b")
+        .count() as u64;
+    assert_eq!(persists, answered, "exercise 1 persists every element");
+    let in_flight: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "requests in flight")
+        .collect();
+    assert_eq!(in_flight.last().unwrap()["args"]["value"], 0, "all ended");
+    assert!(in_flight
+        .iter()
+        .any(|e| e["args"]["value"].as_i64() > Some(8)));
+    drop(server);
+}

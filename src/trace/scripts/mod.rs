@@ -30,6 +30,7 @@ mod runqlat;
 mod runtime;
 mod size;
 mod timings;
+mod waits;
 
 use crate::trace::script::{Options, Script};
 
@@ -56,6 +57,7 @@ const SCRIPTS: &[Entry] = &[
     ("delayed-ack", |o| Box::new(delayed_ack::DelayedAck::new(o))),
     ("runqlat", |o| Box::new(runqlat::Runqlat::new(o))),
     ("locks", |o| Box::new(locks::Locks::new(o))),
+    ("waits", |o| Box::new(waits::Waits::new(o))),
 ];
 
 /// Every script's name, in the order `trace` lists them.
