@@ -1,7 +1,7 @@
 //! A block of events, packed: the first event's time, then each event as its
 //! probe's code (its place in the head's probe table), the ns since the event
-//! before it, and the probe's declared arguments, every number a varint
-//! (postcard's encoding). A probe's unused argument words are not written, and a
+//! before it (signed), and the probe's declared arguments, every number a
+//! varint (postcard's encoding; zigzag for the signed). A probe's unused argument words are not written, and a
 //! request's ids and times are small numbers, so an event takes a few bytes where
 //! the tap's text line takes forty.
 //!
@@ -38,17 +38,17 @@ pub struct Packer {
 impl Packer {
     /// `args` of the probe's `arity` declared arguments are written.
     pub fn event(&mut self, at_ns: u64, code: u8, arity: usize, args: &[u64; 6]) {
+        // Signed: the ring keeps the order events were claimed in, and a sender
+        // preempted between its clock read and its claim comes after a later
+        // time. Its own time is kept, so a replay gives what the tap gave.
         let delta = match self.last_ns {
             None => {
                 push(&mut self.bytes, at_ns);
                 0
             }
-            // The tap's clock is steady and its ring keeps order; a late event
-            // (a sender preempted between its clock read and its claim) is written
-            // at its predecessor's time rather than wrapping.
-            Some(last) => at_ns.saturating_sub(last),
+            Some(last) => at_ns as i64 - last as i64,
         };
-        self.last_ns = Some(self.last_ns.map_or(at_ns, |last| last + delta));
+        self.last_ns = Some(at_ns);
         self.bytes.push(code);
         push(&mut self.bytes, delta);
         for &arg in &args[..arity.min(6)] {
@@ -59,7 +59,7 @@ impl Packer {
 
     pub fn lost(&mut self, count: u64) {
         if self.last_ns.is_none() {
-            push(&mut self.bytes, 0);
+            push(&mut self.bytes, 0u64);
             self.last_ns = Some(0);
         }
         self.bytes.push(LOST);
@@ -85,7 +85,7 @@ impl Packer {
     }
 }
 
-fn push(bytes: &mut Vec<u8>, value: u64) {
+fn push(bytes: &mut Vec<u8>, value: impl serde::Serialize) {
     // A u64's varint is at most 10 bytes, so this cannot fail.
     let mut varint = [0u8; 10];
     if let Ok(used) = postcard::to_slice(&value, &mut varint) {
@@ -108,14 +108,14 @@ pub fn unpack(payload: &[u8], arity: impl Fn(u8) -> Option<usize>) -> (Vec<Packe
                 let (count, after) = take::<u64>(after)?;
                 return Some((Packed::Lost(count), after));
             }
-            let (delta, mut after) = take::<u64>(after)?;
+            let (delta, mut after) = take::<i64>(after)?;
             let mut args = [0; 6];
             for slot in args.iter_mut().take(arity(code)?) {
                 let (value, next) = take::<u64>(after)?;
                 *slot = value;
                 after = next;
             }
-            at_ns = at_ns.checked_add(delta)?;
+            at_ns = at_ns.checked_add_signed(delta)?;
             Some((Packed::Event { at_ns, code, args }, after))
         })();
         let Some((event, after)) = whole else {
@@ -140,10 +140,11 @@ mod tests {
     }
 
     #[test]
-    fn events_come_back_as_packed_with_their_times() {
+    fn events_come_back_as_packed_with_their_times_even_out_of_order() {
         let mut p = Packer::default();
         p.event(1_000_000, 0, 1, &[7, 99, 0, 0, 0, 0]);
         p.event(1_000_500, 2, 3, &[8, u64::MAX, 3, 0, 0, 0]);
+        p.event(1_000_400, 0, 1, &[6, 0, 0, 0, 0, 0]);
         p.lost(12);
         p.event(2_000_000, 1, 2, &[9, 10, 0, 0, 0, 0]);
         let payload = p.take();
@@ -161,6 +162,11 @@ mod tests {
                     at_ns: 1_000_500,
                     code: 2,
                     args: [8, u64::MAX, 3, 0, 0, 0]
+                },
+                Packed::Event {
+                    at_ns: 1_000_400,
+                    code: 0,
+                    args: [6, 0, 0, 0, 0, 0]
                 },
                 Packed::Lost(12),
                 Packed::Event {
