@@ -60,6 +60,11 @@ pub struct DemoArgs {
     /// scenario's load].
     #[arg(long, value_parser = humantime::parse_duration)]
     pub think_time: Option<Duration>,
+    /// Keep both runs: DIR/before.isim and DIR/after.isim, every probe and
+    /// /stats a second (`system-simulator record`'s files), to replay
+    /// (`trace NAME --from FILE`) or open in Perfetto (`export`).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<std::path::PathBuf>,
 
     /// Settings for the run before the fix, over the scenario's: any of `serve`'s
     /// setting flags (`--permits`, `--persist-latency`, ...), from the same
@@ -196,7 +201,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
     let before_model = client::stats(&url).await?.model;
     client::reset(&url).await?;
+    let recording = start_recording(&args, &url, "before").await?;
     let before = run_once(&load, incident, cancel.clone(), show).await?;
+    kept(recording).await;
 
     println!(
         "2/2  the same load after the fix {}: {}",
@@ -214,7 +221,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
     let after_model = client::stats(&server.url).await?.model;
     client::reset(&server.url).await?;
+    let recording = start_recording(&args, &server.url, "after").await?;
     let after = run_once(&fixed_load, incident, cancel, show).await?;
+    kept(recording).await;
     server.stop().await?;
     let runs = Runs {
         load: &load,
@@ -227,6 +236,29 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         print!("{}", goodput_timeline(&runs, incident));
     }
     Ok(())
+}
+
+/// With `--record DIR`, a recording of one run into DIR/NAME.isim, begun.
+async fn start_recording(
+    args: &DemoArgs,
+    url: &str,
+    name: &str,
+) -> anyhow::Result<Option<crate::trace::record::Beside>> {
+    let Some(dir) = &args.record else {
+        return Ok(None);
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
+    let path = dir.join(format!("{name}.isim"));
+    Ok(Some(crate::trace::record::beside(url, None, &path).await?))
+}
+
+async fn kept(recording: Option<crate::trace::record::Beside>) {
+    if let Some(recording) = recording {
+        match recording.end().await {
+            Ok(kept) => println!("     kept in {kept}"),
+            Err(e) => eprintln!("demo: the recording failed: {e:#}"),
+        }
+    }
 }
 
 /// A token Ctrl-C cancels: the run in progress ends early and reports.

@@ -42,7 +42,8 @@ pub struct Head {
     pub recorder: String,
     pub target: String,
     pub began_unix_ms: u64,
-    /// The seconds the recording was asked to last.
+    /// The seconds the recording was asked to last; 0 when it lasted as long as
+    /// what it was beside (`workshop check --record`, `demo --record`).
     pub seconds: u64,
     /// Code `i` is probe `probes[i]`, with its arguments' names.
     pub probes: Vec<ProbeEntry>,

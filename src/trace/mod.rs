@@ -101,6 +101,8 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     let live = Live {
         target: &args.target,
         admin_token: args.admin_token.as_deref(),
+        stop: None,
+        quiet: false,
     };
     let name = &args.name;
     live.run(script.as_mut(), seconds, |source| {
@@ -134,6 +136,10 @@ fn options_of(args: &TraceArgs, seconds: u64) -> Options {
 pub(crate) struct Live<'a> {
     pub target: &'a str,
     pub admin_token: Option<&'a str>,
+    /// Ends the run as Ctrl-C does (a recording beside a check).
+    pub stop: Option<&'a tokio_util::sync::CancellationToken>,
+    /// Prints nothing of the script's, nor the announcement.
+    pub quiet: bool,
 }
 
 impl Live<'_> {
@@ -151,26 +157,42 @@ impl Live<'_> {
             .read(script)
             .await
             .context("cannot read the server's /stats")?;
-        let mut body = self.subscribe(script).await?;
+        let mut body = self.subscribe(script.probes()).await?;
         let source = match (body.is_some(), script.reads_stats()) {
             (true, false) => "over the probe tap",
             (true, true) => "over the probe tap and the kernel's counts in /stats",
             _ => "from the server's and the kernel's counts in /stats",
         };
-        eprintln!("{}", announce(source));
+        if !self.quiet {
+            eprintln!("{}", announce(source));
+        }
+        let print = |out: &mut String| {
+            if self.quiet {
+                out.clear();
+            } else {
+                emit(out);
+            }
+        };
         let began = tokio::time::Instant::now();
         let mut out = String::new();
         script.begin(&mut out);
-        emit(&mut out);
+        print(&mut out);
         let mut lines = Lines::default();
-        let ended_by_server = follow(body.as_mut(), script, &mut stats, &mut lines, seconds).await;
+        let follow = Follow {
+            stop: self.stop,
+            print: &print,
+            seconds,
+        };
+        let ended_by_server = follow
+            .run(body.as_mut(), script, &mut stats, &mut lines)
+            .await;
         if let (false, Some(body)) = (ended_by_server, body.as_mut()) {
             self.finish(body, script, &mut lines).await;
         }
         // Errors here were said once already; the summary covers the readings before.
         let _ = stats.read(script).await;
         script.end(began.elapsed().as_secs(), &mut out);
-        emit(&mut out);
+        print(&mut out);
         if ended_by_server {
             eprintln!(
                 "trace: the server ended the tap (it stopped); the summary covers what came before"
@@ -186,11 +208,11 @@ impl Live<'_> {
     }
 
     /// The tap's stream of the script's probes; none for a script that reads no probe.
-    async fn subscribe(&self, script: &dyn Script) -> anyhow::Result<Option<Incoming>> {
-        if script.probes().is_empty() {
+    async fn subscribe(&self, probes: &'static [&'static str]) -> anyhow::Result<Option<Incoming>> {
+        if probes.is_empty() {
             return Ok(None);
         }
-        let body = simulator_api::client::tap(self.target, script.probes(), self.admin_token)
+        let body = simulator_api::client::tap(self.target, probes, self.admin_token)
             .await
             .context("cannot subscribe to the server's probe tap")?;
         Ok(Some(body))
@@ -302,48 +324,64 @@ impl<'a> StatsReader<'a> {
     }
 }
 
-/// Feeds the script until `seconds` have passed or Ctrl-C; true when the server
-/// ended the stream first. With no stream (a script that reads only `/stats`),
-/// the seconds alone.
-async fn follow(
-    mut body: Option<&mut Incoming>,
-    script: &mut dyn Script,
-    stats: &mut StatsReader<'_>,
-    lines: &mut Lines,
+/// How a live run is fed: until `seconds` have passed, Ctrl-C or `stop`.
+struct Follow<'a> {
+    stop: Option<&'a tokio_util::sync::CancellationToken>,
+    print: &'a (dyn Fn(&mut String) + Sync),
     seconds: u64,
-) -> bool {
-    let mut out = String::new();
-    // A reading of /stats at every tick, a line at every `per_second`th.
-    let per_second = script.readings_per_second().max(1);
-    let period = Duration::from_secs(1) / per_second;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    let (mut ticks, mut elapsed) = (0, 0);
-    loop {
-        tokio::select! {
-            _ = &mut ctrl_c => return false,
-            _ = tick.tick() => {
-                let _ = stats.read(script).await;
-                ticks += 1;
-                if ticks % per_second != 0 {
-                    continue;
-                }
-                script.second(&clock(), &mut out);
-                emit(&mut out);
-                elapsed += 1;
-                if elapsed >= seconds {
-                    return false;
-                }
+}
+
+impl Follow<'_> {
+    /// Feeds the script until the end; true when the server ended the stream
+    /// first. With no stream (a script that reads only `/stats`), the seconds alone.
+    async fn run(
+        &self,
+        mut body: Option<&mut Incoming>,
+        script: &mut dyn Script,
+        stats: &mut StatsReader<'_>,
+        lines: &mut Lines,
+    ) -> bool {
+        let mut out = String::new();
+        // A reading of /stats at every tick, a line at every `per_second`th.
+        let per_second = script.readings_per_second().max(1);
+        let period = Duration::from_secs(1) / per_second;
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        let stopped = async {
+            match self.stop {
+                Some(stop) => stop.cancelled().await,
+                None => std::future::pending().await,
             }
-            frame = async { body.as_mut()?.frame().await }, if body.is_some() => match frame {
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        lines.feed(&data, script);
+        };
+        tokio::pin!(stopped);
+        let (mut ticks, mut elapsed) = (0, 0);
+        loop {
+            tokio::select! {
+                _ = &mut ctrl_c => return false,
+                () = &mut stopped => return false,
+                _ = tick.tick() => {
+                    let _ = stats.read(script).await;
+                    ticks += 1;
+                    if ticks % per_second != 0 {
+                        continue;
+                    }
+                    script.second(&clock(), &mut out);
+                    (self.print)(&mut out);
+                    elapsed += 1;
+                    if elapsed >= self.seconds {
+                        return false;
                     }
                 }
-                Some(Err(_)) | None => return true,
-            },
+                frame = async { body.as_mut()?.frame().await }, if body.is_some() => match frame {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            lines.feed(&data, script);
+                        }
+                    }
+                    Some(Err(_)) | None => return true,
+                },
+            }
         }
     }
 }

@@ -49,6 +49,8 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
     let live = super::Live {
         target: &args.target,
         admin_token: args.admin_token.as_deref(),
+        stop: None,
+        quiet: false,
     };
     let (target, out) = (&args.target, args.out.display());
     live.run(&mut recorder, seconds, |_| {
@@ -60,6 +62,90 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
             Err(e).with_context(|| format!("cannot write {out}; it holds what was written before"))
         }
         None => Ok(()),
+    }
+}
+
+/// A recording made beside other work (`workshop check --record`, `demo
+/// --record`): begun once subscribed, ended when asked, and quiet meanwhile.
+#[derive(Debug)]
+pub struct Beside {
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<Kept>>,
+}
+
+/// What a recording kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub events: u64,
+    pub requests: u64,
+    pub lost: u64,
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} events of {} requests, {} bytes",
+            self.path.display(),
+            self.events,
+            self.requests,
+            self.bytes
+        )?;
+        if self.lost > 0 {
+            write!(f, " ({} lost while the recorder was behind)", self.lost)?;
+        }
+        Ok(())
+    }
+}
+
+/// Starts recording `target` into `path`; returns once the tap is subscribed,
+/// so nothing that happens after is missed.
+pub async fn beside(
+    target: &str,
+    admin_token: Option<&str>,
+    path: &std::path::Path,
+) -> anyhow::Result<Beside> {
+    // Its head says 0 s: it lasts as long as what it is beside.
+    let mut recorder = Recorder::create(path, target, 0)?;
+    let (began, begun) = tokio::sync::oneshot::channel();
+    recorder.began = Some(began);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (target, admin_token, stopped) = (
+        target.to_owned(),
+        admin_token.map(str::to_owned),
+        stop.clone(),
+    );
+    let task = tokio::spawn(async move {
+        let live = super::Live {
+            target: &target,
+            admin_token: admin_token.as_deref(),
+            stop: Some(&stopped),
+            quiet: true,
+        };
+        live.run(&mut recorder, RECORD_BESIDE_S, |_| String::new())
+            .await?;
+        recorder.kept()
+    });
+    if begun.await.is_err() {
+        // The task ended before it began: its error says why.
+        return Err(task
+            .await?
+            .err()
+            .unwrap_or_else(|| anyhow::anyhow!("the recorder ended at once")));
+    }
+    Ok(Beside { stop, task })
+}
+
+/// The longest a recording beside other work runs: longer than any check or demo.
+const RECORD_BESIDE_S: u64 = 3600;
+
+impl Beside {
+    /// Ends the recording after every event that fired until now.
+    pub async fn end(self) -> anyhow::Result<Kept> {
+        self.stop.cancel();
+        self.task.await?
     }
 }
 
@@ -89,6 +175,8 @@ pub struct Recorder {
     requests: u64,
     /// The first write that failed; nothing is written after it.
     failed: Option<std::io::Error>,
+    /// Told when the recording begins (subscribed).
+    began: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Recorder {
@@ -123,6 +211,26 @@ impl Recorder {
             lost: 0,
             requests: 0,
             failed: None,
+            began: None,
+        })
+    }
+
+    /// What was kept, or the write that failed.
+    fn kept(&mut self) -> anyhow::Result<Kept> {
+        if let Some(e) = self.failed.take() {
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot write {}; it holds what was written before",
+                    self.path.display()
+                )
+            });
+        }
+        Ok(Kept {
+            path: self.path.clone(),
+            bytes: self.file.written(),
+            events: self.events,
+            requests: self.requests,
+            lost: self.lost,
         })
     }
 
@@ -192,6 +300,9 @@ impl Script for Recorder {
 
     fn begin(&mut self, out: &mut String) {
         self.tick();
+        if let Some(began) = self.began.take() {
+            let _ = began.send(());
+        }
         out.push_str(&format!(
             "Recording every isim probe and /stats a second into {} (Ctrl-C ends it; the file is whole up to its last second).\n",
             self.path.display()

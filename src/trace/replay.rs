@@ -35,10 +35,12 @@ pub fn run(args: &super::TraceArgs, path: &Path, options: Options) -> anyhow::Re
         );
     }
     let recording = recording::open(path)?;
-    let options = Options {
-        seconds: recording.head.seconds,
-        ..options
+    // A recording beside a check or the demo asked no seconds: it lasted its own.
+    let seconds = match recording.head.seconds {
+        0 => recording.last_second().max(1),
+        asked => asked,
     };
+    let options = Options { seconds, ..options };
     let mut script = super::script_named(&args.name, options)?;
     eprintln!(
         "trace: {} replayed from {} ({} recorded {} at {} UTC; the events and /stats as the recorder read them)",

@@ -120,6 +120,11 @@ pub struct CheckArgs {
     pub admin_token: Option<String>,
     #[command(flatten)]
     pub room: crate::room::seat::RoomArgs,
+    /// Keep the check's run in a recording (every probe and /stats a second,
+    /// `system-simulator record`'s file), to replay (`trace NAME --from FILE`)
+    /// or open in Perfetto (`export`) beside another check's.
+    #[arg(long, value_name = "FILE.isim")]
+    pub record: Option<std::path::PathBuf>,
 }
 
 /// The exercise called `name` (its own name or its cause's), or numbered `name`
@@ -311,7 +316,20 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         room: room.as_ref().map(|r| r.sender()),
         warned: Default::default(),
     };
-    let verdict = match check::check(&chosen, &audience, window, &change).await {
+    let recording = match &args.record {
+        Some(path) => {
+            Some(crate::trace::record::beside(target, args.admin_token.as_deref(), path).await?)
+        }
+        None => None,
+    };
+    let judged = check::check(&chosen, &audience, window, &change).await;
+    if let Some(recording) = recording {
+        match recording.end().await {
+            Ok(kept) => eprintln!("workshop check: the run is kept in {kept}"),
+            Err(e) => eprintln!("workshop check: the recording failed: {e:#}"),
+        }
+    }
+    let verdict = match judged {
         Ok(verdict) => verdict,
         Err(e) => {
             // The room hears it too, or the seat's cell would run forever.
