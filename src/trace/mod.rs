@@ -103,6 +103,7 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
         admin_token: args.admin_token.as_deref(),
         stop: None,
         quiet: false,
+        gather_ms: None,
     };
     let name = &args.name;
     live.run(script.as_mut(), seconds, |source| {
@@ -140,6 +141,8 @@ pub(crate) struct Live<'a> {
     pub stop: Option<&'a tokio_util::sync::CancellationToken>,
     /// Prints nothing of the script's, nor the announcement.
     pub quiet: bool,
+    /// How long the tap gathers a batch (`gather_ms`); the server's 1 ms when none.
+    pub gather_ms: Option<u64>,
 }
 
 impl Live<'_> {
@@ -212,9 +215,14 @@ impl Live<'_> {
         if probes.is_empty() {
             return Ok(None);
         }
-        let body = simulator_api::client::tap(self.target, probes, self.admin_token)
-            .await
-            .context("cannot subscribe to the server's probe tap")?;
+        let body = simulator_api::client::tap_gathered(
+            self.target,
+            probes,
+            self.gather_ms,
+            self.admin_token,
+        )
+        .await
+        .context("cannot subscribe to the server's probe tap")?;
         Ok(Some(body))
     }
 

@@ -51,6 +51,7 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
         admin_token: args.admin_token.as_deref(),
         stop: None,
         quiet: false,
+        gather_ms: Some(GATHER_MS),
     };
     let (target, out) = (&args.target, args.out.display());
     live.run(&mut recorder, seconds, |_| {
@@ -123,6 +124,7 @@ pub async fn beside(
             admin_token: admin_token.as_deref(),
             stop: Some(&stopped),
             quiet: true,
+            gather_ms: Some(GATHER_MS),
         };
         live.run(&mut recorder, RECORD_BESIDE_S, |_| String::new())
             .await?;
@@ -148,6 +150,12 @@ impl Beside {
         self.task.await?
     }
 }
+
+/// How long the tap gathers a batch for the recorder. A live twin's 1 ms costs
+/// the server a write and a wake-up per batch: at the demo's load (about 950
+/// events a second, spread out) that was most of the recorder's cost
+/// (docs/performance.md, "Recording"). A recorder needs no event soon.
+const GATHER_MS: u64 = 100;
 
 /// Every probe's name, for the tap's subscription.
 fn every_probe() -> &'static [&'static str] {

@@ -112,7 +112,21 @@ pub async fn tap(
     events: &[&str],
     token: Option<&str>,
 ) -> Result<hyper::body::Incoming, EndpointError> {
-    let path = format!("/admin/tap?events={}", events.join(","));
+    tap_gathered(target, events, None, token).await
+}
+
+/// [`tap`], its batches gathered for up to `gather_ms` (the server's default
+/// when `None`): fewer writes and wake-ups for a reader that wants no event soon.
+pub async fn tap_gathered(
+    target: &str,
+    events: &[&str],
+    gather_ms: Option<u64>,
+    token: Option<&str>,
+) -> Result<hyper::body::Incoming, EndpointError> {
+    let mut path = format!("/admin/tap?events={}", events.join(","));
+    if let Some(ms) = gather_ms {
+        path.push_str(&format!("&gather_ms={ms}"));
+    }
     let what = format!("GET {target}{path}");
     let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
     let subscribe = async {

@@ -44,6 +44,11 @@ const BATCH_BYTES: usize = 32 * 1024;
 /// most instead of once an event.
 const GATHER: Duration = Duration::from_millis(1);
 
+/// The longest a reader may ask a batch to gather (`gather_ms`): a recorder,
+/// which wants no event soon, only all of them cheaply. The ring holds 0.65 s
+/// of a flat-out load, so a longer gather would lose events there.
+pub const MAX_GATHER_MS: u64 = 500;
+
 /// Events waiting that make a batch worth writing at once.
 const BATCH_EVENTS: u64 = 512;
 
@@ -51,6 +56,10 @@ const BATCH_EVENTS: u64 = 512;
 pub struct TapAsk {
     /// Comma-separated event names; every event when absent.
     events: Option<String>,
+    /// How long a batch gathers after its first event, in ms (1 to
+    /// [`MAX_GATHER_MS`]; default [`GATHER`]): fewer writes and wake-ups for a
+    /// reader that does not need its events within a millisecond.
+    gather_ms: Option<u64>,
 }
 
 pub async fn stream(
@@ -79,6 +88,15 @@ pub async fn stream(
             all.join(", ")
         ))
     })?;
+    let gather = match ask.gather_ms {
+        None => GATHER,
+        Some(ms @ 1..=MAX_GATHER_MS) => Duration::from_millis(ms),
+        Some(ms) => {
+            return Err(ApiError::BadRequest(format!(
+                "gather_ms={ms}: from 1 to {MAX_GATHER_MS} ms"
+            )))
+        }
+    };
     let subscription = tap::subscribe(wanted).map_err(|e| ApiError::Unavailable(e.to_string()))?;
     let head = Bytes::from(format!(
         "# isim tap {}: {}; each line: ns since the tap began, the probe, its arguments; \
@@ -89,7 +107,7 @@ pub async fn stream(
         subscription.id
     ));
     let body = stream::once(async { Ok::<_, Infallible>(head) })
-        .chain(batches(subscription, wanted, state.live.closed()))
+        .chain(batches(subscription, wanted, gather, state.live.closed()))
         .filter(|chunk| std::future::ready(!matches!(chunk, Ok(b) if b.is_empty())));
     Response::builder()
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
@@ -104,6 +122,7 @@ pub async fn stream(
 fn batches(
     subscription: Subscription,
     wanted: u64,
+    gather: Duration,
     closed: CancellationToken,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> {
     stream::unfold(Some(subscription), move |subscription| {
@@ -120,7 +139,7 @@ fn batches(
             if subscription.behind() < BATCH_EVENTS {
                 tokio::select! {
                     () = closed.cancelled() => {}
-                    () = tokio::time::sleep(GATHER) => {}
+                    () = tokio::time::sleep(gather) => {}
                 }
             }
             let mut text = Vec::with_capacity(BATCH_BYTES + 256);
