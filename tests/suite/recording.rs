@@ -40,6 +40,25 @@ fn replay(script: &str, file: &Path) -> std::process::Output {
         .expect("run trace --from")
 }
 
+/// Runs `load` against `server`, waits until nothing is in flight, then stops
+/// every one of `started` with Ctrl-C at once; what each printed, in order.
+pub(crate) async fn load_then_stop(
+    server: &Server,
+    load: &[&str],
+    started: Vec<Traced>,
+) -> Vec<String> {
+    let out = Command::new(BIN)
+        .args(["clients", "--target", &server.url])
+        .args(load)
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    settled_stats(&client(), &server.url).await;
+    tokio::task::spawn_blocking(move || Traced::interrupt_all(started))
+        .await
+        .unwrap()
+}
+
 /// The recorder and the live twins, begun; then the load; then, once nothing is
 /// in flight, all stopped with Ctrl-C together (each ends its tap in order, so
 /// none misses an event that fired before). What each twin printed, by script.
@@ -52,16 +71,7 @@ async fn recorded_beside_twins(server: &Server, file: &Path) -> Vec<(&'static st
     })
     .await
     .unwrap();
-    let out = Command::new(BIN)
-        .args(["clients", "--target", &server.url])
-        .args(LOAD)
-        .output()
-        .unwrap();
-    stdout_of_success(&out);
-    settled_stats(&client(), &server.url).await;
-    let printed = tokio::task::spawn_blocking(move || Traced::interrupt_all(started))
-        .await
-        .unwrap();
+    let printed = load_then_stop(server, &LOAD, started).await;
     SCRIPTS
         .into_iter()
         .zip(printed.into_iter().skip(1))
@@ -259,17 +269,10 @@ async fn a_10_s_run_exported_for_perfetto_has_a_slice_for_each_request_answered_
     let recorder = tokio::task::spawn_blocking(move || record(&url, &path))
         .await
         .unwrap();
-    let out = Command::new(BIN)
-        .args(["clients", "--target", &server.url])
-        .args(["--n", "40", "--think-time", "100ms", "--duration", "10s"])
-        .output()
-        .unwrap();
-    stdout_of_success(&out);
-    let answered = settled_stats(&client(), &server.url).await["requests_done"]
+    let load = ["--n", "40", "--think-time", "100ms", "--duration", "10s"];
+    load_then_stop(&server, &load, vec![recorder]).await;
+    let answered = stats(&client(), &server.url).await["requests_done"]
         .as_u64()
-        .unwrap();
-    tokio::task::spawn_blocking(move || Traced::interrupt_all(vec![recorder]))
-        .await
         .unwrap();
 
     let json = dir.path().join("run.json");

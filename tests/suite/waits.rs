@@ -68,25 +68,17 @@ async fn waits_on_exercise_12_names_the_compaction_and_its_parts_sum_to_each_lif
     .await
     .unwrap();
     // Compactions come every 3 s of the server's: 5 s of load holds at least one.
-    let out = Command::new(BIN)
-        .args(["clients", "--target", &server.url])
-        .args([
-            "--n",
-            "64",
-            "--rate",
-            "100",
-            "--arrivals",
-            "poisson",
-            "--duration",
-            "5s",
-        ])
-        .output()
-        .unwrap();
-    stdout_of_success(&out);
-    settled_stats(&client(), &server.url).await;
-    let printed = tokio::task::spawn_blocking(move || Traced::interrupt_all(started))
-        .await
-        .unwrap();
+    let load = [
+        "--n",
+        "64",
+        "--rate",
+        "100",
+        "--arrivals",
+        "poisson",
+        "--duration",
+        "5s",
+    ];
+    let printed = crate::recording::load_then_stop(&server, &load, started).await;
     let live = &printed[0];
 
     let slowest = listed(live);
