@@ -45,6 +45,9 @@ pub enum Command {
     /// A recording as a timeline that Perfetto's UI opens: a slice a request,
     /// its phases inside, counters and the changes of settings.
     Export(crate::export::ExportArgs),
+    /// A recording served as the live view (its page, charts and diagram's
+    /// badges), at its own pace or faster, with a position to move.
+    Replay(crate::replay::ReplayArgs),
     /// The facilitator's view of a workshop room: every attendee's checks, live,
     /// on one page (attendees opt in with `workshop check --room URL --seat NAME`).
     Room(crate::room::RoomArgs),
@@ -69,6 +72,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Trace(args) => crate::trace::run(args).await,
         Command::Record(args) => crate::trace::record::run(args).await,
         Command::Export(args) => crate::export::run(&args),
+        Command::Replay(args) => crate::replay::run(args).await,
         Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Profile(args) => crate::profile::run(args).await,
         Command::Room(args) => crate::room::run(args).await,

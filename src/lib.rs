@@ -32,6 +32,7 @@ pub mod local;
 pub mod neighbour;
 pub mod profile;
 pub mod recording;
+pub mod replay;
 pub mod room;
 pub mod serve;
 pub mod trace;

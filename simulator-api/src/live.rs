@@ -166,7 +166,45 @@ pub struct LiveHello {
     /// Up to [`HISTORY_SECONDS`] seconds, oldest first.
     pub history: Vec<LiveSecond>,
     pub tick: LiveTick,
+    /// Where a replay of a recording is (`system-simulator replay`); absent
+    /// from a live server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayState>,
 }
+
+/// A recording served as the live view (`system-simulator replay FILE`): its
+/// position and pace. `GET /replay` reads it; `PUT /replay` with a
+/// [`ReplayMove`] changes it and restarts every viewer's stream there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayState {
+    /// The recording's file, as named on the command line.
+    pub file: String,
+    /// When the recording began (ms since the epoch).
+    pub began_ms: u64,
+    /// The second shown last: the history holds the seconds up to it.
+    pub at_s: u64,
+    /// The recording's last second.
+    pub length_s: u64,
+    /// Recorded seconds a second of replay (1: as it ran).
+    pub speed: f64,
+    /// True while the replay holds its position (at its end it holds by itself).
+    pub paused: bool,
+    /// Where the recording stopped short of its end, in words (cut, damaged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+/// `PUT /replay`: what to change; a field left out stays as it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayMove {
+    pub at_s: Option<u64>,
+    pub speed: Option<f64>,
+    pub paused: Option<bool>,
+}
+
+/// The slowest and fastest a replay goes, in recorded seconds a second.
+pub const REPLAY_SPEEDS: (f64, f64) = (0.1, 100.0);
 
 /// `event: second`, once a second after the hello.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

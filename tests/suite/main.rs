@@ -32,6 +32,7 @@ mod prometheus;
 mod props;
 mod recording;
 mod reliability;
+mod replay_view;
 mod retry_storm;
 mod room;
 mod router;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use simulator_api::live::{
     ListenerSecond, LiveScenario, LiveSecond, LiveTick, PartsNow, QuotaSecond,
 };
-use simulator_api::{Stats, SETTINGS};
+use simulator_api::{Settings, Stats, SETTINGS};
 use tokio_util::sync::CancellationToken;
 
 use super::now_ms;
@@ -40,22 +40,33 @@ pub async fn run(state: AppState, stop: CancellationToken) {
         let next = Sample::take(&state);
         let t = state.live.elapsed_s().round() as u64;
         let second = next.second_since(&last, t);
-        if second.counts.incidents_started > 0 {
-            let summary = next.stats.incident.as_ref().map(|i| i.summary.clone());
-            state.live.mark(
-                "incident",
-                format!("incident begins: {}", summary.unwrap_or_default()),
-            );
-        }
-        if second.counts.incidents_ended > 0 {
-            state.live.mark("incident", "incident ends");
-        }
-        if let Some(change) = neighbour_change(&last.stats, &next.stats) {
-            state.live.mark("neighbour", change);
+        for (kind, label) in marks_between(&last.stats, &next.stats, &second) {
+            state.live.mark(kind, label);
         }
         state.live.push(tick(&state, Some(second), &next.stats));
         last = next;
     }
+}
+
+/// The markers a second puts on the charts by itself, from two readings of
+/// `/stats` a second apart: an incident's edges and a change of the
+/// neighbour. (A change of settings is marked by the route that made it.)
+pub fn marks_between(was: &Stats, now: &Stats, second: &LiveSecond) -> Vec<(&'static str, String)> {
+    let mut marks = Vec::new();
+    if second.counts.incidents_started > 0 {
+        let summary = now.incident.as_ref().map(|i| i.summary.clone());
+        marks.push((
+            "incident",
+            format!("incident begins: {}", summary.unwrap_or_default()),
+        ));
+    }
+    if second.counts.incidents_ended > 0 {
+        marks.push(("incident", "incident ends".to_owned()));
+    }
+    if let Some(change) = neighbour_change(was, now) {
+        marks.push(("neighbour", change));
+    }
+    marks
 }
 
 /// What changed of the world's neighbour in a second, in words: a fix outside
@@ -87,26 +98,43 @@ pub fn tick(state: &AppState, second: Option<LiveSecond>, stats: &Stats) -> Live
 }
 
 fn scenario_of(state: &AppState, stats: &Stats) -> LiveScenario {
+    let limited_by = match state.answers {
+        Answers::Shown => stats.model.limited_by.clone(),
+        Answers::Hidden => answers::HIDDEN.to_owned(),
+    };
+    scenario_against(
+        &state.scenario().settings(),
+        state.scenario_name(),
+        stats,
+        limited_by,
+    )
+}
+
+/// The scenario as the page shows it: `stats`' settings against the scenario's
+/// own (`own`), and what the model says limits it (`limited_by`, or the
+/// notice that hides it).
+pub fn scenario_against(
+    own: &Settings,
+    name: String,
+    stats: &Stats,
+    limited_by: String,
+) -> LiveScenario {
     // Live settings only: a fix is a live change, and the addresses a server was
     // started on (listen, admin_listen) are no change to the scenario.
-    let own = state.scenario().settings().texts();
     let changed = stats
         .config
         .texts()
         .into_iter()
-        .zip(own)
+        .zip(own.texts())
         .zip(SETTINGS)
         .filter(|(((_, now), (_, was)), info)| info.live && now != was)
         .map(|(((key, now), _), _)| format!("{key}={now}"))
         .collect();
     LiveScenario {
-        name: state.scenario_name(),
+        name,
         changed,
         capacity_per_s: stats.model.capacity_per_s.unwrap_or(0.0),
-        limited_by: match state.answers {
-            Answers::Shown => stats.model.limited_by.clone(),
-            Answers::Hidden => answers::HIDDEN.to_owned(),
-        },
+        limited_by,
     }
 }
 
@@ -134,28 +162,55 @@ impl Sample {
     }
 
     fn second_since(&self, earlier: &Sample, t: u64) -> LiveSecond {
-        let s = &self.stats;
-        let lifetime = self.lifetime.per_bucket_since(&earlier.lifetime);
-        let bounds = lifetime_bounds();
-        let longest_s = self.longest.map(|d| d.as_secs_f64());
-        let q = |p| quantile_at_most(&bounds, &lifetime, p, longest_s).map(|s| s * 1e3);
-        LiveSecond {
-            t,
-            at_ms: now_ms(),
-            counts: s.counts.since(&earlier.stats.counts),
-            now: parts_now(s),
-            capacity_per_s: s.model.capacity_per_s,
-            p50_ms: q(0.5),
-            p99_ms: q(0.99),
-            p999_ms: q(0.999),
-            lifetime,
-            cpu_quota: quota_second(s, &earlier.stats),
-            listener: listener_second(s, &earlier.stats),
-            delayed_acks: delayed_acks_second(s, &earlier.stats),
-            runqueue_wait_ms: runqueue_wait_second(s, &earlier.stats),
-            longest_ms: self.longest.map(|d| d.as_secs_f64() * 1e3),
-            compaction_hold_ms: self.hold.map(|d| d.as_secs_f64() * 1e3),
-        }
+        let ended = Ended {
+            lifetime: self.lifetime.per_bucket_since(&earlier.lifetime),
+            longest: self.longest,
+            hold: self.hold,
+        };
+        second_between(&earlier.stats, &self.stats, ended, t, now_ms())
+    }
+}
+
+/// What ended in a second: the requests by lifetime bucket (one more than
+/// [`lifetime_bounds`]: +Inf), the longest of them, and the longest any
+/// compaction that ended held the index's lock.
+#[derive(Debug, Clone, Default)]
+pub struct Ended {
+    pub lifetime: Vec<u64>,
+    pub longest: Option<Duration>,
+    pub hold: Option<Duration>,
+}
+
+/// Second `t`, ending at `at_ms`: two readings of `/stats` a second apart and
+/// what ended between them. The live sampler and a recording's replay both
+/// make their seconds here.
+pub fn second_between(
+    earlier: &Stats,
+    now: &Stats,
+    ended: Ended,
+    t: u64,
+    at_ms: u64,
+) -> LiveSecond {
+    let s = now;
+    let bounds = lifetime_bounds();
+    let longest_s = ended.longest.map(|d| d.as_secs_f64());
+    let q = |p| quantile_at_most(&bounds, &ended.lifetime, p, longest_s).map(|s| s * 1e3);
+    LiveSecond {
+        t,
+        at_ms,
+        counts: s.counts.since(&earlier.counts),
+        now: parts_now(s),
+        capacity_per_s: s.model.capacity_per_s,
+        p50_ms: q(0.5),
+        p99_ms: q(0.99),
+        p999_ms: q(0.999),
+        lifetime: ended.lifetime,
+        cpu_quota: quota_second(s, earlier),
+        listener: listener_second(s, earlier),
+        delayed_acks: delayed_acks_second(s, earlier),
+        runqueue_wait_ms: runqueue_wait_second(s, earlier),
+        longest_ms: ended.longest.map(|d| d.as_secs_f64() * 1e3),
+        compaction_hold_ms: ended.hold.map(|d| d.as_secs_f64() * 1e3),
     }
 }
 

@@ -15,7 +15,9 @@ use axum::routing::get;
 use axum::Router;
 use futures::stream::{self, Stream, StreamExt};
 use simulator_api::live::LiveHello;
-use tokio::sync::broadcast::error::RecvError;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use super::{page, sampler};
 use crate::serving::state::AppState;
@@ -39,14 +41,27 @@ async fn events(
         lifetime_bounds_s: sampler::lifetime_bounds(),
         history,
         tick,
+        replay: None,
     };
+    events_of(&hello, state.live.closed(), receiver, Some)
+}
+
+/// A stream of the live view's events: `hello`, then each second `text_of`
+/// gives, until it gives none (for a replay, a move), the viewer falls
+/// [`super::VIEWER_BACKLOG`] behind, or `closed` is cancelled. The replay's
+/// stream (`system-simulator replay`) is this one, fed from a recording.
+pub fn events_of<T: Clone + Send + 'static>(
+    hello: &LiveHello,
+    closed: CancellationToken,
+    receiver: broadcast::Receiver<T>,
+    text_of: fn(T) -> Option<Arc<str>>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // `retry`: a page reconnects a second after its stream ends (a restart).
     let hello = Event::default()
         .event("hello")
         .retry(RECONNECT_AFTER)
-        .json_data(&hello)
+        .json_data(hello)
         .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
-    let closed = state.live.closed();
     let seconds = stream::unfold(receiver, move |mut receiver| {
         let closed = closed.clone();
         async move {
@@ -54,11 +69,10 @@ async fn events(
                 () = closed.cancelled() => return None,
                 next = receiver.recv() => next,
             };
-            match next {
-                Ok(text) => Some((Event::default().event("second").data(&*text), receiver)),
-                // Too slow for the backlog: dropped; the page reconnects.
-                Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => None,
-            }
+            // Too slow for the backlog, or the stream's end: none, and the
+            // page reconnects.
+            let text = next.ok().and_then(text_of)?;
+            Some((Event::default().event("second").data(&*text), receiver))
         }
     });
     Sse::new(stream::once(async { hello }).chain(seconds).map(Ok)).keep_alive(KeepAlive::default())
