@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use simulator_service::observe::Events;
 
 fn one_request(events: &Events, id: u64) {
-    events.request_start(id, 1024);
+    events.request_start(id, 1024, 0);
     events.request_nonblock(id, 7);
     events.persist_start(id, 1024, 7);
     events.persist_done(id, true, false, false, Duration::from_micros(1));

@@ -69,7 +69,7 @@ fn main() -> anyhow::Result<()> {
 async fn run(processor: &DataProcessor, requests: u32) -> anyhow::Result<f64> {
     let started = Instant::now();
     for _ in 0..requests {
-        processor.submit(Element::Synthetic(1024)).await?;
+        processor.submit(Element::Synthetic(1024), 0).await?;
     }
     Ok(started.elapsed().as_nanos() as f64 / f64::from(requests.max(1)))
 }

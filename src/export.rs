@@ -1,12 +1,15 @@
 //! `system-simulator export FILE.isim --format perfetto`: a recording as a
 //! timeline that Perfetto's UI opens (`recording/perfetto.rs`), written to a
 //! file reserved before the work (a path that cannot be written is refused at
-//! once).
+//! once); and the flame graph of each CPU profile it holds (`record
+//! --profile`) beside it, as SVG: Perfetto draws no flame graph from JSON.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use simulator_api::output::Output;
+
+use simulator_service::profile::folded::Folded;
 
 use crate::recording::{self, perfetto};
 
@@ -55,5 +58,38 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
             out_path.display()
         );
     }
+    // Beside the timeline, or beside the recording when it went to stdout.
+    let beside = if to_stdout {
+        &args.recording
+    } else {
+        &out_path
+    };
+    for (i, profile) in recording.profiles.iter().enumerate() {
+        let svg_path = flame_graph_path(beside, i);
+        let folded = Folded::parse(&profile.folded)
+            .with_context(|| format!("the recording's profile {i} does not parse"))?;
+        let title = format!(
+            "CPU profile of {}, {} s, recorded {}",
+            recording.head.target,
+            profile.seconds,
+            crate::trace::clock_at(recording.head.began_unix_ms / 1000)
+        );
+        std::fs::write(&svg_path, folded.svg(&title))
+            .with_context(|| format!("cannot write {}", svg_path.display()))?;
+        eprintln!(
+            "export: {} (the flame graph of the CPU profile taken during the recording; a browser opens it)",
+            svg_path.display()
+        );
+    }
     Ok(())
+}
+
+/// `run.json` -> `run.svg`, then `run-2.svg` for a second profile.
+fn flame_graph_path(beside: &std::path::Path, i: usize) -> PathBuf {
+    let stem = beside.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match i {
+        0 => format!("{stem}.svg"),
+        i => format!("{stem}-{}.svg", i + 1),
+    };
+    beside.with_file_name(name)
 }

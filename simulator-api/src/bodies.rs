@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 pub use crate::events::Counts;
 use crate::settings::{Settings, SettingsUpdate};
 
+/// `POST /requests`' optional header: the client's key for one request, the
+/// same on each of its attempts (its first and its retries), so a timeline can
+/// join a retry to the attempt it retried (request-start's third argument). A
+/// whole number; 0 or none: no key.
+pub const REQUEST_KEY_HEADER: &str = "isim-request-key";
+
 /// `POST /requests`: what a request gets back. Fields a newer server adds are
 /// ignored by older clients; a missing one is an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -67,6 +67,33 @@ pub struct LiveSecond {
     /// its lock, in ms (`index`); null when none ended.
     #[serde(default)]
     pub compaction_hold_ms: Option<f64>,
+    /// The slowest request that ended this second, cut into what it waited on;
+    /// null when none ended or nobody was watching (the cut reads the probe
+    /// tap, which runs only while a page is open).
+    #[serde(default)]
+    pub slowest: Option<SlowestRequest>,
+}
+
+/// A request's lifetime cut into the parts the probes bound
+/// (`simulator-service/src/observe/waits.rs`; `trace waits` prints the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowestRequest {
+    /// Its request id (arg0 of its probes).
+    pub id: u64,
+    /// request-start to request-done on the tap's clock, in ms.
+    pub lifetime_ms: f64,
+    /// Each part with time in it, in the request path's order; they sum to
+    /// `lifetime_ms`.
+    pub parts: Vec<WaitPart>,
+    /// The compaction that held the index's lock while it waited for it.
+    pub behind_compaction: Option<u64>,
+}
+
+/// One part of a lifetime: what it was and how long, in ms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitPart {
+    pub part: String,
+    pub ms: f64,
 }
 
 /// One second of the data port's listening socket, as the kernel holds it.

@@ -35,13 +35,21 @@ pub enum Kind {
     Tick = 3,
     /// JSON: the recording ended in order.
     End = 4,
+    /// JSON: a CPU profile the server took of itself during the recording.
+    Profile = 5,
 }
 
 impl Kind {
     fn of(byte: u8) -> Option<Kind> {
-        [Kind::Head, Kind::Events, Kind::Tick, Kind::End]
-            .into_iter()
-            .find(|k| *k as u8 == byte)
+        [
+            Kind::Head,
+            Kind::Events,
+            Kind::Tick,
+            Kind::End,
+            Kind::Profile,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == byte)
     }
 }
 

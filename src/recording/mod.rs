@@ -11,6 +11,9 @@
 //! is read up to its last whole event, and a damaged one up to its damage, and
 //! [`Stop`] says which and where.
 //!
+//! A recording made with `record --profile N` holds the server's CPU profile of
+//! N seconds too, as folded stacks in a block of its own; `export` draws it.
+//!
 //! Limits: a recording is read whole into memory, about 50 bytes an event once
 //! decoded (a minute of the demo's load is a few hundred MB at most); a block is
 //! at most 64 MiB.
@@ -88,6 +91,18 @@ pub struct EndBlock {
     pub stats: Value,
 }
 
+/// A profile block: the server's CPU profile (`GET /admin/profile`), taken
+/// while it was recorded (`record --profile N`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileBlock {
+    /// When it was asked for: the recording's start, as the recorder's clock
+    /// read it (ms since the Unix epoch). It sampled the `seconds` after.
+    pub began_unix_ms: u64,
+    pub seconds: u64,
+    /// Folded stacks, `thread;outermost;...;innermost COUNT` a line.
+    pub folded: String,
+}
+
 /// What a recording holds, in order.
 #[derive(Debug, Clone)]
 pub enum Item {
@@ -154,6 +169,8 @@ pub struct Recording {
     pub stop: Stop,
     /// Events of probes this build does not know, left out.
     pub unknown_events: u64,
+    /// The CPU profiles taken while it was recorded.
+    pub profiles: Vec<ProfileBlock>,
 }
 
 impl Recording {
@@ -217,6 +234,7 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Recording> {
         items: decoder.items,
         stop,
         unknown_events: decoder.unknown,
+        profiles: decoder.profiles,
     })
 }
 
@@ -237,6 +255,7 @@ struct Decoder {
     config: Option<Value>,
     items: Vec<Item>,
     unknown: u64,
+    profiles: Vec<ProfileBlock>,
 }
 
 impl Decoder {
@@ -254,6 +273,7 @@ impl Decoder {
             config: None,
             items: Vec::new(),
             unknown: 0,
+            profiles: Vec::new(),
         }
     }
 
@@ -289,6 +309,12 @@ impl Decoder {
                     stats,
                 });
                 Ok(true)
+            }
+            Kind::Profile => {
+                let profile = serde_json::from_slice(payload)
+                    .map_err(|e| format!("a profile block that does not parse: {e}"))?;
+                self.profiles.push(profile);
+                Ok(false)
             }
         }
     }

@@ -18,7 +18,11 @@
 //!   permits free (as request-nonblock and persist-start say, and each second's
 //!   `/stats`), and from `/stats` the store's slots busy;
 //! - instants: each change of settings (a fix, a switch) and each incident's
-//!   start and end.
+//!   start and end;
+//! - flows from each attempt of a client request to its retry (request-start's
+//!   client key, which clients that retry send): Perfetto draws an arrow;
+//! - each CPU profile the recording holds (`record --profile`), a slice over
+//!   the seconds it sampled; `export` writes its flame graph beside, as SVG.
 //!
 //! Times are the tap's (ns since it began), written in µs as the format asks.
 
@@ -47,6 +51,21 @@ pub struct TraceEvent {
     pub s: Option<&'static str>,
     #[serde(skip_serializing_if = "Value::is_null")]
     pub args: Value,
+    /// A request's attempt joined to the attempts of the same client request
+    /// (its retries): Perfetto's flows of the JSON format's second version.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
+}
+
+/// The flow fields of a slice's begin: one `bind_id` a chain of attempts, out
+/// of every attempt but the last, into every attempt but the first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Flow {
+    pub bind_id: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub flow_in: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub flow_out: bool,
 }
 
 const PID: u32 = 1;
@@ -64,7 +83,8 @@ struct Span {
 /// What is known of a request until its request-done.
 #[derive(Debug, Default)]
 struct Open {
-    start: Option<(u64, u64)>,
+    /// When it started, its bytes and its client's key (0: none).
+    start: Option<(u64, u64, u64)>,
     spans: Vec<Span>,
     /// Phases begun and not yet ended, by name.
     begun: HashMap<&'static str, u64>,
@@ -85,6 +105,27 @@ pub fn export(recording: &Recording) -> Value {
     })
 }
 
+/// The tap's clock at wall-clock `unix_ms`, from the tick nearest it (a tick
+/// carries both clocks: its wall clock and its last event's tap time).
+fn tap_ns_at(recording: &Recording, unix_ms: u64) -> u64 {
+    let nearest = recording
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Tick {
+                unix_ms: at,
+                tap_ns,
+                ..
+            } if *tap_ns > 0 => Some((*at, *tap_ns)),
+            _ => None,
+        })
+        .min_by_key(|(at, _)| at.abs_diff(unix_ms));
+    nearest.map_or(0, |(at, tap_ns)| {
+        let shift = (unix_ms as i64 - at as i64) * 1_000_000;
+        tap_ns.saturating_add_signed(shift)
+    })
+}
+
 #[derive(Debug, Default)]
 struct Timeline {
     events: Vec<TraceEvent>,
@@ -92,6 +133,9 @@ struct Timeline {
     /// Phases off the reply's path, begun, by request id and name.
     aside: HashMap<(u64, &'static str), u64>,
     compactions: HashMap<u64, u64>,
+    /// A client request's attempts (key, then its retries): when each began,
+    /// and where its slice's begin is in `events`.
+    attempts: HashMap<u64, Vec<(u64, usize)>>,
     counters: BTreeMap<&'static str, Counter>,
     last_ns: u64,
     config: Option<Value>,
@@ -120,6 +164,23 @@ impl Timeline {
             }
         }
         self.unfinished();
+        self.flows();
+        for (i, profile) in recording.profiles.iter().enumerate() {
+            let begin = tap_ns_at(recording, profile.began_unix_ms);
+            let end = begin + profile.seconds * 1_000_000_000;
+            let name = format!(
+                "CPU profile, {} s (its flame graph: export's .svg)",
+                profile.seconds
+            );
+            self.slice(
+                "profile",
+                &name,
+                format!("profile {i}"),
+                begin,
+                end,
+                Value::Null,
+            );
+        }
         let names: Vec<_> = self.counters.keys().copied().collect();
         for name in names {
             self.flush_counter(name);
@@ -137,6 +198,7 @@ impl Timeline {
             id: None,
             s: None,
             args: json!({ "name": format!("isim server {}", recording.head.target) }),
+            flow: None,
         });
     }
 
@@ -144,7 +206,7 @@ impl Timeline {
         let id = a[0];
         match name {
             probe::request__start => {
-                self.requests.entry(id).or_default().start = Some((at, a[1]));
+                self.requests.entry(id).or_default().start = Some((at, a[1], a[2]));
                 self.count("requests in flight", at, 1);
             }
             probe::request__nonblock => self.set("permits free", at, a[1] as i64),
@@ -286,7 +348,7 @@ impl Timeline {
         let Some(open) = self.requests.remove(&id) else {
             return;
         };
-        let Some((begin, bytes)) = open.start else {
+        let Some((begin, bytes, key)) = open.start else {
             return;
         };
         self.count("requests in flight", at, -1);
@@ -299,6 +361,7 @@ impl Timeline {
         let args = json!({
             "request": id, "bytes": bytes, "lifetime_ns": a[1], "blocked": a[2] == 1, "cancelled": a[3] == 1,
         });
+        self.attempt(key, begin);
         self.request_slice("request", id, begin, at, args, open.spans);
     }
 
@@ -334,13 +397,44 @@ impl Timeline {
     }
 
     /// Requests still in flight when the recording stopped: a slice to its end, so named.
+    /// The request slice about to begin is an attempt of client request `key`.
+    fn attempt(&mut self, key: u64, begin: u64) {
+        if key != 0 {
+            let at = self.events.len();
+            self.attempts.entry(key).or_default().push((begin, at));
+        }
+    }
+
+    /// Each client request's attempts, in the order they began, joined by a flow.
+    fn flows(&mut self) {
+        for (key, mut attempts) in std::mem::take(&mut self.attempts) {
+            if attempts.len() < 2 {
+                continue;
+            }
+            attempts.sort_unstable();
+            let last = attempts.len() - 1;
+            for (n, (_, at)) in attempts.into_iter().enumerate() {
+                let begin = &mut self.events[at];
+                begin.flow = Some(Flow {
+                    bind_id: format!("{key:x}"),
+                    flow_in: n > 0,
+                    flow_out: n < last,
+                });
+                if let Some(args) = begin.args.as_object_mut() {
+                    args.insert("attempt".into(), json!(n + 1));
+                }
+            }
+        }
+    }
+
     fn unfinished(&mut self) {
         let mut open: Vec<_> = self.requests.drain().collect();
         open.sort_by_key(|(id, _)| *id);
         let end = self.last_ns;
         for (id, request) in open {
-            if let Some((begin, bytes)) = request.start {
+            if let Some((begin, bytes, key)) = request.start {
                 let args = json!({ "request": id, "bytes": bytes });
+                self.attempt(key, begin);
                 let spans = request.spans.into_iter().filter(|s| s.end <= end).collect();
                 self.request_slice(
                     "request (in flight when the recording stopped)",
@@ -386,6 +480,7 @@ impl Timeline {
             id: Some(id.to_owned()),
             s: None,
             args,
+            flow: None,
         });
     }
 
@@ -400,6 +495,7 @@ impl Timeline {
             id: None,
             s: Some("g"),
             args: Value::Null,
+            flow: None,
         });
     }
 
@@ -463,6 +559,7 @@ impl Timeline {
             id: None,
             s: None,
             args: json!({ "value": value }),
+            flow: None,
         });
     }
 }

@@ -10,6 +10,9 @@
 //! recorder), so a second's heatmap may count a request or a batch more or less
 //! than its `/stats` counts, never one twice.
 //!
+//! Each second's slowest request is cut into its waits by the cutter `trace
+//! waits` and the live view use (`observe/waits.rs`), over the recorded events.
+//!
 //! The markers are what the live view would have marked and a recording can
 //! tell: its start, each change of settings (from `/stats.config` a second, so
 //! at the second it was seen), a reset of the counters, an incident's edges and
@@ -22,6 +25,7 @@ use simulator_api::events::probe;
 use simulator_api::live::{LiveMarker, LiveSecond, LiveTick};
 use simulator_api::{Settings, Stats};
 use simulator_service::observe::lifetime::Histogram;
+use simulator_service::observe::waits::{keep_slowest, Cut, Cutter};
 use simulator_service::serving::live::sampler::{self, Ended};
 
 use crate::recording::{Item, Recording};
@@ -94,42 +98,7 @@ struct Reading<'a> {
 /// Makes the film of `recording`; an error when it has no reading at all.
 pub fn make(recording: &Recording) -> anyhow::Result<Film> {
     let began_ms = recording.head.began_unix_ms;
-    let mut readings = Vec::new();
-    let mut ended = Vec::new();
-    let mut pending = Pending::default();
-    for item in &recording.items {
-        let reading = match item {
-            Item::Event { probe, args, .. } => {
-                pending.take(probe, args);
-                continue;
-            }
-            Item::Lost(_) => continue,
-            Item::Tick {
-                second,
-                unix_ms,
-                stats,
-                ..
-            } => Reading {
-                second: *second,
-                unix_ms: *unix_ms,
-                stats,
-            },
-            // The end's reading is a last second unless a tick already had it.
-            Item::End { seconds, stats } => Reading {
-                second: *seconds,
-                unix_ms: began_ms + seconds * 1000,
-                stats,
-            },
-        };
-        if readings
-            .last()
-            .is_some_and(|last: &Reading| last.second >= reading.second)
-        {
-            continue;
-        }
-        ended.push(std::mem::take(&mut pending).ended());
-        readings.push(reading);
-    }
+    let (readings, ended) = readings(recording);
     let first = readings.first().ok_or_else(|| {
         anyhow::anyhow!("the recording holds no reading of /stats, so no second to show")
     })?;
@@ -170,6 +139,57 @@ pub fn make(recording: &Recording) -> anyhow::Result<Film> {
         markers,
         began_ms,
     })
+}
+
+/// The recording's readings of `/stats`, each with what ended since the one
+/// before (the first's: what came before it, unused).
+fn readings(recording: &Recording) -> (Vec<Reading<'_>>, Vec<Ended>) {
+    let began_ms = recording.head.began_unix_ms;
+    let mut readings = Vec::new();
+    let mut ended = Vec::new();
+    let mut pending = Pending::default();
+    let mut cutter = Cutter::default();
+    for item in &recording.items {
+        let reading = match item {
+            Item::Event { probe, args, at_ns } => {
+                pending.take(probe, args);
+                if let Some(cut) = cutter.on(probe, *at_ns, args) {
+                    pending.cut(cut);
+                }
+                continue;
+            }
+            // As live: what was in flight lost some of its events.
+            Item::Lost(_) => {
+                cutter = Cutter::default();
+                continue;
+            }
+            Item::Tick {
+                second,
+                unix_ms,
+                stats,
+                ..
+            } => Reading {
+                second: *second,
+                unix_ms: *unix_ms,
+                stats,
+            },
+            // The end's reading is a last second unless a tick already had it.
+            Item::End { seconds, stats } => Reading {
+                second: *seconds,
+                unix_ms: began_ms + seconds * 1000,
+                stats,
+            },
+        };
+        if readings
+            .last()
+            .is_some_and(|last: &Reading| last.second >= reading.second)
+        {
+            continue;
+        }
+        ended.push(std::mem::take(&mut pending).ended());
+        readings.push(reading);
+    }
+    (readings, ended)
 }
 
 /// The settings a change is told against: the scenario's own when it is a
@@ -228,9 +248,14 @@ struct Pending {
     lifetime: Histogram,
     longest: Option<Duration>,
     hold: Option<Duration>,
+    slowest: Option<Cut>,
 }
 
 impl Pending {
+    fn cut(&mut self, cut: Cut) {
+        keep_slowest(&mut self.slowest, cut);
+    }
+
     fn take(&mut self, name: &str, args: &[u64; 6]) {
         match name {
             probe::request__done => {
@@ -250,6 +275,7 @@ impl Pending {
             lifetime: self.lifetime.per_bucket_since(&Histogram::default()),
             longest: self.longest,
             hold: self.hold,
+            slowest: self.slowest.map(|c| c.slowest_request()),
         }
     }
 }
@@ -308,6 +334,7 @@ pub(super) mod fixture {
             items,
             stop: Stop::Whole,
             unknown_events: 0,
+            profiles: Vec::new(),
         }
     }
 }

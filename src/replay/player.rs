@@ -231,6 +231,8 @@ async fn events(
             // A move: the page joins again at the new place.
             Shown::Moved => None,
         },
+        // A recording's cut costs no server: every second has it.
+        (),
     )
 }
 

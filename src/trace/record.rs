@@ -19,7 +19,7 @@ use simulator_api::{max_duration, Stats};
 use super::script::{Event, Script};
 use crate::recording::events::Packer;
 use crate::recording::file::{Kind, Writer};
-use crate::recording::{EndBlock, Head, TickBlock, EVENTS_BLOCK};
+use crate::recording::{EndBlock, Head, ProfileBlock, TickBlock, EVENTS_BLOCK};
 
 /// What `record` takes.
 #[derive(Debug, clap::Args)]
@@ -37,6 +37,11 @@ pub struct RecordArgs {
     /// The server's admin token, when it was started with one.
     #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Also take the server's CPU profile for the first SECONDS (1 to 120) of
+    /// the recording (`GET /admin/profile`, 99 Hz); `export` draws its flame
+    /// graph.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=120))]
+    pub profile: Option<u64>,
 }
 
 pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
@@ -46,6 +51,13 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
         .as_secs()
         .max(1);
     let mut recorder = Recorder::create(&args.out, &args.target, seconds)?;
+    if let Some(profile_s) = args.profile {
+        recorder.profile = Some(Profiling::Asked {
+            target: args.target.clone(),
+            admin_token: args.admin_token.clone(),
+            seconds: profile_s.min(seconds),
+        });
+    }
     let live = super::Live {
         target: &args.target,
         admin_token: args.admin_token.as_deref(),
@@ -163,6 +175,56 @@ fn every_probe() -> &'static [&'static str] {
     ALL.get_or_init(|| EVENTS.iter().map(|e| e.probe).collect())
 }
 
+/// The CPU profile beside the recording: asked for, then being taken (begun
+/// when the recording begins, so it samples the recording's first seconds).
+#[derive(Debug)]
+enum Profiling {
+    Asked {
+        target: String,
+        admin_token: Option<String>,
+        seconds: u64,
+    },
+    Taking {
+        began_unix_ms: u64,
+        seconds: u64,
+        answer: tokio::sync::oneshot::Receiver<Result<String, String>>,
+    },
+}
+
+impl Profiling {
+    /// Asks the server for its profile of the next `seconds`.
+    fn start(self) -> Self {
+        let Profiling::Asked {
+            target,
+            admin_token,
+            seconds,
+        } = self
+        else {
+            return self;
+        };
+        let (tell, answer) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let path = format!("/admin/profile?seconds={seconds}&format=folded");
+            let folded = simulator_api::client::exchange_within(
+                &target,
+                hyper::Method::GET,
+                &path,
+                bytes::Bytes::new(),
+                admin_token.as_deref(),
+                std::time::Duration::from_secs(seconds + 30),
+            )
+            .await
+            .map_err(|e| e.to_string());
+            let _ = tell.send(folded);
+        });
+        Profiling::Taking {
+            began_unix_ms: unix_ms(),
+            seconds,
+            answer,
+        }
+    }
+}
+
 /// The script that keeps what it is fed.
 #[derive(Debug)]
 pub struct Recorder {
@@ -185,6 +247,8 @@ pub struct Recorder {
     failed: Option<std::io::Error>,
     /// Told when the recording begins (subscribed).
     began: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The CPU profile asked for, until it is written.
+    profile: Option<Profiling>,
 }
 
 impl Recorder {
@@ -220,6 +284,7 @@ impl Recorder {
             requests: 0,
             failed: None,
             began: None,
+            profile: None,
         })
     }
 
@@ -271,6 +336,42 @@ impl Recorder {
         stats
     }
 
+    /// Writes the profile once it came back; a line saying so, or why not.
+    fn write_profile(&mut self, out: &mut String) {
+        let Some(Profiling::Taking {
+            began_unix_ms,
+            seconds,
+            answer,
+        }) = self.profile.as_mut()
+        else {
+            return;
+        };
+        let (began_unix_ms, seconds) = (*began_unix_ms, *seconds);
+        let answer = match answer.try_recv() {
+            Ok(answer) => answer,
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => return,
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                Err("the request for it ended without an answer".to_owned())
+            }
+        };
+        self.profile = None;
+        match answer {
+            Ok(folded) => {
+                let block = ProfileBlock {
+                    began_unix_ms,
+                    seconds,
+                    folded,
+                };
+                let payload = serde_json::to_vec(&block).unwrap_or_default();
+                self.write(Kind::Profile, &payload);
+                out.push_str(&format!(
+                    "The server's CPU profile of {seconds} s is in the recording.\n"
+                ));
+            }
+            Err(why) => out.push_str(&format!("No CPU profile in the recording: {why}\n")),
+        }
+    }
+
     fn tick(&mut self) {
         self.write_events();
         let tick = TickBlock {
@@ -308,6 +409,7 @@ impl Script for Recorder {
 
     fn begin(&mut self, out: &mut String) {
         self.tick();
+        self.profile = self.profile.take().map(Profiling::start);
         if let Some(began) = self.began.take() {
             let _ = began.send(());
         }
@@ -339,6 +441,7 @@ impl Script for Recorder {
 
     fn second(&mut self, clock: &str, out: &mut String) {
         self.second += 1;
+        self.write_profile(out);
         self.tick();
         out.push_str(&format!(
             "{clock} {:>4} s {:>10} events {:>12} bytes\n",
@@ -349,6 +452,10 @@ impl Script for Recorder {
     }
 
     fn end(&mut self, ran_s: u64, out: &mut String) {
+        self.write_profile(out);
+        if self.profile.take().is_some() {
+            out.push_str("No CPU profile in the recording: it ended before the profile did.\n");
+        }
         self.write_events();
         let end = EndBlock {
             seconds: ran_s.max(self.second),

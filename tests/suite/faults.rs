@@ -88,7 +88,7 @@ async fn shutdown_cuts_short_the_waiters_and_reports_the_persists_left_running()
     let mut set = JoinSet::new();
     for _ in 0..5 {
         let p = p.clone();
-        set.spawn(async move { p.submit(element()).await });
+        set.spawn(async move { p.submit(element(), 0).await });
     }
     tokio::time::sleep(Duration::from_millis(10)).await;
     let t0 = Instant::now();
@@ -124,7 +124,7 @@ async fn shutdown_cuts_short_a_request_stuck_on_a_slow_network() {
     .unwrap();
     let request = tokio::spawn({
         let p = p.clone();
-        async move { p.submit(element()).await }
+        async move { p.submit(element(), 0).await }
     });
     tokio::time::sleep(Duration::from_millis(10)).await;
     let report = p.drain(Instant::now() + Duration::from_secs(1)).await;
@@ -157,7 +157,7 @@ async fn every_permit_comes_back_whatever_goes_wrong() {
         let give_up = Duration::from_millis(rng.random_range(1..400));
         // Through submit, as the HTTP handler does; a client that gives up drops it.
         set.spawn(async move {
-            let _ = tokio::time::timeout(give_up, p2.submit(element())).await;
+            let _ = tokio::time::timeout(give_up, p2.submit(element(), 0)).await;
         });
         if i % 50 == 0 {
             let permits = rng.random_range(1..12);

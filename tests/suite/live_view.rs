@@ -559,7 +559,9 @@ async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
         .spawn()
         .expect("start the load");
     let page = Browser::start(1600, 2400).await;
-    page.goto(&format!("{}/live?span=60", server.url)).await;
+    // The cut of each request into its waits on, as its box checked does.
+    page.goto(&format!("{}/live?span=60&waits=true", server.url))
+        .await;
     // Two compactions ended (one every 3 s after the last ended).
     page.wait_for(
         "two compactions on the chart",
@@ -594,6 +596,27 @@ async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
     );
     assert!(p50 < 20.0, "the p50 stays low: {p50}");
     assert!(figures[3].as_str().unwrap_or("").ends_with("(last)"));
+    // The slowest request in view waited for the lock, behind a compaction;
+    // its parts sum to its lifetime.
+    let slowest = page
+        .eval(
+            "const cut = seconds.map((s) => s.slowest).filter((c) => c)                .reduce((a, b) => (b.lifetime_ms > a.lifetime_ms ? b : a));              return [cut.lifetime_ms, cut.parts.reduce((n, p) => n + p.ms, 0),                      cut.parts.find((p) => p.part.includes('lock'))?.ms ?? 0,                      document.getElementById('waits-head').textContent];",
+        )
+        .await;
+    let lifetime = slowest[0].as_f64().unwrap_or(f64::NAN);
+    let summed = slowest[1].as_f64().unwrap_or(f64::NAN);
+    let lock = slowest[2].as_f64().unwrap_or(f64::NAN);
+    let head = slowest[3].as_str().unwrap_or("");
+    println!("the slowest: {lifetime:.1} ms, {lock:.1} ms of it waiting for the lock; {head:?}");
+    assert!(
+        (summed - lifetime).abs() <= lifetime * 0.02,
+        "{summed} of {lifetime}"
+    );
+    assert!(
+        lock >= lifetime * 0.5,
+        "the stall is the lock's: {lock} of {lifetime}"
+    );
+    assert!(head.contains("behind compaction"), "{head}");
     page.eval("document.getElementById('longest-panel').scrollIntoView(); return true;")
         .await;
     screenshot(&page, "periodic-stall.png", 10).await;

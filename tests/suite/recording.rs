@@ -20,9 +20,13 @@ const SCRIPTS: [&str; 3] = ["count", "permit-wait", "request-lifetime"];
 const LOAD: [&str; 6] = ["--n", "40", "--think-time", "100ms", "--duration", "2s"];
 
 fn record(url: &str, out: &Path) -> Traced {
+    record_with(url, out, &[])
+}
+
+fn record_with(url: &str, out: &Path, flags: &[&str]) -> Traced {
     let mut command = Command::new(BIN);
     command.args(["record", "--target", url, "--seconds", "600", "--out"]);
-    command.arg(out);
+    command.arg(out).args(flags);
     Traced::spawn(command).until_begin()
 }
 
@@ -266,9 +270,11 @@ async fn a_10_s_run_exported_for_perfetto_has_a_slice_for_each_request_answered_
     let file = dir.path().join("run.isim");
     let server = Server::start(&["--scenario", "semaphore-starvation"]);
     let (url, path) = (server.url.clone(), file.clone());
-    let recorder = tokio::task::spawn_blocking(move || record(&url, &path))
-        .await
-        .unwrap();
+    // With the server's CPU profile of its first 3 s.
+    let recorder =
+        tokio::task::spawn_blocking(move || record_with(&url, &path, &["--profile", "3"]))
+            .await
+            .unwrap();
     let load = ["--n", "40", "--think-time", "100ms", "--duration", "10s"];
     load_then_stop(&server, &load, vec![recorder]).await;
     let answered = stats(&client(), &server.url).await["requests_done"]
@@ -328,5 +334,106 @@ async fn a_10_s_run_exported_for_perfetto_has_a_slice_for_each_request_answered_
     assert!(in_flight
         .iter()
         .any(|e| e["args"]["value"].as_i64() > Some(8)));
+
+    // The profile: a slice over the 3 s it sampled, and its flame graph beside.
+    let profile: Vec<f64> = events
+        .iter()
+        .filter(|e| e["cat"] == "profile")
+        .map(|e| e["ts"].as_f64().unwrap())
+        .collect();
+    assert_eq!(profile.len(), 2, "one profile slice, begun and ended");
+    assert!((profile[1] - profile[0] - 3e6).abs() < 1.0, "{profile:?}");
+    let svg = std::fs::read_to_string(dir.path().join("run.svg")).expect("run.svg beside run.json");
+    // inferno's SVG declares its DTD.
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&svg, options).expect("well-formed SVG");
+    let frames = doc.descendants().filter(|n| n.has_tag_name("g")).count();
+    assert!(
+        frames > 10,
+        "a flame graph of the server's stacks: {frames} frames"
+    );
+    assert!(svg.contains("simulator_service"), "the server's own frames");
+    drop(server);
+}
+
+/// Clients that retry send each request's key on every attempt; the export
+/// joins each attempt to its retry with a flow (Perfetto's second version:
+/// `bind_id`, `flow_out`, `flow_in` on the attempts' request slices). Exercise
+/// 1's 8 permits with `when_full = shed` turn most of 40 clients away at once,
+/// and each retries up to twice: every retry the clients counted is a flow's
+/// arrival, and each chain is one client request's attempts in the order sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_retry_is_joined_to_the_attempt_it_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.isim");
+    let server = Server::start(&["--scenario", "semaphore-starvation", "--when-full", "shed"]);
+    let (url, path) = (server.url.clone(), file.clone());
+    let recorder = tokio::task::spawn_blocking(move || record(&url, &path))
+        .await
+        .unwrap();
+    let report = dir.path().join("report.json");
+    let report_flag = report.to_str().unwrap();
+    let load = [
+        "--n",
+        "40",
+        "--think-time",
+        "100ms",
+        "--duration",
+        "3s",
+        "--retries",
+        "2",
+        "--json",
+        report_flag,
+    ];
+    load_then_stop(&server, &load, vec![recorder]).await;
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let retries = report["retries"].as_u64().unwrap();
+    assert!(retries > 10, "the shed requests were retried: {retries}");
+
+    let json = dir.path().join("run.json");
+    let out = Command::new(BIN)
+        .args(["export", "--out"])
+        .arg(&json)
+        .arg(&file)
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let attempts: Vec<&serde_json::Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "request" && e["ph"] == "b" && e.get("bind_id").is_some())
+        .collect();
+    let arrivals = attempts.iter().filter(|e| e["flow_in"] == true).count() as u64;
+    assert_eq!(
+        arrivals, retries,
+        "a flow into every retry the clients sent"
+    );
+    let mut chains: std::collections::BTreeMap<&str, Vec<&serde_json::Value>> = Default::default();
+    for e in &attempts {
+        chains
+            .entry(e["bind_id"].as_str().unwrap())
+            .or_default()
+            .push(e);
+    }
+    for (key, chain) in &chains {
+        assert!(
+            (2..=3).contains(&chain.len()),
+            "{key}: a first attempt and 1 or 2 retries"
+        );
+        let mut chain = chain.clone();
+        chain.sort_by(|a, b| a["ts"].as_f64().partial_cmp(&b["ts"].as_f64()).unwrap());
+        let last = chain.len() - 1;
+        for (n, e) in chain.iter().enumerate() {
+            assert_eq!(e["flow_out"] == true, n < last, "{key} attempt {n}: {e}");
+            assert_eq!(e["flow_in"] == true, n > 0, "{key} attempt {n}: {e}");
+            assert_eq!(e["args"]["attempt"], n + 1, "{key}: {e}");
+        }
+    }
     drop(server);
 }

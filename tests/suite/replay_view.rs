@@ -2,7 +2,7 @@
 //! real browser: exercise 1 recorded through its fix, replayed ten times its
 //! pace. The page shows the recording's seconds to its end with the figures
 //! the server had (its totals, every request in the heatmap, the fix's marker,
-//! the admission badge after it); moved back with its slider, it shows the
+//! the admission badge after it, the slowest request's waits); moved back with its slider, it shows the
 //! seconds up to the new place and holds there; a bad move is refused and
 //! changes nothing.
 //!
@@ -137,6 +137,16 @@ async fn exercise_1_recorded_through_its_fix_replays_in_the_live_view() {
     // it, the badge shows its permits.
     let blocked = "return seconds.reduce((n, s) => n + s.counts.requests_blocked, 0);";
     assert!(eval_u64(&page, blocked).await > 0);
+    // Each second's slowest request is cut from the recorded events; before
+    // the fix, the slowest waited for a permit.
+    let permit_waits = "return seconds.filter((s) => s.slowest?.parts.some((p) => p.part === 'waiting for a permit')).length;";
+    assert!(eval_u64(&page, permit_waits).await > 0);
+    page.wait_for(
+        "the slowest request's bar",
+        "return !document.getElementById('waits').hidden && document.getElementById('waits-bar').children.length > 0;",
+        within,
+    )
+    .await;
     page.wait_for(
         "the fix's marker",
         "return [...document.querySelectorAll('#markers li')].some(li => li.textContent.includes('permits=1080'));",

@@ -67,3 +67,37 @@ async fn reading_routes_are_open_to_everyone() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+/// `isim-request-key`: a whole number is taken (request-start carries it); any
+/// other value is refused with 400 and its reason, and nothing is started.
+#[tokio::test]
+async fn a_request_key_that_is_not_a_whole_number_is_refused_and_starts_nothing() {
+    let post = |key: &'static str| {
+        Request::post("/requests")
+            .header("content-type", "application/json")
+            .header(simulator_api::bodies::REQUEST_KEY_HEADER, key)
+            .body(Body::from(r#"{"size": 16}"#))
+            .unwrap()
+    };
+    let processor = DataProcessor::new(&Settings::default()).unwrap();
+    let state = AppState::new(processor, Scenario::original());
+    let router = app(state.clone()).layer(MockConnectInfo(
+        "127.0.0.1:5000".parse::<SocketAddr>().unwrap(),
+    ));
+    let taken = router
+        .clone()
+        .oneshot(post("18446744073709551615"))
+        .await
+        .unwrap();
+    assert_eq!(taken.status(), StatusCode::OK);
+    for bad in ["-1", "twelve", "18446744073709551616", ""] {
+        let refused = router.clone().oneshot(post(bad)).await.unwrap();
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{bad:?}");
+        let body = axum::body::to_bytes(refused.into_body(), 4096)
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.contains("isim-request-key"), "{bad:?}: {text}");
+    }
+    assert_eq!(state.stats().counts.requests_started, 1);
+}

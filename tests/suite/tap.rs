@@ -111,9 +111,10 @@ async fn a_subscriber_gets_the_events_it_asked_for_in_order_and_ends_in_order() 
     assert_eq!(start[1..3], ["request-start", &id.to_string()], "{lines:?}");
     assert_eq!(
         start.len(),
-        4,
-        "the stamp, the name and 2 arguments: {lines:?}"
+        5,
+        "the stamp, the name and 3 arguments: {lines:?}"
     );
+    assert_eq!(start[4], "0", "no client key: {lines:?}");
     let done: Vec<&str> = lines[1].split(' ').collect();
     assert_eq!(done[1..3], ["request-done", &id.to_string()], "{lines:?}");
     assert_eq!(

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What open live views cost the serving path: wrk flat out on POST /requests with
-no viewer, and with --viewers pages' streams open (GET /live/events on the
-operator's listener, read as a browser reads them), same server build, same run.
+no viewer, with --viewers pages' streams open (GET /live/events on the
+operator's listener, read as a browser reads them), and with one of them asking
+for the cut of each request into its waits (?waits=true: the server reads its
+probe tap for it), same server build, same run.
 
 Runs alternate; prints each run, the medians with min and max, and the ratio of
 requests/s with viewers to without (target: at least 0.98, i.e. 50 viewers cost the
@@ -38,15 +40,16 @@ class Viewers:
     """`n` open streams, read on one thread as fast as they come; counts the
     `second` events so a run proves the viewers were served."""
 
-    def __init__(self, operator_url, n):
+    def __init__(self, operator_url, n, cutting=0):
         host, port = operator_url.removeprefix("http://").split(":")
         self.selector = selectors.DefaultSelector()
         self.seconds = 0
         self.closed = 0
         self.stop = threading.Event()
-        for _ in range(n):
+        for i in range(n):
             s = socket.create_connection((host, int(port)))
-            s.sendall(b"GET /live/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+            path = b"/live/events?waits=true" if i < cutting else b"/live/events"
+            s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
             s.setblocking(False)
             self.selector.register(s, selectors.EVENT_READ)
         self.thread = threading.Thread(target=self.read, daemon=True)
@@ -69,11 +72,11 @@ class Viewers:
             key.fileobj.close()
 
 
-def measure(args, viewers):
+def measure(args, viewers, cutting=0):
     def run():
         server, url, operator = start_with_operator(
             [benchlib.SERVER, "serve", "--listen", "127.0.0.1:0", *benchlib.ZERO_COST_SERVER])
-        watching = Viewers(operator, viewers) if viewers else None
+        watching = Viewers(operator, viewers, cutting) if viewers else None
         try:
             rate = benchlib.wrk(url, seconds=args.seconds, connections=args.connections)
         finally:
@@ -102,9 +105,11 @@ def main():
     print(f"POST /requests, requests per second (wrk -t 1 -c {args.connections}, {args.seconds} s a run), "
           f"with 0 and {args.viewers} live viewers")
     with_viewers = f"{args.viewers} viewers"
+    cutting = f"{args.viewers} viewers, 1 cutting"
     results = benchlib.alternate(args.runs, [
         ("no viewer", measure(args, 0)),
         (with_viewers, measure(args, args.viewers)),
+        (cutting, measure(args, args.viewers, cutting=1)),
     ])
     ratios = benchlib.report(results, "no viewer", " req/s")
     ratio = ratios[with_viewers]

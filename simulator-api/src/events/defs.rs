@@ -24,7 +24,7 @@ macro_rules! with_events {
     ($callback:ident) => {
         $callback! {
             request__start "request-start" "a request enters the data processor"
-                (id: "request id", bytes: "element bytes")
+                (id: "request id", bytes: "element bytes", key: "the client's key for the request (header `isim-request-key`, the same on each of its retries; 0 without)")
                 counters [
                     requests_started "isim_requests_started_total"
                         "Requests that entered the data processor (probe request-start)."

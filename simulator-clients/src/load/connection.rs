@@ -19,6 +19,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
+use simulator_api::bodies::REQUEST_KEY_HEADER;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -162,10 +163,16 @@ impl Connection {
             None => format!("{{\"size\":{}}}", sent.size),
             Some(key) => format!("{{\"size\":{},\"key\":{key}}}", sent.size),
         };
+        // A request that may be retried names itself, the same on every attempt;
+        // one that may not sends nothing more (the driver at its fastest).
+        let request_key = match sent.request_key {
+            Some(key) => format!("{REQUEST_KEY_HEADER}: {key}\r\n"),
+            None => String::new(),
+        };
         self.request.clear();
         self.request.extend_from_slice(&self.head);
         self.request
-            .extend_from_slice(format!("{}\r\n\r\n{body}", body.len()).as_bytes());
+            .extend_from_slice(format!("{}\r\n{request_key}\r\n{body}", body.len()).as_bytes());
         self.request_body = Some(sent);
     }
 

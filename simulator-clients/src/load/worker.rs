@@ -75,6 +75,9 @@ pub struct RunState {
     /// `--precise-pacing`'s timer, which every client waits on
     /// (`platform/precise_timer.rs`); `None`: tokio's.
     precise: Option<crate::platform::SharedPacer>,
+    /// The next request's key, when requests may be retried: from a random
+    /// start, so shards and runs do not share keys.
+    request_keys: AtomicU64,
 }
 
 impl RunState {
@@ -126,6 +129,8 @@ impl RunState {
             schedule,
             seed,
             in_flight: AtomicU64::new(0),
+            // Odd, below 2^62: never 0 (no key) in any run's count of requests.
+            request_keys: AtomicU64::new((rand::random::<u64>() >> 2) | 1),
         }
     }
 
@@ -259,11 +264,14 @@ impl RunState {
     async fn request<E: Exchange>(
         &self,
         exchange: &mut E,
-        body: Body,
+        mut body: Body,
         rng: &mut SmallRng,
         first: Timing,
         first_left: Instant,
     ) -> Option<()> {
+        if self.plan.retry.retries > 0 {
+            body.request_key = Some(self.request_keys.fetch_add(1, Ordering::Relaxed));
+        }
         if let Some(budget) = &self.budget {
             budget.first_attempt(first_left);
         }
@@ -273,6 +281,11 @@ impl RunState {
         let mut retries = 0u32;
         loop {
             let outcome = self.send(exchange, body).await?;
+            // Counted with the attempt, as `requests_sent` counts it: a retry the
+            // run's end cut off (in its backoff, or before its answer) is neither.
+            if retries > 0 {
+                self.recorder.retry();
+            }
             let replied = Instant::now();
             let attempt = Timing {
                 after_window: self.after_window(replied),
@@ -291,7 +304,6 @@ impl RunState {
                 return Some(());
             }
             retries += 1;
-            self.recorder.retry();
             let wait = self.plan.retry.backoff.delay(retries, rng);
             let due = Instant::now() + wait;
             self.wait_until(due).await?;

@@ -92,16 +92,23 @@ pub enum PlanError {
 }
 
 /// What one request sends: a synthetic element of `size` bytes to store, or,
-/// with a key, a read of that key's element (`--keys`).
+/// with a key, a read of that key's element (`--keys`); and, when it may be
+/// retried, the key every attempt of it carries
+/// (`simulator_api::bodies::REQUEST_KEY_HEADER`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Body {
     pub size: u64,
     pub key: Option<u64>,
+    pub request_key: Option<u64>,
 }
 
 impl Body {
     pub fn store(size: u64) -> Self {
-        Self { size, key: None }
+        Self {
+            size,
+            key: None,
+            request_key: None,
+        }
     }
 }
 
@@ -111,7 +118,11 @@ impl LoadPlan {
     pub fn body<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Body {
         let size = self.payload.sample(rng);
         let key = self.keys.map(|keys| keys.sample(rng));
-        Body { size, key }
+        Body {
+            size,
+            key,
+            request_key: None,
+        }
     }
 
     /// The run of `load` against `target`, with the driver's own options at their

@@ -68,8 +68,8 @@ impl Events {
         LazyCell::new(move || of(&self.counts.snapshot()))
     }
 
-    pub fn request_start(&self, id: u64, bytes: u64) {
-        fire!(request__start, || (id, bytes));
+    pub fn request_start(&self, id: u64, bytes: u64, client_key: u64) {
+        fire!(request__start, || (id, bytes, client_key));
         self.counts.record(|c| c.requests_started += 1);
     }
 

@@ -8,7 +8,8 @@
 //! figures, which differ by OS, are read in `platform/`), `recent_peak.rs` the
 //! largest of a figure over the last second (the accept queue's, the writes
 //! acknowledged and not yet made); `tap.rs` streams
-//! the same events as the probes in process, for tracing without root.
+//! the same events as the probes in process, for tracing without root, and
+//! `waits.rs` cuts a request's lifetime into the waits those events bound.
 
 pub mod events;
 pub mod lifetime;
@@ -24,6 +25,7 @@ pub(crate) mod shards;
 pub mod tap;
 #[cfg(feature = "probes")]
 mod tap_ring;
+pub mod waits;
 
 pub use events::Events;
 

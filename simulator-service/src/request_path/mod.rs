@@ -235,11 +235,14 @@ impl DataProcessor {
     /// returns the future of its reply. Dropping that future (a client hanging
     /// up) does not stop the request: request-abandoned fires, and the rest of it
     /// runs on a task of its own (`run_to_end.rs`) to its request-done.
+    /// `client_key` is the client's key for the request (0: none), which
+    /// request-start carries.
     pub fn submit(
         &self,
         element: Element,
+        client_key: u64,
     ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
-        self.submit_operation(Operation::Store(element))
+        self.submit_operation(Operation::Store(element), client_key)
     }
 
     /// Starts one request to read the element of `key` (`cache/`), as
@@ -247,15 +250,17 @@ impl DataProcessor {
     pub fn submit_read(
         &self,
         key: u64,
+        client_key: u64,
     ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
-        self.submit_operation(Operation::Read(key))
+        self.submit_operation(Operation::Read(key), client_key)
     }
 
     fn submit_operation(
         &self,
         operation: Operation,
+        client_key: u64,
     ) -> impl Future<Output = Result<Reply, RequestError>> + Send + 'static {
-        let (id, started) = self.start(operation.bytes());
+        let (id, started) = self.start(operation.bytes(), client_key);
         let (this, gone) = (self.clone(), self.clone());
         let client = ClientWatch::default();
         let left = client.clone();
@@ -272,7 +277,7 @@ impl DataProcessor {
     /// The request path, awaited to its end. Call through [`Self::submit`] unless
     /// the caller itself cannot be cancelled (the unit tests).
     pub async fn handle(&self, element: Element) -> Result<Reply, RequestError> {
-        let (id, started) = self.start(element.len());
+        let (id, started) = self.start(element.len(), 0);
         self.finish(
             id,
             started,
@@ -283,11 +288,11 @@ impl DataProcessor {
     }
 
     /// A new request: its id, and the instant it started (request-start).
-    fn start(&self, bytes: u64) -> (u64, Instant) {
+    fn start(&self, bytes: u64, client_key: u64) -> (u64, Instant) {
         let s = &*self.inner;
         let started = Instant::now();
         let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-        s.events.request_start(id, bytes);
+        s.events.request_start(id, bytes, client_key);
         (id, started)
     }
 

@@ -21,6 +21,7 @@ use serde::Deserialize;
 use super::error::{bad_json, ApiError};
 use super::state::AppState;
 use crate::request_path::{delay, Element};
+use simulator_api::bodies::REQUEST_KEY_HEADER;
 use simulator_api::Settings;
 
 /// A request body read in full within `body_read_timeout` and `max_body_bytes`, so
@@ -44,6 +45,8 @@ impl FromRequest<AppState> for TimedBody {
 pub struct ElementBody {
     pub element: Element,
     pub key: Option<u64>,
+    /// The client's key for the request ([`REQUEST_KEY_HEADER`]; 0: none).
+    pub client_key: u64,
 }
 
 impl FromRequest<AppState> for ElementBody {
@@ -54,11 +57,32 @@ impl FromRequest<AppState> for ElementBody {
         // Only its content type is needed of the head: taken alone, not the
         // whole header map copied as a `HeaderMap` extractor would (issue 62).
         let content_type = request.headers().get(header::CONTENT_TYPE).cloned();
+        let client_key = client_key(request.headers().get(REQUEST_KEY_HEADER))?;
         let body = read_timed(request, &settings).await?;
         let (element, key) =
             parse_element(content_type.as_ref(), body, settings.max_element_bytes)?;
-        Ok(ElementBody { element, key })
+        Ok(ElementBody {
+            element,
+            key,
+            client_key,
+        })
     }
+}
+
+/// The client's key for the request: 0 without the header, a refusal for one
+/// that is not a whole number.
+fn client_key(value: Option<&HeaderValue>) -> Result<u64, ApiError> {
+    let Some(value) = value else { return Ok(0) };
+    value
+        .to_str()
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "{REQUEST_KEY_HEADER}: {value:?} is not a whole number from 0 to {}",
+                u64::MAX
+            ))
+        })
 }
 
 /// The body in full within `body_read_timeout` and `max_body_bytes`.

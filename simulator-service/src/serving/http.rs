@@ -57,11 +57,15 @@ fn operator_routes(state: AppState) -> Router<AppState> {
 
 async fn create_request(
     State(state): State<AppState>,
-    ElementBody { element, key }: ElementBody,
+    ElementBody {
+        element,
+        key,
+        client_key,
+    }: ElementBody,
 ) -> Result<Json<Reply>, ApiError> {
     let reply = match key {
-        Some(key) => state.processor.submit_read(key).await,
-        None => state.processor.submit(element).await,
+        Some(key) => state.processor.submit_read(key, client_key).await,
+        None => state.processor.submit(element, client_key).await,
     }
     .map_err(|e: RequestError| ApiError::Unavailable(e.to_string()))?;
     Ok(Json(reply))

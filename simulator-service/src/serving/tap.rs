@@ -220,12 +220,12 @@ mod tests {
         let event = TapEvent {
             probe: start as u8,
             at_ns: 1_000_000_007,
-            args: [18_446_744_073_709_551_615, 0, 9, 9, 9, 9],
+            args: [18_446_744_073_709_551_615, 0, 5, 9, 9, 9],
         };
         write_event(&mut text, &event);
         assert_eq!(
             String::from_utf8(text).unwrap(),
-            "1000000007 request-start 18446744073709551615 0\n"
+            "1000000007 request-start 18446744073709551615 0 5\n"
         );
     }
 }

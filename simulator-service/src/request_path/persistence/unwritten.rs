@@ -90,7 +90,7 @@ mod tests {
         for kind in [PersistenceKind::TaskPerElement, PersistenceKind::Pool] {
             let processor = DataProcessor::new(&store_of_two(kind)).unwrap();
             let requests: Vec<_> = (0..6)
-                .map(|_| tokio::spawn(processor.submit(Element::Synthetic(100))))
+                .map(|_| tokio::spawn(processor.submit(Element::Synthetic(100), 0)))
                 .collect();
             tokio::time::sleep(Duration::from_millis(10)).await;
             let counts = processor.counts();

@@ -3,8 +3,9 @@
 //! the page draws: a fixed ring of the last [`HISTORY_SECONDS`] seconds, the
 //! markers (configuration changes, resets, incidents, checks) and the check last
 //! reported. `sampler.rs` fills it each second from `/stats` and the
-//! request-lifetime histogram of `/metrics`; `stream.rs` serves the stream and
-//! `page.rs` the page.
+//! request-lifetime histogram of `/metrics` (and, while a page is open, the
+//! slowest request's waits off the probe tap: `slowest.rs`); `stream.rs` serves
+//! the stream and `page.rs` the page.
 //!
 //! Bounded by construction: the ring never grows past its seconds, markers are
 //! dropped with the seconds they fall in (and at most [`MAX_MARKERS`]), and each
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod page;
 pub mod sampler;
+pub mod slowest;
 pub mod stream;
 
 /// The most markers kept (a script changing the configuration in a loop must not
@@ -43,6 +45,8 @@ pub struct Live {
     ticks: broadcast::Sender<Arc<str>>,
     /// Cancelled when the server stops accepting: every stream ends.
     closed: CancellationToken,
+    /// The viewers asking for each second's slowest request cut (`slowest.rs`).
+    pub waits: slowest::Askers,
 }
 
 #[derive(Debug, Default)]
@@ -61,6 +65,7 @@ impl Default for Live {
             history: Mutex::default(),
             ticks,
             closed: CancellationToken::new(),
+            waits: slowest::Askers::default(),
         };
         live.mark("start", "server started");
         live
@@ -199,6 +204,7 @@ mod tests {
                 runqueue_wait_ms: None,
                 longest_ms: None,
                 compaction_hold_ms: None,
+                slowest: None,
             }),
             totals: Counts::default(),
             scenario: LiveScenario {

@@ -11,12 +11,13 @@
 use std::time::Duration;
 
 use simulator_api::live::{
-    ListenerSecond, LiveScenario, LiveSecond, LiveTick, PartsNow, QuotaSecond,
+    ListenerSecond, LiveScenario, LiveSecond, LiveTick, PartsNow, QuotaSecond, SlowestRequest,
 };
 use simulator_api::{Settings, Stats, SETTINGS};
 use tokio_util::sync::CancellationToken;
 
 use super::now_ms;
+use super::slowest::Slowest;
 use crate::observe::lifetime::{self, Histogram};
 use crate::serving::answers::{self, Answers};
 use crate::serving::state::AppState;
@@ -26,7 +27,14 @@ pub async fn run(state: AppState, stop: CancellationToken) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     every.tick().await;
-    let mut last = Sample::take(&state);
+    let slowest = Slowest::default();
+    #[cfg(feature = "probes")]
+    tokio::spawn(super::slowest::watch(
+        state.live.waits.clone(),
+        slowest.clone(),
+        stop.clone(),
+    ));
+    let mut last = Sample::take(&state, &slowest);
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
@@ -37,7 +45,7 @@ pub async fn run(state: AppState, stop: CancellationToken) {
         state
             .connections
             .keep_backlog(state.processor.settings().listen_backlog);
-        let next = Sample::take(&state);
+        let next = Sample::take(&state, &slowest);
         let t = state.live.elapsed_s().round() as u64;
         let second = next.second_since(&last, t);
         for (kind, label) in marks_between(&last.stats, &next.stats, &second) {
@@ -146,10 +154,12 @@ struct Sample {
     /// The longest request and compaction hold since the last reading.
     longest: Option<Duration>,
     hold: Option<Duration>,
+    /// The slowest request cut since the last reading (while a page is open).
+    slowest: Option<SlowestRequest>,
 }
 
 impl Sample {
-    fn take(state: &AppState) -> Self {
+    fn take(state: &AppState, slowest: &Slowest) -> Self {
         let stats = state.stats();
         let lifetime = lifetime::read().histograms.request_lifetime;
         let (longest, hold) = state.processor.take_longest();
@@ -158,6 +168,7 @@ impl Sample {
             lifetime,
             longest,
             hold,
+            slowest: slowest.take(),
         }
     }
 
@@ -166,6 +177,7 @@ impl Sample {
             lifetime: self.lifetime.per_bucket_since(&earlier.lifetime),
             longest: self.longest,
             hold: self.hold,
+            slowest: self.slowest.clone(),
         };
         second_between(&earlier.stats, &self.stats, ended, t, now_ms())
     }
@@ -179,6 +191,8 @@ pub struct Ended {
     pub lifetime: Vec<u64>,
     pub longest: Option<Duration>,
     pub hold: Option<Duration>,
+    /// The slowest request, cut into its waits, when someone cut them.
+    pub slowest: Option<SlowestRequest>,
 }
 
 /// Second `t`, ending at `at_ms`: two readings of `/stats` a second apart and
@@ -211,6 +225,7 @@ pub fn second_between(
         runqueue_wait_ms: runqueue_wait_second(s, earlier),
         longest_ms: ended.longest.map(|d| d.as_secs_f64() * 1e3),
         compaction_hold_ms: ended.hold.map(|d| d.as_secs_f64() * 1e3),
+        slowest: ended.slowest,
     }
 }
 

@@ -9,7 +9,8 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::get;
 use axum::Router;
@@ -19,7 +20,10 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use serde::Deserialize;
+
 use super::{page, sampler};
+use crate::serving::error::ApiError;
 use crate::serving::state::AppState;
 
 /// How soon a page's browser reconnects after its stream ends.
@@ -31,9 +35,26 @@ pub fn routes() -> Router<AppState> {
         .route("/live/events", get(events))
 }
 
+/// `GET /live/events?waits=true`: this viewer asks for each second's slowest
+/// request cut into its waits (`slowest.rs`), for as long as it watches.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    #[serde(default)]
+    waits: bool,
+}
+
 async fn events(
     State(state): State<AppState>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    ask: Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let Query(ask) = ask.map_err(|e| {
+        ApiError::BadRequest(format!(
+            "{}; the only query here is ?waits=true or ?waits=false",
+            e.body_text()
+        ))
+    })?;
+    let asking = ask.waits.then(|| state.live.waits.ask());
     let mut tick = sampler::tick(&state, None, &state.stats());
     let (history, receiver) = state.live.join(&mut tick);
     let hello = LiveHello {
@@ -43,18 +64,26 @@ async fn events(
         tick,
         replay: None,
     };
-    events_of(&hello, state.live.closed(), receiver, Some)
+    Ok(events_of(
+        &hello,
+        state.live.closed(),
+        receiver,
+        Some,
+        asking,
+    ))
 }
 
 /// A stream of the live view's events: `hello`, then each second `text_of`
 /// gives, until it gives none (for a replay, a move), the viewer falls
-/// [`super::VIEWER_BACKLOG`] behind, or `closed` is cancelled. The replay's
-/// stream (`system-simulator replay`) is this one, fed from a recording.
-pub fn events_of<T: Clone + Send + 'static>(
+/// [`super::VIEWER_BACKLOG`] behind, or `closed` is cancelled. `held` lives as
+/// long as the stream (a viewer's ask for the cut). The replay's stream
+/// (`system-simulator replay`) is this one, fed from a recording.
+pub fn events_of<T: Clone + Send + 'static, H: Send + 'static>(
     hello: &LiveHello,
     closed: CancellationToken,
     receiver: broadcast::Receiver<T>,
     text_of: fn(T) -> Option<Arc<str>>,
+    held: H,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // `retry`: a page reconnects a second after its stream ends (a restart).
     let hello = Event::default()
@@ -62,7 +91,7 @@ pub fn events_of<T: Clone + Send + 'static>(
         .retry(RECONNECT_AFTER)
         .json_data(hello)
         .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
-    let seconds = stream::unfold(receiver, move |mut receiver| {
+    let seconds = stream::unfold((receiver, held), move |(mut receiver, held)| {
         let closed = closed.clone();
         async move {
             let next = tokio::select! {
@@ -72,7 +101,10 @@ pub fn events_of<T: Clone + Send + 'static>(
             // Too slow for the backlog, or the stream's end: none, and the
             // page reconnects.
             let text = next.ok().and_then(text_of)?;
-            Some((Event::default().event("second").data(&*text), receiver))
+            Some((
+                Event::default().event("second").data(&*text),
+                (receiver, held),
+            ))
         }
     });
     Sse::new(stream::once(async { hello }).chain(seconds).map(Ok)).keep_alive(KeepAlive::default())
@@ -101,7 +133,11 @@ mod tests {
     }
 
     async fn viewer(state: &AppState) -> Body {
-        let mut body = events(State(state.clone()))
+        viewer_asking(state, false).await
+    }
+
+    async fn viewer_asking(state: &AppState, waits: bool) -> Body {
+        let mut body = events(State(state.clone()), Ok(Query(EventsQuery { waits })))
             .await
             .into_response()
             .into_body();
@@ -112,6 +148,22 @@ mod tests {
 
     fn second(state: &AppState) {
         state.live.push(sampler::tick(state, None, &state.stats()));
+    }
+
+    #[tokio::test]
+    async fn a_viewer_asking_for_the_cut_asks_for_as_long_as_its_stream_lives() {
+        let state = state();
+        let plain = viewer(&state).await;
+        assert!(
+            !state.live.waits.any(),
+            "a viewer asks for no cut by itself"
+        );
+        let asking = viewer_asking(&state, true).await;
+        assert!(state.live.waits.any());
+        drop(plain);
+        assert!(state.live.waits.any());
+        drop(asking);
+        assert!(!state.live.waits.any(), "its stream gone, its ask is too");
     }
 
     #[tokio::test]
