@@ -3,7 +3,8 @@
 
 1. Its size: the demo's scenario (semaphore-starvation) under the demo's load
    (135 clients thinking 1 s) for --size-seconds, recorded whole, before its fix
-   and after it: the file's bytes, bytes a request and bytes an event.
+   and after it: the file's bytes, bytes a request and bytes an event; and the
+   size of its Perfetto export.
 2. Its cost on the serving path at that load: the server's CPU per request
    with the recorder attached and without, alternating runs of --seconds.
 3. Its cost flat out: wrk on POST /requests at the request path's cheapest, the
@@ -88,8 +89,14 @@ def size(args):
                 clients(url, args.size_seconds)
                 events, requests = stop_recorder(recorder)
                 size = os.path.getsize(out)
+                timeline = os.path.join(d, "run.json")
+                subprocess.run([benchlib.SERVER, "export", out, "--out", timeline], check=True,
+                               stderr=subprocess.DEVNULL)
+                exported = os.path.getsize(timeline)
             print(f"  {phase:<15} {size:>12,} bytes  {requests:>8,} requests  {events:>9,} events  "
                   f"{size / max(requests, 1):7.1f} bytes a request  {size / max(events, 1):5.1f} an event")
+            print(f"  {'':<15} its Perfetto export (export --format perfetto) {exported:>12,} bytes, "
+                  f"{exported / max(requests, 1):7.1f} a request, {exported / max(size, 1):5.1f} x the recording")
     finally:
         benchlib.stop(server)
 

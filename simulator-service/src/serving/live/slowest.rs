@@ -5,7 +5,7 @@
 //! panel's switch): with none asking there is no subscription, so the tap
 //! costs the serving path its one atomic load a probe. While one asks, the tap
 //! sends the cut's probes (about eight events a request): flat out that cost
-//! the server 9 % of its requests a second (docs/performance.md, "Live
+//! the server 4 to 9 % of its requests a second (docs/performance.md, "Live
 //! viewers"), at an exercise's load nothing a run shows. A request that began
 //! before the subscription has no cut; a lap of the ring lost forgets every
 //! request in flight, so none is cut from half its events.
