@@ -4,7 +4,8 @@
 //! fed from the recording's seconds (`film.rs`) at the recording's pace or
 //! faster, with a bar to pause it and move its position (`player.rs`).
 //!
-//! It serves until Ctrl-C or SIGTERM, and holds at the recording's end.
+//! It serves until Ctrl-C or SIGTERM (or for `SIMULATOR_MAX_DURATION`, as
+//! every long-running tool), and holds at the recording's end.
 
 mod film;
 mod player;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use simulator_api::live::{ReplayMove, REPLAY_SPEEDS};
+use simulator_api::max_duration;
 
 use crate::recording;
 
@@ -47,6 +49,8 @@ fn parse_speed(text: &str) -> Result<f64, String> {
 }
 
 pub async fn run(args: ReplayArgs) -> anyhow::Result<()> {
+    // As every long-running tool: a cap on how long it serves (the pages' runner).
+    let cap = max_duration::from_env()?;
     let recording = recording::open(&args.recording)?;
     let stopped = recording.stop.told(recording.last_second());
     let film = film::make(&recording)
@@ -79,11 +83,27 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<()> {
         crate::trace::clock_at(recording.head.began_unix_ms / 1000),
     );
     drop(recording);
+    if let Some(cap) = cap {
+        eprintln!(
+            "replay: it serves for {} ({})",
+            humantime::format_duration(cap),
+            max_duration::VAR
+        );
+    }
     let clock = tokio::spawn(player.clone().play());
     let closed = player.closed.clone();
     axum::serve(listener, player::routes(player.clone()))
         .with_graceful_shutdown(async move {
-            simulator_service::serving::shutdown::signal().await;
+            let capped = async {
+                match cap {
+                    Some(cap) => tokio::time::sleep(cap).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = simulator_service::serving::shutdown::signal() => {}
+                () = capped => {}
+            }
             closed.cancel();
         })
         .await
