@@ -597,7 +597,10 @@ async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
     assert!(p50 < 20.0, "the p50 stays low: {p50}");
     assert!(figures[3].as_str().unwrap_or("").ends_with("(last)"));
     // The slowest request in view waited for the lock, behind a compaction;
-    // its parts sum to its lifetime.
+    // its parts sum to its lifetime (exactly, by the cut's construction; 2 %
+    // for the float sum). Margins: the lock held 98-99 % of the slowest
+    // lifetime in three runs (307 of 310 ms, 341 of 345, 351.6 of 357); the
+    // bound is half.
     let slowest = page
         .eval(
             "const cut = seconds.map((s) => s.slowest).filter((c) => c)                .reduce((a, b) => (b.lifetime_ms > a.lifetime_ms ? b : a));              return [cut.lifetime_ms, cut.parts.reduce((n, p) => n + p.ms, 0),                      cut.parts.find((p) => p.part.includes('lock'))?.ms ?? 0,                      document.getElementById('waits-head').textContent];",

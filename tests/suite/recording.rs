@@ -36,6 +36,18 @@ fn live_twin(url: &str, script: &str) -> Traced {
     Traced::spawn(command).until_begin()
 }
 
+/// `export FILE --format perfetto --out JSON`, and the trace it wrote.
+fn export(file: &Path, json: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["export", "--format", "perfetto", "--out"])
+        .arg(json)
+        .arg(file)
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap()
+}
+
 fn replay(script: &str, file: &Path) -> std::process::Output {
     Command::new(BIN)
         .args(["trace", script, "--from"])
@@ -281,15 +293,7 @@ async fn a_10_s_run_exported_for_perfetto_has_a_slice_for_each_request_answered_
         .as_u64()
         .unwrap();
 
-    let json = dir.path().join("run.json");
-    let out = Command::new(BIN)
-        .args(["export", "--format", "perfetto", "--out"])
-        .arg(&json)
-        .arg(&file)
-        .output()
-        .unwrap();
-    stdout_of_success(&out);
-    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let trace = export(&file, &dir.path().join("run.json"));
     let events = trace["traceEvents"].as_array().unwrap();
 
     let requests = tracks_of(events, "request");
@@ -394,15 +398,7 @@ async fn each_retry_is_joined_to_the_attempt_it_retried() {
     let retries = report["retries"].as_u64().unwrap();
     assert!(retries > 10, "the shed requests were retried: {retries}");
 
-    let json = dir.path().join("run.json");
-    let out = Command::new(BIN)
-        .args(["export", "--out"])
-        .arg(&json)
-        .arg(&file)
-        .output()
-        .unwrap();
-    stdout_of_success(&out);
-    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let trace = export(&file, &dir.path().join("run.json"));
     let attempts: Vec<&serde_json::Value> = trace["traceEvents"]
         .as_array()
         .unwrap()
