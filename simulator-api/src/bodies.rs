@@ -102,6 +102,18 @@ pub struct ConnectionCounts {
     pub listen_drops: Option<u64>,
 }
 
+/// The server's file descriptors now: every connection it holds, every file it
+/// has open, and its runtime's own (an epoll, a few pipes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DescriptorCounts {
+    /// Open now (`/proc/self/fd`, macOS's `/dev/fd`). At the limit the count
+    /// cannot be read, since reading it takes a descriptor, and `limit` stands
+    /// in: EMFILE says that every one below the limit is taken.
+    pub open: u64,
+    /// The soft limit (`ulimit -n`), as raised toward the hard one at start.
+    pub limit: u64,
+}
+
 /// `GET /stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
@@ -141,6 +153,9 @@ pub struct Stats {
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
+    /// The server's file descriptors (null where the OS has no such limit).
+    #[serde(default)]
+    pub descriptors: Option<DescriptorCounts>,
     /// Time the server's threads spent runnable and waiting for a CPU, summed
     /// over threads, since the server began (Linux's `schedstat`; null
     /// elsewhere): a CPU shared with someone else, where the process's own CPU

@@ -31,8 +31,9 @@ pub mod settings;
 pub mod value;
 
 pub use bodies::{
-    ConnectionCounts, Counts, CpuCgroup, ErrorBody, Fix, Machine, Model, NeighbourStats, OsFeature,
-    Reply, RetriedLoad, RuntimeStats, ScenarioInfo, SeedCount, Stats, TcpCounters, SEED_COUNTS,
+    ConnectionCounts, Counts, CpuCgroup, DescriptorCounts, ErrorBody, Fix, Machine, Model,
+    NeighbourStats, OsFeature, Reply, RetriedLoad, RuntimeStats, ScenarioInfo, SeedCount, Stats,
+    TcpCounters, SEED_COUNTS,
 };
 pub use delay::Delay;
 pub use incident::{Incident, IncidentStatus};

@@ -46,6 +46,7 @@ pub fn source_of(name: &str) -> &'static str {
         "listener" => "the listener's queue and drops and nstat's counters in /stats",
         "delayed-ack" => "the server's writes and nstat's counters in /stats",
         "runqlat" => "the threads' schedstat sums in /stats",
+        "errors" => "the tap and the descriptors' count in /stats",
         PROFILE => "the server's own CPU sampler (GET /admin/profile)",
         OFFCPU => "the server's own reading of its threads' states (GET /admin/threads)",
         _ => "the tap",
@@ -58,7 +59,8 @@ pub struct TraceArgs {
     /// The script: count, request-lifetime, persist-time, permit-wait, in-flight,
     /// queue, runtime, size or retry (the ones built on the isim probes), or
     /// locks, cpu-usage, cpu-quota, accept-queue, delayed-ack or runqlat (the kernel's counts of
-    /// the server, from /stats), profile (the server's CPU profile, as folded
+    /// the server, from /stats), errors (failed accepts off the tap, beside the
+    /// descriptors' count in /stats), profile (the server's CPU profile, as folded
     /// stacks: `system-simulator profile` draws it) or offcpu (where its threads
     /// are by the wall clock, the same way: `profile --threads`).
     pub name: String,

@@ -24,6 +24,7 @@ mod layout;
 mod live_view;
 mod model;
 mod open_loop;
+mod out_of_descriptors;
 mod pages_run;
 mod platform;
 mod probes;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use simulator_service::observe::probes::probe_names;
 
-const BUNDLED: [&str; 16] = [
+const BUNDLED: [&str; 17] = [
     "cgroup-cpu",
     "runqlat",
     "listener",
@@ -24,6 +24,7 @@ const BUNDLED: [&str; 16] = [
     "retry",
     "cache",
     "locks",
+    "errors",
 ];
 
 /// The scripts that count stacks, not labelled figures (exercise 11's profile,

@@ -301,6 +301,8 @@ macro_rules! both_tools {
     };
 }
 
+mod errors;
+
 mod sockets;
 
 mod tap;

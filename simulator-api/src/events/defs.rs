@@ -309,6 +309,16 @@ macro_rules! with_events {
                         "Incidents ended (probe incident-end)."
                 ]
                 histograms [];
+            accept__error "accept-error"
+                "a listener's accept(2) failed: EMFILE, the process is out of descriptors (ENFILE: the machine is); the data port tries again after a pause, the operator's listener with a descriptor of its reserve"
+                (seq: "failure number since the server started (no request)",
+                 errno: "the error's number (EMFILE is 24, ENFILE 23, on Linux and macOS)",
+                 listener: "0 the data port, 1 the operator's listener")
+                counters [
+                    accept_errors "isim_accept_errors_total"
+                        "accept(2) calls that failed, on either listener (probe accept-error)."
+                ]
+                histograms [];
             canary__tick "canary-tick" "the runtime's timer canary woke (every ~10 ms)"
                 (seq: "tick number (no request)", late_ns: "ns later than asked",
                  interval_ns: "the interval in ns")

@@ -17,7 +17,7 @@
 //!
 //! Every probe argument is a `u64`: bpftrace and DTrace for Linux take integers
 //! apart, not JSON. arg0 is the request id, except on `canary-tick`,
-//! `incident-*` and `compaction-*`, which have no request.
+//! `incident-*`, `compaction-*` and `accept-error`, which have no request.
 
 mod defs;
 mod derived;

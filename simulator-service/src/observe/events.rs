@@ -347,3 +347,26 @@ impl Events {
         );
     }
 }
+
+/// Which of the server's two listeners an `accept-error` is of (its third
+/// argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenerKind {
+    Data = 0,
+    Operator = 1,
+}
+
+impl Events {
+    /// The `seq`th failed accept(2) since the server started, on `listener`,
+    /// with `errno` (0 where the error carries none). Never inlined, as
+    /// `incident_in_force`: it runs from the accept loop's task.
+    #[inline(never)]
+    pub fn accept_error(&self, seq: u64, errno: i32, listener: ListenerKind) {
+        fire!(accept__error, || (
+            seq,
+            u64::try_from(errno).unwrap_or(0),
+            listener as u64
+        ));
+        self.counts.record(|c| c.accept_errors += 1);
+    }
+}

@@ -3,7 +3,8 @@
 //! limit (256 on macOS, 1,024 on a Linux desktop) is far below what a room's
 //! load opens, while the hard limit is usually far above it. The `rlimit` crate
 //! does the raising (macOS's `kern.maxfilesperproc` respected); elsewhere than
-//! Unix there is no such limit and nothing is said.
+//! Unix there is no such limit and nothing is said. Here too: how many are open
+//! now, and whether an error says they have run out (EMFILE, ENFILE).
 
 /// As far as the soft limit is raised where the hard limit is higher still:
 /// Linux's default `nr_open`. Children (a tracer, a profiler) inherit it, and
@@ -57,6 +58,71 @@ pub fn hard_limit() -> Option<u64> {
     None
 }
 
+/// The descriptors open now and the soft limit, for `/stats`; `None` where
+/// the OS has no limit. Reading the count opens a directory, which fails at
+/// the limit with EMFILE: then every descriptor below the limit is taken, and
+/// the limit is the count.
+#[cfg(unix)]
+pub fn now() -> Option<simulator_api::DescriptorCounts> {
+    let limit = soft_limit()?;
+    let dir = if cfg!(target_os = "linux") {
+        "/proc/self/fd"
+    } else {
+        "/dev/fd"
+    };
+    let open = match std::fs::read_dir(dir) {
+        // The directory's own descriptor is one of the entries.
+        Ok(entries) => (entries.count() as u64).saturating_sub(1),
+        Err(err) if exhausted(&err) => limit,
+        Err(_) => return None,
+    };
+    Some(simulator_api::DescriptorCounts { open, limit })
+}
+
+#[cfg(not(unix))]
+pub fn now() -> Option<simulator_api::DescriptorCounts> {
+    None
+}
+
+/// The soft limit now, without opening anything (a failed accept asks it).
+#[cfg(unix)]
+pub fn soft_limit() -> Option<u64> {
+    rlimit::Resource::NOFILE.get().ok().map(|(soft, _)| soft)
+}
+
+#[cfg(not(unix))]
+pub fn soft_limit() -> Option<u64> {
+    None
+}
+
+/// Whether `err` says the descriptors have run out: the process's (EMFILE) or
+/// the machine's (ENFILE). Windows' sockets have no per-process table to run
+/// out of in the same way (WSAEMFILE is a provider's limit), so it says no.
+pub fn exhausted(err: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = err;
+        false
+    }
+}
+
+/// The error accept(2) gives at the limit (EMFILE), for the tests of what
+/// meets it.
+pub fn out_of_descriptors_error() -> std::io::Error {
+    #[cfg(unix)]
+    {
+        std::io::Error::from_raw_os_error(libc::EMFILE)
+    }
+    #[cfg(not(unix))]
+    {
+        std::io::Error::other("Too many open files")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +145,38 @@ mod tests {
             as_found.to_string(),
             "file descriptors: up to 1024 (`ulimit -n`)"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_count_follows_descriptors_opened_and_closed() {
+        let before = now().expect("a count on Unix");
+        let files: Vec<_> = (0..200)
+            .map(|_| std::fs::File::open("/dev/null").unwrap())
+            .collect();
+        let during = now().unwrap();
+        drop(files);
+        let after = now().unwrap();
+        // nextest runs each test in a process of its own; `cargo test`'s other
+        // threads may open or close a few meanwhile, hence the ten either way.
+        let opened = during.open.abs_diff(before.open + 200);
+        assert!(opened <= 10, "{before:?} then {during:?}");
+        assert!(
+            after.open.abs_diff(before.open) <= 10,
+            "{before:?} then {after:?}"
+        );
+        assert!(during.open <= during.limit);
+    }
+
+    #[test]
+    fn out_of_descriptors_is_emfile_or_enfile_and_nothing_else() {
+        #[cfg(unix)]
+        {
+            assert!(exhausted(&std::io::Error::from_raw_os_error(libc::EMFILE)));
+            assert!(exhausted(&std::io::Error::from_raw_os_error(libc::ENFILE)));
+        }
+        assert!(!exhausted(&std::io::Error::from(
+            std::io::ErrorKind::ConnectionAborted
+        )));
     }
 }

@@ -12,6 +12,11 @@
 //! `tcp_listendrop` and once as it is freed). Neither rustix nor socket2 wraps either option, hence
 //! this module's two getsockopt calls through libc; elsewhere than Linux the
 //! figures are `None`, and `/stats` says null.
+//!
+//! And, on every Unix, whether a connection waits to be accepted at all
+//! ([`pending`], `poll(2)` through rustix): out of descriptors, Linux's
+//! accept(2) fails with EMFILE before it looks at the queue, so the accept
+//! loop asks this first rather than count a failure for an empty queue.
 
 use super::SocketHandle;
 
@@ -47,6 +52,28 @@ pub fn queued(listener: &SocketHandle) -> Option<u32> {
         linux::tcp_info(listener).map(|info| info.tcpi_unacked)
     }
     #[cfg(not(target_os = "linux"))]
+    {
+        let _ = listener;
+        None
+    }
+}
+
+/// Whether a connection waits in `listener`'s accept queue now (`poll` with
+/// no wait); `None` where it cannot be asked (Windows).
+pub fn pending(listener: &tokio::net::TcpListener) -> Option<bool> {
+    #[cfg(unix)]
+    {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        use std::os::fd::AsFd;
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let fd = listener.as_fd();
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        poll(&mut fds, Some(&now)).ok().map(|ready| ready > 0)
+    }
+    #[cfg(not(unix))]
     {
         let _ = listener;
         None

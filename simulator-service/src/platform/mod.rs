@@ -11,13 +11,16 @@
 //! timer, Unix only); a thread's kernel id and the stop signal (`process.rs`);
 //! the standard process metrics' figures (`process_figures.rs`);
 //! files only their owner reads (`files.rs`); listings that a closed pipe ends
-//! (`stdout.rs`); the descriptor limit, raised at start (`descriptors.rs`).
+//! (`stdout.rs`); the descriptor limit, raised at start, and the count open
+//! (`descriptors.rs`); a few descriptors kept in reserve for the operator's
+//! listener (`descriptor_reserve.rs`).
 //! Where an OS lacks a figure the
 //! answer is `None`, which `/stats` shows as null, and `/stats.machine.os_lacks`
 //! names it, so `workshop list`, `start` and `check` say up front which
 //! exercise cannot run there; where it lacks a tool, the error says so.
 
 pub mod cgroup;
+pub mod descriptor_reserve;
 pub mod descriptors;
 pub mod files;
 pub mod listener;

@@ -50,7 +50,9 @@ use simulator_api::{ConnectionCounts, ErrorBody, Settings};
 
 use crate::observe::metrics as m;
 use crate::observe::recent_peak::RecentPeak;
+use crate::platform::descriptor_reserve::DescriptorReserve;
 use crate::platform::{self, listener};
+use crate::serving::accept_failures::{AcceptFailures, Next, ACCEPT_ERROR_PAUSE};
 use crate::serving::counted_writes::{CountedWrites, Writes};
 use crate::serving::handshake;
 use crate::serving::head_deadline::HeadDeadline;
@@ -181,19 +183,17 @@ impl ConnectionStats {
 /// closing with its request unread would reset the connection and lose the reply.
 const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 
-/// After an accept error (most often EMFILE: out of file descriptors), wait this
-/// long before accepting again, so the loop does not spin while nothing can change.
-const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
-
 /// Serves `router` on `listener` until `stop` is cancelled, then waits for open
 /// connections to finish their current request and close. The caller bounds the
-/// whole by its drain deadline.
+/// whole by its drain deadline. A failed accept is `failures`' to count, log
+/// and wait out (`accept_failures.rs`).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
     policy_now: ConnectionPolicyNow,
     stats: Arc<ConnectionStats>,
+    mut failures: AcceptFailures,
     stop: CancellationToken,
 ) {
     stats.watch(&listener);
@@ -203,13 +203,26 @@ pub async fn serve(
     // connection keeps its own (`head_deadline.rs` says why).
     let http = hyper::server::conn::http1::Builder::new();
     loop {
+        if failures.in_spell() {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = until_pending(&listener) => {}
+            }
+        }
         let (stream, peer) = tokio::select! {
             () = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
+                Ok(pair) => {
+                    failures.accepted();
+                    pair
+                }
                 Err(err) => {
-                    tracing::warn!(%err, "accept failed");
-                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    if failures.failed(&err) == Next::Pause {
+                        tokio::select! {
+                            () = stop.cancelled() => break,
+                            () = tokio::time::sleep(ACCEPT_ERROR_PAUSE) => {}
+                        }
+                    }
                     continue;
                 }
             },
@@ -247,10 +260,21 @@ pub async fn serve(
             ways,
             Arc::clone(&stats),
             slot,
+            failures.reserve().cloned(),
         ));
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// Returns once a connection waits on `listener` (at once where that cannot be
+/// asked), looking every [`ACCEPT_ERROR_PAUSE`]: while accepts fail, an accept
+/// with nothing to take would fail too (Linux takes the descriptor first), and
+/// be counted.
+async fn until_pending(listener: &TcpListener) {
+    while listener::pending(listener) == Some(false) {
+        tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+    }
 }
 
 /// What the connection policy in force does to a connection as it is
@@ -312,6 +336,7 @@ async fn run_connection<E: std::fmt::Display>(
     ways: ConnectionPolicy,
     stats: Arc<ConnectionStats>,
     slot: OwnedSemaphorePermit,
+    reserve: Option<Arc<DescriptorReserve>>,
 ) {
     if ways.handshake_on == HandshakeOn::Connection {
         handshake::spend(ways.handshake_cpu);
@@ -328,6 +353,10 @@ async fn run_connection<E: std::fmt::Display>(
     }
     stats.open.fetch_sub(1, Ordering::Relaxed);
     drop(slot);
+    // Its descriptor is closed: if it was lent from the reserve, take it back.
+    if let Some(reserve) = reserve {
+        reserve.refill();
+    }
 }
 
 /// Answers a connection over the limit with a JSON 503 and closes it.

@@ -4,7 +4,8 @@
 //! view (`GET /live`), `tap.rs` the probe tap's stream (`GET /admin/tap`), `body.rs` reads request
 //! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop,
 //! its limits and how it treats each connection (`head_first.rs`: a reply in two
-//! writes; `handshake.rs`: a new connection's CPU and where it is spent), the kernel's figures of the listening socket (`platform/listener.rs`),
+//! writes; `handshake.rs`: a new connection's CPU and where it is spent), what it
+//! does when accept fails (`accept_failures.rs`), the kernel's figures of the listening socket (`platform/listener.rs`),
 //! `shutdown.rs` the signals and the final report, `error.rs` the
 //! one place an error becomes a status. This file runs them: bind, serve, and
 //! shut down without losing count.
@@ -25,14 +26,17 @@ use tokio_util::sync::CancellationToken;
 use simulator_api::Settings;
 
 use crate::observe::metrics;
+use crate::platform::descriptor_reserve::{DescriptorReserve, OPERATOR_RESERVE};
 use crate::request_path::{DataProcessor, DrainReport, StartError};
 use crate::scenario::Scenario;
+use accept_failures::AcceptFailures;
 use answers::Answers;
 use connections::{ConnectionPolicy, Limits, OPERATOR_MAX_CONNECTIONS};
 use http::{app, operator_app};
 use incidents::IncidentMode;
 use state::AppState;
 
+pub mod accept_failures;
 pub mod admin;
 pub mod answers;
 pub mod body;
@@ -129,12 +133,14 @@ pub async fn run(
             ..limits
         };
         // Not awaited at shutdown: nothing on it holds a request of the data path.
+        let reserve = Arc::new(DescriptorReserve::new(OPERATOR_RESERVE));
         tokio::spawn(connections::serve(
             operator,
             operator_app(state.clone()),
             limits,
             Arc::new(|| ConnectionPolicy::PLAIN),
             Arc::default(),
+            AcceptFailures::operator(processor.events().clone(), reserve),
             stop_accepting.clone(),
         ));
     }
@@ -148,6 +154,7 @@ pub async fn run(
         limits,
         policy_now,
         stats,
+        AcceptFailures::data_port(processor.events().clone()),
         stop_accepting.clone(),
     ));
 

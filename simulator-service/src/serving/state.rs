@@ -111,6 +111,7 @@ impl AppState {
             cache_held: figures.cache_held,
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
+            descriptors: crate::platform::descriptors::now(),
             runqueue_wait_ns: crate::platform::schedstat::runqueue_wait_ns(),
             neighbour: crate::neighbour::beside::stats(),
             requests_done_ns: crate::observe::lifetime::requests_done_ns(),

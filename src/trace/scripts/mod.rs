@@ -19,6 +19,7 @@ mod cgroup_cpu;
 mod count;
 mod cpu_usage;
 mod delayed_ack;
+mod errors;
 mod in_flight;
 mod incident;
 mod listener;
@@ -58,6 +59,7 @@ const SCRIPTS: &[Entry] = &[
     ("runqlat", |o| Box::new(runqlat::Runqlat::new(o))),
     ("locks", |o| Box::new(locks::Locks::new(o))),
     ("waits", |o| Box::new(waits::Waits::new(o))),
+    ("errors", |o| Box::new(errors::Errors::new(o))),
 ];
 
 /// Every script's name, in the order `trace` lists them.

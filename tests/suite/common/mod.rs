@@ -121,7 +121,8 @@ impl Server {
         )
     }
 
-    /// A server started from a shell that first ran `ulimit ULIMIT` ([`under_ulimit`]).
+    /// A server started from a shell that first ran `ulimit ULIMIT` ([`under_ulimit`]),
+    /// its log kept in `stderr`, as [`Server::start_logging`]'s.
     pub fn start_under_ulimit(ulimit: &str, args: &[&str]) -> Server {
         Self::spawn_as(
             under_ulimit(ulimit, BIN),
@@ -129,7 +130,7 @@ impl Server {
             "127.0.0.1:0",
             args,
             &[],
-            false,
+            true,
         )
     }
 

@@ -1,0 +1,156 @@
+//! errors.bt and errors.d, and their twin, against a server at its descriptor
+//! limit: started under `ulimit -n 64` and sent more idle connections than
+//! that for 3 s. The script's failed accepts by errno, the twin's (off the
+//! tap) and the server's own count in `/stats` are the same number; the
+//! kernel's count of the process's accept4() failures too; and the net
+//! descriptors the script adds up from the calls follow the count the twin
+//! reads in `/stats.descriptors`.
+
+use std::process::Command;
+
+use tokio::net::TcpStream;
+
+use super::*;
+
+/// Idle connections held against a limit of 64.
+const HELD: usize = 80;
+
+/// The failed accepts with errno 24 (EMFILE) in a summary: bpftrace's and the
+/// twin's `@accept_errors[24]: N`, DTrace's `  24       N`.
+fn emfile_accepts(tool: Tool, output: &str) -> u64 {
+    let after = output
+        .split("failed accepts, by errno")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{tool:?}: no failed accepts in\n{output}"));
+    let section = after.split("the kernel's failed calls").next().unwrap();
+    section
+        .lines()
+        .find_map(|l| match tool {
+            Tool::Bpftrace => l.strip_prefix("@accept_errors[24]: "),
+            Tool::DTrace => l.trim().strip_prefix("24 ").map(str::trim),
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The kernel's count of failed accept4() calls with EMFILE in the script's
+/// summary: `@failed[accept4, 24]: N`, or DTrace's `  accept4  24  N`.
+fn kernel_emfile_accepts(tool: Tool, output: &str) -> u64 {
+    output
+        .lines()
+        .find_map(|l| match tool {
+            Tool::Bpftrace => l.strip_prefix("@failed[accept4, 24]: "),
+            Tool::DTrace => {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                (words.len() == 3 && words[0] == "accept4" && words[1] == "24").then(|| words[2])
+            }
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The largest NET-FDS of the lines a second (the last of three columns).
+fn most_net_fds(output: &str) -> i64 {
+    output
+        .lines()
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let [.., errors, net] = words[..] else {
+                return None;
+            };
+            errors.parse::<u64>().ok()?;
+            net.parse::<i64>().ok()
+        })
+        .max()
+        .unwrap_or(i64::MIN)
+}
+
+async fn errors_agree_with_the_server(tool: Tool) {
+    if !tool.available() {
+        return;
+    }
+    let server = Server::start_under_ulimit("-n 64", &["--header-read-timeout", "60s"]);
+    let operator = server.operator_url.clone().expect("an operator listener");
+    let pid = server.pid;
+    let twin_target = operator.clone();
+    let (traced, twin) = tokio::task::spawn_blocking(move || {
+        let traced = Traced::start_until_begin(tool, "errors", pid, &[]);
+        let mut twin = Command::new(BIN);
+        twin.args([
+            "trace",
+            "errors",
+            "--target",
+            &twin_target,
+            "--seconds",
+            "600",
+        ]);
+        (traced, Traced::spawn(twin).until_begin())
+    })
+    .await
+    .unwrap();
+    let http = client();
+    let before = stats(&http, &operator).await["accept_errors"]
+        .as_u64()
+        .unwrap();
+
+    let mut held = Vec::new();
+    for _ in 0..HELD {
+        held.push(TcpStream::connect(server.addr()).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    drop(held);
+    // Answered on the data port: its accepts work again, and nothing fails
+    // from here on.
+    stats(&http, &server.url).await;
+    let after = stats(&http, &operator).await["accept_errors"]
+        .as_u64()
+        .unwrap();
+    // A line a second after the last failure, so both have printed it.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (script, twin) =
+        tokio::task::spawn_blocking(move || Traced::interrupt_together(traced, twin))
+            .await
+            .unwrap();
+    drop(server);
+    let server_count = after - before;
+    let (script_count, twin_count) = (
+        emfile_accepts(tool, &script),
+        emfile_accepts(Tool::Bpftrace, &twin),
+    );
+    let kernel = kernel_emfile_accepts(tool, &script);
+    let (script_net, twin_net) = (most_net_fds(&script), most_net_fds(&twin));
+    eprintln!(
+        "{tool:?}: failed accepts: server {server_count}, script {script_count}, twin {twin_count}, kernel {kernel}; \
+         most net descriptors: script {script_net}, twin {twin_net}"
+    );
+    let both = format!("--- script\n{script}\n--- twin\n{twin}");
+    assert!(
+        server_count >= 15,
+        "3 s at the limit: {server_count} failures\n{both}"
+    );
+    assert_eq!(
+        script_count, server_count,
+        "{tool:?}: the script's count\n{both}"
+    );
+    assert_eq!(twin_count, server_count, "the twin's count\n{both}");
+    assert_eq!(
+        kernel, server_count,
+        "{tool:?}: the kernel's accept4 failures\n{both}"
+    );
+    // The twin reads the count once a second, the script adds up every call:
+    // their peaks are the same table, full, give or take the twin's own
+    // connection (opened before its first reading) and a file the server had
+    // open for a moment (2 apart in each tool's run, 2026-12-03).
+    assert!(
+        script_net >= 20,
+        "{tool:?}: the flood's descriptors\n{both}"
+    );
+    assert!(
+        script_net.abs_diff(twin_net) <= 4,
+        "{tool:?}: net descriptors, script {script_net}, twin {twin_net}\n{both}"
+    );
+}
+
+both_tools! {
+    errors_counts_what_the_server_counts_at_its_descriptor_limit: errors_agree_with_the_server;
+}
