@@ -47,6 +47,10 @@ pub struct LiveSecond {
     /// The data port's listening socket this second (Linux; null elsewhere).
     #[serde(default)]
     pub listener: Option<ListenerSecond>,
+    /// The server's descriptors at the second's end: open and the soft limit
+    /// (`/stats.descriptors`); null where the OS has no such limit.
+    #[serde(default)]
+    pub descriptors: Option<crate::DescriptorCounts>,
     /// The ACKs the server's network namespace sent from the delayed-ACK timer
     /// this second (`/stats.tcp.delayed_acks`' change, what `nstat` counts as
     /// `TcpExtDelayedACKs`); null where the kernel does not give it.

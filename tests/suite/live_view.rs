@@ -692,3 +692,49 @@ async fn the_cache_charts_show_a_cache_that_never_warms_again() {
     let _ = load.kill();
     wait_child(&mut load, Duration::from_secs(10));
 }
+
+/// Out of descriptors in the browser: a server under `ulimit -n 64` sent more
+/// idle connections than that. The page, opened before on the operator's
+/// listener, keeps its stream; the trouble chart draws the failed accepts a
+/// second, and the clients' box says how many failed beside the descriptors
+/// open against the limit, as `/stats` counts them. The picture:
+/// `LIVE_VIEW_SCREENSHOTS=DIR tools/test -E 'test(/the_clients_box_counts/)'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: a real browser (Chromium) beside a server out of descriptors"]
+async fn the_clients_box_counts_failed_accepts_and_the_descriptors_at_their_limit() {
+    if let Some(why) = browser::missing() {
+        return skip_or_fail(&why);
+    }
+    let server = Server::start_under_ulimit("-n 64", &["--header-read-timeout", "60s"]);
+    let operator = server.operator_url.clone().expect("an operator listener");
+    let page = Browser::start(1600, 2000).await;
+    page.goto(&format!("{operator}/live?span=60")).await;
+    page.wait_for(
+        "the page's first second",
+        "return /sent/.test(document.getElementById('badge-clients')?.textContent ?? '');",
+        Duration::from_secs(20),
+    )
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..80 {
+        held.push(tokio::net::TcpStream::connect(server.addr()).await.unwrap());
+    }
+    page.wait_for(
+        "a second of failed accepts in the clients' box",
+        "const b = document.getElementById('badge-clients'); \
+         return b !== null && / [1-9][0-9]* accepts failed\\/s · descriptors 64\\/64$/.test(b.textContent);",
+        Duration::from_secs(20),
+    )
+    .await;
+    let legend = page.text("now-accept_errors").await;
+    assert!(
+        legend.ends_with("/s") && legend != "0/s",
+        "the trouble chart's figure: {legend}"
+    );
+    let failed = stats(&client(), &operator).await["accept_errors"]
+        .as_u64()
+        .unwrap();
+    assert!(failed > 0, "the box showed failures, /stats counts them");
+    screenshot(&page, "out-of-descriptors.png", 5).await;
+    drop(held);
+}

@@ -201,6 +201,7 @@ mod tests {
                 cpu_quota: None,
                 listener: None,
                 delayed_acks: None,
+                descriptors: None,
                 runqueue_wait_ms: None,
                 longest_ms: None,
                 compaction_hold_ms: None,

@@ -222,6 +222,7 @@ pub fn second_between(
         cpu_quota: quota_second(s, earlier),
         listener: listener_second(s, earlier),
         delayed_acks: delayed_acks_second(s, earlier),
+        descriptors: s.descriptors,
         runqueue_wait_ms: runqueue_wait_second(s, earlier),
         longest_ms: ended.longest.map(|d| d.as_secs_f64() * 1e3),
         compaction_hold_ms: ended.hold.map(|d| d.as_secs_f64() * 1e3),
