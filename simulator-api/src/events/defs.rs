@@ -310,7 +310,7 @@ macro_rules! with_events {
                 ]
                 histograms [];
             accept__error "accept-error"
-                "a listener's accept(2) failed: EMFILE, the process is out of descriptors (ENFILE: the machine is); the data port tries again after a pause, the operator's listener with a descriptor of its reserve"
+                "a listener's accept(2) failed, most often with EMFILE: the process is out of descriptors (ENFILE: the machine is)"
                 (seq: "failure number since the server started (no request)",
                  errno: "the error's number (EMFILE is 24, ENFILE 23, on Linux and macOS)",
                  listener: "0 the data port, 1 the operator's listener")
