@@ -69,8 +69,10 @@ pub async fn serve_with(
     after_banner: impl FnOnce(u32, &str),
 ) -> anyhow::Result<()> {
     let (config, scenario) = args.resolve()?;
-    // Before anything is opened: a shell's soft limit is far below a room's load.
-    let descriptors = simulator_service::platform::descriptors::raise_limit();
+    // Before anything is opened: a shell's soft limit is far below a room's
+    // load, unless the world names the container's.
+    let descriptors =
+        simulator_service::platform::descriptors::set_limit(config.descriptor_limit as u64);
     // Before the server enters a limit of its own: the neighbour is someone else's.
     let neighbour = start_neighbour(&config)?;
     // Before the work is calibrated or served, so all of it counts against the limit.

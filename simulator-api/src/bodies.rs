@@ -150,6 +150,10 @@ pub struct Stats {
     /// Elements in the cache now (`cache_entries`; 0 without one).
     #[serde(default)]
     pub cache_held: u64,
+    /// Persists journalled since start: each an entry begun in the journal,
+    /// its intent appended (`journal`; 0 while it is off).
+    #[serde(default)]
+    pub journal_entries: u64,
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,
@@ -447,8 +451,9 @@ pub struct Fix {
     pub load: Vec<String>,
     /// A fix outside the service and its clients: a command the machine's
     /// operator runs in a shell (`renice`, `chrt`, `taskset` on a noisy
-    /// neighbour), with the world's neighbour's pid in `$NEIGHBOUR`. `config`
-    /// is then empty: the service is not what changes.
+    /// neighbour, `prlimit` on the server), with the server's pid in
+    /// `$SERVER` and the world's neighbour's in `$NEIGHBOUR`. `config` is then
+    /// empty: the service is not what changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside: Option<String>,
 }

@@ -73,6 +73,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "noisy-neighbour",
         include_str!("../../scenarios/noisy-neighbour.toml"),
     ),
+    (
+        "descriptor-leak",
+        include_str!("../../scenarios/descriptor-leak.toml"),
+    ),
 ];
 
 /// A scenario, as its file says.
@@ -212,6 +216,18 @@ pub enum Metric {
     /// fix that kills or stops it keeps none; fails without a neighbour
     /// (`workshop/neighbour_share.rs`; the neighbour's side).
     NeighbourShare,
+    /// How fast the server's open file descriptors grew over the window, a
+    /// second: the least-squares slope of the check's reads of
+    /// `/stats.descriptors.open`, twice a second, from its first second on. What the service opens and
+    /// closes again comes and goes; a leak grows at its rate to the end, and a
+    /// higher limit leaves the slope as it was. NaN (fails) where the OS gives
+    /// no count (server).
+    DescriptorGrowthPerS,
+    /// Persists journalled over the window per persist started in it
+    /// (`/stats.journal_entries` against `persists_started`): 1 while every
+    /// write's intent is on record, 0 for a service that stopped journalling
+    /// (server).
+    JournalledShare,
 }
 
 impl Metric {
@@ -236,6 +252,8 @@ impl Metric {
             Metric::RunqueueWaitPerCpu => "ms waiting for a CPU per ms on one",
             Metric::NeighbourShare => "the neighbour's work, share of it alone",
             Metric::LateHitRatio => "cache hit ratio, the last 10 s",
+            Metric::DescriptorGrowthPerS => "open descriptors, growth a second",
+            Metric::JournalledShare => "persists journalled",
         }
     }
 }

@@ -273,16 +273,17 @@ async fn measure_one(
     .await
 }
 
-/// Runs a fix outside the service in a shell, with the server's neighbour's
-/// pid in `$NEIGHBOUR`, as its operator would.
+/// Runs a fix outside the service in a shell, with the server's pid in
+/// `$SERVER` and its neighbour's in `$NEIGHBOUR`, as its operator would.
 pub async fn run_outside(command: &str, url: &str) -> anyhow::Result<()> {
-    let neighbour = client::stats(url)
-        .await?
+    let stats = client::stats(url).await?;
+    let neighbour = stats
         .neighbour
         .map(|n| n.pid.to_string())
         .unwrap_or_default();
     let out = std::process::Command::new("sh")
         .args(["-c", command])
+        .env("SERVER", stats.pid.to_string())
         .env("NEIGHBOUR", neighbour)
         .output()
         .with_context(|| format!("run `{command}`"))?;

@@ -225,7 +225,9 @@ impl SoFar<'_> {
             | Metric::AckedUnwrittenPerSlot
             | Metric::UnwrittenGrowthPerS
             | Metric::NeighbourShare
-            | Metric::LateHitRatio => None,
+            | Metric::LateHitRatio
+            | Metric::DescriptorGrowthPerS
+            | Metric::JournalledShare => None,
         }
     }
 }

@@ -5,12 +5,17 @@
 //! late a read comes back on a busy machine, up to half a second; the count only
 //! rises when an element is handed on, and each such moment lies in some read's
 //! second), and how fast the pile grew at the window's end ([`growth_per_s`]).
+//! The same reads keep the cache's hits and the server's open descriptors,
+//! whose growth is judged from the window's first second on ([`slope_from`]).
 
 use std::time::Duration;
 
 use simulator_api::client;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// Where the open descriptors' growth is judged from, into the window.
+pub const DESCRIPTORS_FROM_S: f64 = 1.0;
 
 /// How often the window's reads come.
 pub const EVERY: Duration = Duration::from_millis(500);
@@ -32,6 +37,9 @@ pub struct Watched {
     /// Each read's seconds since the watch began and the cache's reads then
     /// (`cache_reads`: those that hit a fresh entry, and the others).
     pub cache: Vec<(f64, u64, u64)>,
+    /// Each read's seconds since the watch began and the server's open
+    /// descriptors then (none where the OS gives no count).
+    pub descriptors: Vec<(f64, u64)>,
     /// Reads that got no answer: the window's peak is then a lower bound.
     pub missed: u64,
 }
@@ -43,9 +51,18 @@ pub struct Watched {
 /// bounds grows at the load's excess over the store's capacity to the end.
 /// NaN with fewer than three reads there (NaN fails every bound).
 pub fn growth_per_s(reads: &[(f64, u64)], window_s: f64) -> f64 {
+    slope_from(reads, window_s / 2.0)
+}
+
+/// The least-squares slope a second of the reads from `from_s` on; NaN with
+/// fewer than three reads there (NaN fails every bound). Open descriptors are
+/// judged from the window's first second on ([`DESCRIPTORS_FROM_S`]): what
+/// the load holds at once settles within it, and in a 6 s window the longer
+/// run of reads about halves the slope's noise against the second half's.
+pub fn slope_from(reads: &[(f64, u64)], from_s: f64) -> f64 {
     let late: Vec<(f64, f64)> = reads
         .iter()
-        .filter(|(t, _)| *t >= window_s / 2.0)
+        .filter(|(t, _)| *t >= from_s)
         .map(|&(t, n)| (t, n as f64))
         .collect();
     if late.len() < 3 {
@@ -115,6 +132,9 @@ impl Watch {
                         seen.reads.push((at, stats.acked_unwritten));
                         let (hit, other) = cache_reads(&stats.counts);
                         seen.cache.push((at, hit, other));
+                        if let Some(d) = stats.descriptors {
+                            seen.descriptors.push((at, d.open));
+                        }
                     }
                     Err(_) => seen.missed += 1,
                 }

@@ -516,4 +516,5 @@ each_exercise!(
     periodic_stall,
     cold_cache,
     noisy_neighbour,
+    descriptor_leak,
 );

@@ -297,3 +297,100 @@ async fn not_compacting_fails_and_a_cheaper_compaction_is_not_judged() {
     )
     .await;
 }
+
+/// Exercise 15: a service that stops journalling fails by its journal alone; a
+/// store that fails fewer writes, or a higher limit given at start, is the
+/// world moved, not judged; a limit raised from outside (`prlimit`, as the
+/// check's own read of `/stats` sees it) fails by the descriptors' growth
+/// alone; and the fix, applied live to a server that has kept descriptors,
+/// gives them back and passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: four checks of real load"]
+async fn a_higher_limit_or_no_journal_fails_and_the_fix_gives_back_what_was_kept() {
+    let scenario = Scenario::load("descriptor-leak").unwrap();
+    fails_by_one_condition(&scenario, r#"{"journal": false}"#, Metric::JournalledShare).await;
+    world_moves_are_not_judged(
+        "descriptor-leak",
+        &[(
+            r#"{"persist_error_rate": 0}"#,
+            "persist_error_rate moved from `0.1` to `0`",
+        )],
+    )
+    .await;
+    let raised_at_start = Server::start(&[
+        "--scenario",
+        "descriptor-leak",
+        "--admin-listen",
+        "off",
+        "--descriptor-limit",
+        "4096",
+    ]);
+    let url = raised_at_start.url.clone();
+    let (code, printed) = tokio::task::spawn_blocking(move || check_cli("descriptor-leak", &url))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(1), "{printed}");
+    assert!(
+        printed.contains("descriptor_limit moved from `1024` to `4096`"),
+        "{printed}"
+    );
+    drop(raised_at_start);
+    if !have("prlimit") {
+        return skip_or_fail("prlimit (util-linux) raises the server's limit from outside");
+    }
+    let client = client();
+    let server = Server::start(&["--scenario", "descriptor-leak", "--admin-listen", "off"]);
+    let pid = stats(&client, &server.url).await["pid"].as_u64().unwrap();
+    let raised = Command::new("sh")
+        .args([
+            "-c",
+            &format!("prlimit --pid {pid} --nofile=$(ulimit -Hn):"),
+        ])
+        .status()
+        .unwrap();
+    assert!(raised.success());
+    let limit = stats(&client, &server.url).await["descriptors"]["limit"]
+        .as_u64()
+        .unwrap();
+    assert!(limit > 1024, "the server still reads a limit of {limit}");
+    let verdict = check::check(
+        &scenario,
+        &progress::Audience::server(&server.url),
+        WINDOW,
+        &[],
+    )
+    .await
+    .unwrap();
+    for m in verdict.measured() {
+        assert_eq!(
+            m.holds,
+            m.condition.metric != Metric::DescriptorGrowthPerS,
+            "a limit of {limit}, {:?}:\n{}",
+            m.condition.metric,
+            verdict.render()
+        );
+    }
+    // The fix, live, on the server that kept a descriptor a failed write.
+    let kept = stats(&client, &server.url).await["descriptors"]["open"]
+        .as_u64()
+        .unwrap();
+    let fix = r#"{"journal_on_error": "close"}"#;
+    let applied = put_json(&client, &format!("{}/admin/config", server.url), fix).await;
+    assert_eq!(applied.status, 200, "{}", applied.body);
+    let verdict = check::check(
+        &scenario,
+        &progress::Audience::server(&server.url),
+        WINDOW,
+        &[],
+    )
+    .await
+    .unwrap();
+    assert!(verdict.passed(), "{}", verdict.render());
+    let after = stats(&client, &server.url).await["descriptors"]["open"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        after + 50 < kept,
+        "{kept} open before the fix, {after} after its check"
+    );
+}

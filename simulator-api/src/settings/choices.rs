@@ -147,6 +147,18 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// What the journal does with a persist's entry when the persist fails.
+    JournalOnError {
+        /// Keeps the entry's file open in a list of entries to retry later,
+        /// so a retry could append its outcome (nothing retries them).
+        Keep = "keep",
+        /// Appends the failure to the entry and closes its file, as every
+        /// persist that succeeds does; entries kept before are closed too.
+        Close = "close",
+    }
+}
+
+crate::choice! {
     /// How the service normalises each element's record before admission.
     Normalise {
         /// Not at all (the original): replies carry no digest.

@@ -1,4 +1,5 @@
-//! The server's file descriptor limit, raised at start: every connection it
+//! The server's file descriptor limit, raised at start (or set to the
+//! world's, `descriptor_limit`): every connection it
 //! accepts and every file it persists to is a descriptor, and a shell's soft
 //! limit (256 on macOS, 1,024 on a Linux desktop) is far below what a room's
 //! load opens, while the hard limit is usually far above it. The `rlimit` crate
@@ -12,21 +13,55 @@
 #[cfg(unix)]
 const AT_MOST: u64 = 1 << 20;
 
-/// The soft limit after raising it, and what it was where that was lower.
+/// The soft limit after raising it, and what it was where that was lower;
+/// or the world's (`descriptor_limit`), as set at start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Descriptors {
     pub limit: u64,
     pub raised_from: Option<u64>,
+    /// Set to the world's `descriptor_limit`, not raised.
+    pub the_worlds: bool,
 }
 
 impl std::fmt::Display for Descriptors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "file descriptors: up to {}", self.limit)?;
-        match self.raised_from {
-            Some(from) => write!(f, " (raised from {from}, `ulimit -n`)"),
-            None => write!(f, " (`ulimit -n`)"),
+        match (self.the_worlds, self.raised_from) {
+            (true, _) => write!(f, " (the world's descriptor_limit, `ulimit -n`)"),
+            (false, Some(from)) => write!(f, " (raised from {from}, `ulimit -n`)"),
+            (false, None) => write!(f, " (`ulimit -n`)"),
         }
     }
+}
+
+/// The limit the world asks for (`descriptor_limit`, capped at the hard
+/// limit), or with 0 the soft limit raised ([`raise_limit`]).
+#[cfg(unix)]
+pub fn set_limit(world: u64) -> Option<Descriptors> {
+    if world == 0 {
+        return raise_limit();
+    }
+    let (was, hard) = rlimit::Resource::NOFILE.get().ok()?;
+    let limit = world.min(hard);
+    if let Err(err) = rlimit::Resource::NOFILE.set(limit, hard) {
+        // The limit as found: the exercise then meets its cliff elsewhere.
+        tracing::warn!(%err, limit, was, "cannot set the world's descriptor_limit");
+        return Some(Descriptors {
+            limit: was,
+            raised_from: None,
+            the_worlds: false,
+        });
+    }
+    Some(Descriptors {
+        limit,
+        raised_from: None,
+        the_worlds: true,
+    })
+}
+
+#[cfg(not(unix))]
+pub fn set_limit(_world: u64) -> Option<Descriptors> {
+    None
 }
 
 /// Raises the soft limit toward the hard one; `None` where the OS has none.
@@ -37,6 +72,7 @@ pub fn raise_limit() -> Option<Descriptors> {
     Some(Descriptors {
         limit,
         raised_from: (limit > was).then_some(was),
+        the_worlds: false,
     })
 }
 
@@ -132,6 +168,7 @@ mod tests {
         let raised = Descriptors {
             limit: 4096,
             raised_from: Some(256),
+            the_worlds: false,
         };
         assert_eq!(
             raised.to_string(),
@@ -140,6 +177,7 @@ mod tests {
         let as_found = Descriptors {
             limit: 1024,
             raised_from: None,
+            the_worlds: false,
         };
         assert_eq!(
             as_found.to_string(),

@@ -24,6 +24,8 @@ pub struct Figures {
     pub index_entries: u64,
     /// Entries in the cache now (0 without one).
     pub cache_held: u64,
+    /// Persists journalled since start (`journal`).
+    pub journal_entries: u64,
 }
 
 impl DataProcessor {
@@ -42,6 +44,7 @@ impl DataProcessor {
             acked_unwritten_peak: s.backend.unwritten.recent_peak(),
             index_entries: s.index.entries(),
             cache_held: s.cache.len() as u64,
+            journal_entries: s.backend.journal.entries(),
         }
     }
 }

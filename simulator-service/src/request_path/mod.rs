@@ -211,6 +211,7 @@ impl DataProcessor {
             admission: admission.clone(),
             tasks: TaskTracker::new(),
             unwritten: Arc::default(),
+            journal: persistence::Journal::new(settings),
         });
         Ok(Self {
             inner: Arc::new(Inner {

@@ -109,6 +109,7 @@ impl AppState {
             acked_unwritten_peak: figures.acked_unwritten_peak,
             index_entries: figures.index_entries,
             cache_held: figures.cache_held,
+            journal_entries: figures.journal_entries,
             connections: self.connections.snapshot(),
             process_cpu_ns: process::cpu_ns(),
             descriptors: crate::platform::descriptors::now(),

@@ -76,6 +76,11 @@ pub(super) async fn judge(
             LATE_HIT_RATIO_S,
             unwritten_watch::cache_reads(&after.counts),
         ),
+        descriptor_growth_per_s: unwritten_watch::slope_from(
+            &ran.unwritten.descriptors,
+            unwritten_watch::DESCRIPTORS_FROM_S,
+        ),
+        journalled_share: journalled_share(ran.journalled_before, &after),
         incident_end_s: ran.incident_end_s,
         open_loop: matches!(load.pacing, simulator_api::load::Pacing::Open { .. }),
     };
@@ -91,6 +96,17 @@ pub(super) async fn judge(
             }
         })
         .collect())
+}
+
+/// Persists journalled over the window per persist started in it, from the
+/// counts as it began (`before`) and `after` it; NaN without a persist.
+fn journalled_share(before: (u64, u64), after: &simulator_api::Stats) -> f64 {
+    let (entries, started) = before;
+    let journalled = after.journal_entries.saturating_sub(entries) as f64;
+    match after.counts.persists_started.saturating_sub(started) {
+        0 => f64::NAN,
+        persists => journalled / persists as f64,
+    }
 }
 
 /// Refused unless the server saw about the requests the check sent: many more
@@ -137,6 +153,10 @@ struct Window<'a> {
     store_slots: usize,
     /// The share of reads that hit over the window's last seconds.
     late_hit_ratio: f64,
+    /// How fast the server's open descriptors grew over the window's second half, a second.
+    descriptor_growth_per_s: f64,
+    /// Persists journalled per persist started over the window.
+    journalled_share: f64,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
     /// Whether the load is an open loop (only one has a rate to recover to).
@@ -179,6 +199,8 @@ impl Window<'_> {
             Metric::RunqueueWaitPerCpu => self.runqueue_wait_per_cpu.unwrap_or(f64::NAN),
             Metric::NeighbourShare => self.neighbour_share,
             Metric::LateHitRatio => self.late_hit_ratio,
+            Metric::DescriptorGrowthPerS => self.descriptor_growth_per_s,
+            Metric::JournalledShare => self.journalled_share,
             Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
             Metric::BusyShare => runtime.busy_share,
             // Without a cgroup to read, NaN fails every bound.

@@ -32,6 +32,8 @@ pub(super) struct WindowRun {
     /// The neighbour's work a second alone, and its reading as the window began.
     pub(super) neighbour_alone_per_s: Option<f64>,
     pub(super) neighbour_before: Option<neighbour_share::Reading>,
+    /// Persists journalled and started as the window began.
+    pub(super) journalled_before: (u64, u64),
 }
 
 /// The check's load for `window`, with the scenario's incident begun on time
@@ -52,6 +54,7 @@ pub(super) async fn run_window(
     let (runqueue_wait_before, cpu_before) = (before.runqueue_wait_ns, before.process_cpu_ns);
     let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
     let listen_drops_before = before.connections.listen_drops;
+    let journalled_before = (before.journal_entries, before.counts.persists_started);
     let (reporter, lines) = progress::Reporter::start(scenario, audience, window, before);
     // Only where a condition reads the pile: each read of /stats costs the
     // server a little CPU, which an exercise measuring its own runtime's
@@ -60,7 +63,10 @@ pub(super) async fn run_window(
     let reads_pile = scenario.check.iter().any(|c| {
         matches!(
             c.metric,
-            Metric::AckedUnwrittenPerSlot | Metric::UnwrittenGrowthPerS | Metric::LateHitRatio
+            Metric::AckedUnwrittenPerSlot
+                | Metric::UnwrittenGrowthPerS
+                | Metric::LateHitRatio
+                | Metric::DescriptorGrowthPerS
         )
     });
     let watch = reads_pile.then(|| unwritten_watch::Watch::start(target));
@@ -93,6 +99,7 @@ pub(super) async fn run_window(
         cpu_before,
         neighbour_alone_per_s,
         neighbour_before,
+        journalled_before,
     })
 }
 

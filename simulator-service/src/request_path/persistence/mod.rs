@@ -21,6 +21,7 @@
 //! holds an element whose request will not wait for its write, it is counted as
 //! owed until its write ends (`unwritten.rs`).
 
+mod journal;
 mod pool;
 mod task_per_element;
 mod unwritten;
@@ -42,6 +43,7 @@ use super::store::{PersistError, Store};
 use super::Element;
 use crate::observe::Events;
 
+pub use journal::Journal;
 pub use pool::Pool;
 pub use task_per_element::TaskPerElement;
 pub use unwritten::{Owed, Unwritten};
@@ -86,6 +88,8 @@ pub struct Backend {
     pub tasks: TaskTracker,
     /// Elements acknowledged and not yet written, whichever strategy holds them.
     pub unwritten: Arc<Unwritten>,
+    /// The persists' journal (`journal`; unopened while it is off).
+    pub journal: Journal,
 }
 
 /// The persistence strategy in force.
@@ -222,6 +226,29 @@ impl Backend {
         }
     }
 
+    /// The write within `persist_timeout`, its intent and outcome journalled
+    /// first and last where `journal` is on (`journal.rs`).
+    async fn journalled(
+        &self,
+        id: u64,
+        element: &Element,
+        settings: &Settings,
+    ) -> Result<(), PersistError> {
+        let entry = match settings.journal {
+            true => Some(self.journal.begin(id, element.len())?),
+            false => None,
+        };
+        let timeout = settings.persist_timeout;
+        let outcome = match delay::within(timeout, self.written(id, element, settings)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(PersistError::TimedOut(timeout)),
+        };
+        if let Some(entry) = entry {
+            self.journal.end(entry, &outcome, settings.journal_on_error);
+        }
+        outcome
+    }
+
     /// persist-start, with the figures the probe carries.
     fn started(&self, job: &Job) {
         self.events
@@ -241,11 +268,7 @@ impl Backend {
             owed,
         } = job;
         let started = Instant::now();
-        let timeout = settings.persist_timeout;
-        let outcome = match delay::within(timeout, self.written(id, &element, &settings)).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(PersistError::TimedOut(timeout)),
-        };
+        let outcome = self.journalled(id, &element, &settings).await;
         if let Err(err) = &outcome {
             tracing::debug!(id, %err, "persist failed");
         }

@@ -47,6 +47,8 @@ pub enum PersistError {
     TimedOut(Duration),
     #[error("writing {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    #[error("journalling to {path}: {source}")]
+    Journal { path: PathBuf, source: io::Error },
 }
 
 /// Where elements are persisted, and how many at once.
