@@ -8,7 +8,8 @@
  *
  * NEEDS: the isim probes and the syscall provider's accept4, accept, openat,
  * open, socket, dup, dup2, dup3, fcntl and close (`dtrace -l -P syscall`
- * lists a system's; each names only those it has); root. Checked with
+ * lists a system's; each names only those it has), the pid provider on
+ * libc's open64 (macOS: open); root. Checked with
  * DTrace for Linux 2.0 on Linux 6.18.
  *
  * Each second:
@@ -26,7 +27,9 @@
  * the descriptors its limit allows; 23 ENFILE: the machine does), and the
  * kernel's failures of the same calls by errno, the server's own and every
  * other caller's in the process. EAGAIN (11 on Linux, 35 on macOS) is left
- * out: it is how a non-blocking socket says "not yet", not an error.
+ * out: it is how a non-blocking socket says "not yet", not an error. Last,
+ * the user stacks that opened most files (the pid provider on libc's open;
+ * a release build names its frames).
  *
  * No root? `system-simulator trace errors` prints the same columns from the
  * probe tap and /stats.descriptors; on Linux `ls /proc/PID/fd | wc -l` and
@@ -43,6 +46,7 @@
 #pragma D option statusrate=10hz
 #pragma D option switchrate=10hz
 #pragma D option defaultargs
+#pragma D option zdefs
 
 BEGIN
 {
@@ -126,6 +130,17 @@ tick-10hz
 	exit(0);
 }
 
+/*
+ * The user stacks that open files: libc's open64 (glibc; macOS's libc calls it
+ * open), at its entry, where every frame pointer of ours still leads back to
+ * the request path. zdefs lets the one this system lacks match nothing.
+ */
+pid$target:libc.so.6:open64:entry,
+pid$target:libsystem_kernel.dylib:open:entry
+{
+	@opens[ustack(8)] = count();
+}
+
 END
 {
 	printf("\nSummary of pid %d's failed calls over the whole run:\n", $target);
@@ -133,4 +148,7 @@ END
 	printa("  %-8d %@d\n", @accept_errors);
 	printf("the kernel's failed calls of the process, by call and errno:\n");
 	printa("  %-8s %-8d %@d\n", @failed);
+	printf("files opened, by user stack (the 3 that opened most; D keeps no stack a descriptor, so errors.bt says which stay open):\n");
+	trunc(@opens, 3);
+	printa(@opens);
 }
