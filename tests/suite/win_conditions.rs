@@ -353,6 +353,7 @@ async fn a_higher_limit_or_no_journal_fails_and_the_fix_gives_back_what_was_kept
         .as_u64()
         .unwrap();
     assert!(limit > 1024, "the server still reads a limit of {limit}");
+    let said = format!("the server's descriptor limit: {limit}, not the world's 1024");
     let verdict = check::check(
         &scenario,
         &progress::Audience::server(&server.url),
@@ -370,6 +371,7 @@ async fn a_higher_limit_or_no_journal_fails_and_the_fix_gives_back_what_was_kept
             verdict.render()
         );
     }
+    assert!(verdict.render().contains(&said), "{}", verdict.render());
     // The fix, live, on the server that kept a descriptor a failed write.
     let kept = stats(&client, &server.url).await["descriptors"]["open"]
         .as_u64()

@@ -21,7 +21,7 @@ pub(super) async fn judge(
     target: &str,
     load: &Load,
     ran: &WindowRun,
-) -> Result<Vec<Measured>, Stop> {
+) -> Result<(Vec<Measured>, Vec<String>), Stop> {
     let after = client::stats(target).await?;
     let runtime = after.runtime;
     let throttled_ms = match (ran.throttled_us_before, &after.cpu_cgroup) {
@@ -84,18 +84,25 @@ pub(super) async fn judge(
         incident_end_s: ran.incident_end_s,
         open_loop: matches!(load.pacing, simulator_api::load::Pacing::Open { .. }),
     };
-    Ok(scenario
-        .check
-        .iter()
-        .map(|condition| {
-            let value = window.figure(condition.metric);
-            Measured {
-                condition: *condition,
-                value,
-                holds: condition.holds(value),
-            }
-        })
-        .collect())
+    let measured = scenario.check.iter().map(|c| window.measured(c)).collect();
+    let notes = descriptor_limit_note(scenario, &after)
+        .into_iter()
+        .collect();
+    Ok((measured, notes))
+}
+
+/// In a world that sets the descriptor limit, the limit the server has now,
+/// as the check read it: raised from outside (`prlimit`) it is no longer the
+/// world's, and the growth, not the limit, is what the check judges.
+fn descriptor_limit_note(scenario: &Scenario, after: &simulator_api::Stats) -> Option<String> {
+    let world = scenario.settings().descriptor_limit as u64;
+    let limit = after.descriptors?.limit;
+    (world > 0).then(|| match limit == world {
+        true => format!("the server's descriptor limit: {limit}, the world's"),
+        false => format!(
+            "the server's descriptor limit: {limit}, not the world's {world}: a higher limit moves the cliff, and the growth is what is judged"
+        ),
+    })
 }
 
 /// Persists journalled over the window per persist started in it, from the
@@ -164,6 +171,16 @@ struct Window<'a> {
 }
 
 impl Window<'_> {
+    /// One condition, measured on the window.
+    fn measured(&self, condition: &simulator_service::scenario::Condition) -> Measured {
+        let value = self.figure(condition.metric);
+        Measured {
+            condition: *condition,
+            value,
+            holds: condition.holds(value),
+        }
+    }
+
     /// One metric of the window.
     fn figure(&self, metric: Metric) -> f64 {
         let Window {

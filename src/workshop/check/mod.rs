@@ -131,7 +131,11 @@ pub async fn check(
     };
     let scenario = scenario.visible_name().to_owned();
     match judged.await {
-        Ok(measured) => Ok(Verdict::Judged { scenario, measured }),
+        Ok((measured, notes)) => Ok(Verdict::Judged {
+            scenario,
+            measured,
+            notes,
+        }),
         Err(Stop::Refused(why)) => Ok(Verdict::Refused { scenario, why }),
         Err(Stop::Failed(e)) => Err(e),
     }

@@ -24,6 +24,9 @@ pub enum Verdict {
     Judged {
         scenario: String,
         measured: Vec<Measured>,
+        /// What the check read beside its conditions that the attendee
+        /// should see (the server's descriptor limit against the world's).
+        notes: Vec<String>,
     },
 }
 
@@ -92,6 +95,11 @@ impl Verdict {
             Verdict::Judged { measured, .. } => measured,
         };
         let mut out = String::new();
+        if let Verdict::Judged { notes, .. } = self {
+            for note in notes {
+                out.push_str(&format!("  ({note})\n"));
+            }
+        }
         for m in measured {
             out.push_str(&format!(
                 "  {:<38} {:>10.3}   {:<10} {}\n",
