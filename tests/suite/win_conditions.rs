@@ -132,23 +132,29 @@ async fn a_moved_world_is_not_judged_however_it_moved() {
     );
     drop(server);
     // At start, with a flag: the work made cheaper.
-    let server = Server::start(&[
-        "--scenario",
+    moved_at_start_is_not_judged(
         "blocking-runtime",
-        "--admin-listen",
-        "off",
-        "--work-cpu",
-        "1ms",
-    ]);
-    let url = server.url.clone();
-    let (code, printed) = tokio::task::spawn_blocking(move || check_cli("blocking-runtime", &url))
+        &["--work-cpu", "1ms"],
+        "work_cpu moved from `35ms` to `1ms`",
+    )
+    .await;
+}
+
+/// A server of `scenario` started with `flags` that move its world:
+/// `workshop check` refuses it, saying what moved (`says`).
+async fn moved_at_start_is_not_judged(scenario: &str, flags: &[&str], says: &str) {
+    let args = [
+        &["--scenario", scenario, "--admin-listen", "off"][..],
+        flags,
+    ]
+    .concat();
+    let server = Server::start(&args);
+    let (name, url) = (scenario.to_owned(), server.url.clone());
+    let (code, printed) = tokio::task::spawn_blocking(move || check_cli(&name, &url))
         .await
         .unwrap();
     assert_eq!(code, Some(1), "{printed}");
-    assert!(
-        printed.contains("work_cpu moved from `35ms` to `1ms`"),
-        "{printed}"
-    );
+    assert!(printed.contains(says), "{says}: {printed}");
 }
 
 /// The container's limit is the world: a quota raised by hand in the server's
@@ -317,24 +323,12 @@ async fn a_higher_limit_or_no_journal_fails_and_the_fix_gives_back_what_was_kept
         )],
     )
     .await;
-    let raised_at_start = Server::start(&[
-        "--scenario",
+    moved_at_start_is_not_judged(
         "descriptor-leak",
-        "--admin-listen",
-        "off",
-        "--descriptor-limit",
-        "4096",
-    ]);
-    let url = raised_at_start.url.clone();
-    let (code, printed) = tokio::task::spawn_blocking(move || check_cli("descriptor-leak", &url))
-        .await
-        .unwrap();
-    assert_eq!(code, Some(1), "{printed}");
-    assert!(
-        printed.contains("descriptor_limit moved from `1024` to `4096`"),
-        "{printed}"
-    );
-    drop(raised_at_start);
+        &["--descriptor-limit", "4096"],
+        "descriptor_limit moved from `1024` to `4096`",
+    )
+    .await;
     if !have("prlimit") {
         return skip_or_fail("prlimit (util-linux) raises the server's limit from outside");
     }

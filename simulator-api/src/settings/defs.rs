@@ -96,10 +96,10 @@ macro_rules! with_settings {
             /// none).
             neighbour_threads_per_cpu: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 16 }; restart; world; "machine";
-            /// The container's soft limit on open files (`ulimit -n`, `RLIMIT_NOFILE`), set at
-            /// start as a container runtime or systemd's `LimitNOFILE=` sets it: every connection
-            /// and every open file is one. Capped at the hard limit (0 = the server raises its
-            /// soft limit to the hard one, up to 1,048,576).
+            /// The container's soft limit on open files (`ulimit -n`, `RLIMIT_NOFILE`). The server
+            /// sets it at start, as a container runtime or systemd's `LimitNOFILE=` does. Every
+            /// connection and every open file takes one. Capped at the hard limit (0 = the server
+            /// raises its soft limit to the hard one, up to 1,048,576).
             descriptor_limit: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; restart; world; "machine";
             /// Simulated network delay, applied on the way in and again on the way out, inside the
@@ -338,9 +338,10 @@ macro_rules! with_settings {
             /// With `persist_dir`: fsync each file before the persist counts as done.
             persist_fsync: bool = false;
                 $crate::value::Bounds::Any; restart; world; "durability";
-            /// Journal every persist: its file is opened as the write starts (the intent is
-            /// appended), and the outcome is appended and the file closed when it ends. The journal
-            /// is `journal.log` in `persist_dir`, or `system-simulator-PID.journal` in the temp dir.
+            /// Journal every persist. Its file is opened as the write starts, and the intent is
+            /// appended. When the write ends, the outcome is appended and the file closed. The
+            /// journal is `journal.log` in `persist_dir`, or `system-simulator-PID.journal` in the
+            /// temp dir.
             journal: bool = false;
                 $crate::value::Bounds::Any; live; service; "durability";
             /// With `journal`: what becomes of a failed persist's entry: `keep` (its file stays
