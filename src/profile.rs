@@ -3,7 +3,9 @@
 //! tracer: the route for every attendee. With `--stacks`, the same drawn from
 //! what `scripts/profile.bt` or `scripts/profile.d` printed (`stacks.rs`), or
 //! with `--off-cpu` what `scripts/offcpu.bt` or `.d` printed: time off the CPU.
-//! Writes the SVG, or the folded stacks, where `--out` says.
+//! With `--heap`, where the server's live bytes were allocated
+//! (`GET /admin/profile/heap`). Writes the SVG, or the folded stacks, where
+//! `--out` says.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,6 +53,11 @@ pub struct ProfileArgs {
     /// 10 ms, and whether an async worker was parked or inside a task; no root.
     #[arg(long, conflicts_with = "stacks")]
     pub threads: bool,
+    /// Where the server's live bytes were allocated instead of where its CPU
+    /// goes (`GET /admin/profile/heap`): the heap now by allocation site, from
+    /// jemalloc's sampling profiler (Linux builds); no root, no seconds.
+    #[arg(long, conflicts_with_all = ["stacks", "threads"])]
+    pub heap: bool,
 }
 
 pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
@@ -58,6 +65,14 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     if let Some(path) = &args.stacks {
         return from_stacks(path, &args, out);
+    }
+    if args.heap {
+        eprintln!(
+            "profile: the live heap of {} by allocation site (the server reads its allocator's samples; no root)",
+            args.target
+        );
+        let path = format!("/admin/profile/heap?format={}", args.format);
+        return fetch_into(out, &args, &path, Duration::from_secs(60)).await;
     }
     if args.seconds == 0 || args.seconds > simulator_service::profile::MAX_SECONDS {
         anyhow::bail!(
@@ -93,13 +108,23 @@ pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
         }
     };
     let path = format!("/admin/{route}?seconds={seconds}&format={}", args.format);
+    fetch_into(out, &args, &path, Duration::from_secs(seconds + 30)).await
+}
+
+/// The server's answer to `GET path`, given `within` to come, written to `out`.
+async fn fetch_into(
+    out: Output,
+    args: &ProfileArgs,
+    path: &str,
+    within: Duration,
+) -> anyhow::Result<()> {
     let body = simulator_api::client::exchange_within(
         &args.target,
         hyper::Method::GET,
-        &path,
+        path,
         bytes::Bytes::new(),
         args.admin_token.as_deref(),
-        Duration::from_secs(seconds + 30),
+        within,
     )
     .await?;
     write_out(out, body.as_bytes())

@@ -114,6 +114,15 @@ pub struct DescriptorCounts {
     pub limit: u64,
 }
 
+/// The server's resident memory (RSS): what its pages take of the machine's
+/// memory now, and how fast that grew over the last 10 s (the least-squares
+/// slope of one reading a second; null until three readings).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MemoryCounts {
+    pub resident_bytes: u64,
+    pub resident_growth_bytes_per_s: Option<f64>,
+}
+
 /// `GET /stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
@@ -154,6 +163,18 @@ pub struct Stats {
     /// its intent appended (`journal`; 0 while it is off).
     #[serde(default)]
     pub journal_entries: u64,
+    /// Replies remembered for the clients' retries now (`answer_retries_once`),
+    /// and the bytes their elements' copies hold.
+    #[serde(default)]
+    pub remembered_replies: u64,
+    #[serde(default)]
+    pub remembered_bytes: u64,
+    /// Retries answered from a remembered reply since start, not stored again.
+    #[serde(default)]
+    pub retries_answered: u64,
+    /// The server's resident memory (null where the OS will not say).
+    #[serde(default)]
+    pub memory: Option<MemoryCounts>,
     pub connections: ConnectionCounts,
     /// CPU the server process has used since it started (null where the OS will not say).
     pub process_cpu_ns: Option<u64>,

@@ -31,9 +31,9 @@ pub mod settings;
 pub mod value;
 
 pub use bodies::{
-    ConnectionCounts, Counts, CpuCgroup, DescriptorCounts, ErrorBody, Fix, Machine, Model,
-    NeighbourStats, OsFeature, Reply, RetriedLoad, RuntimeStats, ScenarioInfo, SeedCount, Stats,
-    TcpCounters, SEED_COUNTS,
+    ConnectionCounts, Counts, CpuCgroup, DescriptorCounts, ErrorBody, Fix, Machine, MemoryCounts,
+    Model, NeighbourStats, OsFeature, Reply, RetriedLoad, RuntimeStats, ScenarioInfo, SeedCount,
+    Stats, TcpCounters, REQUEST_KEY_HEADER, SEED_COUNTS,
 };
 pub use delay::Delay;
 pub use incident::{Incident, IncidentStatus};

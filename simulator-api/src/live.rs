@@ -51,6 +51,10 @@ pub struct LiveSecond {
     /// (`/stats.descriptors`); null where the OS has no such limit.
     #[serde(default)]
     pub descriptors: Option<crate::DescriptorCounts>,
+    /// The server's resident memory at the second's end and its growth over
+    /// the last 10 s (`/stats.memory`); null where the OS will not say.
+    #[serde(default)]
+    pub memory: Option<crate::MemoryCounts>,
     /// The ACKs the server's network namespace sent from the delayed-ACK timer
     /// this second (`/stats.tcp.delayed_acks`' change, what `nstat` counts as
     /// `TcpExtDelayedACKs`); null where the kernel does not give it.

@@ -74,6 +74,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         include_str!("../../scenarios/noisy-neighbour.toml"),
     ),
     (
+        "remembered-replies",
+        include_str!("../../scenarios/remembered-replies.toml"),
+    ),
+    (
         "descriptor-leak",
         include_str!("../../scenarios/descriptor-leak.toml"),
     ),
@@ -228,7 +232,31 @@ pub enum Metric {
     /// write's intent is on record, 0 for a service that stopped journalling
     /// (server).
     JournalledShare,
+    /// How fast the server's resident memory grew over the window's end, MiB a
+    /// second: the least-squares slope of the check's reads of
+    /// `/stats.memory.resident_bytes`, twice a second, from
+    /// [`RESIDENT_FROM_S`] into the window on, which every window that judges it
+    /// lasts past by [`RESIDENT_WINDOW`]. What the service needs for a while
+    /// fills in the first seconds and then stays; what it never forgets grows
+    /// at its rate to the end, whatever memory the machine has. NaN (fails)
+    /// where the OS will not say (server).
+    ResidentGrowthMibPerS,
+    /// The share of the check's own retries answered with their first
+    /// attempt's reply (the same request id, not stored again): each a stored
+    /// element sent under a key of its own, then again under that key a
+    /// moment after its reply, as a client whose reply was lost does (client).
+    RetriesAnsweredOnce,
 }
+
+/// Where the resident memory's growth is judged from, into the window: what
+/// a service keeps for a few seconds has filled by then, and the allocator's
+/// own pages have settled (a server that keeps 5 s of elements still grew by
+/// 0.3 MiB a second in its sixth and seventh seconds, and then not at all).
+pub const RESIDENT_FROM_S: f64 = 8.0;
+
+/// The shortest window that judges the resident memory's growth: six seconds
+/// of reads after [`RESIDENT_FROM_S`].
+pub const RESIDENT_WINDOW: Duration = Duration::from_secs(14);
 
 impl Metric {
     pub fn label(self) -> &'static str {
@@ -254,6 +282,8 @@ impl Metric {
             Metric::LateHitRatio => "cache hit ratio, the last 10 s",
             Metric::DescriptorGrowthPerS => "open descriptors, growth a second",
             Metric::JournalledShare => "persists journalled",
+            Metric::ResidentGrowthMibPerS => "resident memory, growth MiB a second",
+            Metric::RetriesAnsweredOnce => "retries answered once",
         }
     }
 }
@@ -305,6 +335,19 @@ impl Scenario {
         self.incident
             .first()
             .map_or(Duration::ZERO, |i| i.at + i.lasts + AFTER_INCIDENT)
+    }
+
+    /// The shortest window its conditions can be judged on: an incident's, or
+    /// [`RESIDENT_WINDOW`] where the resident memory's growth is judged.
+    pub fn shortest_window(&self) -> Duration {
+        let memory = self
+            .check
+            .iter()
+            .any(|c| c.metric == Metric::ResidentGrowthMibPerS);
+        match memory {
+            true => self.incident_window().max(RESIDENT_WINDOW),
+            false => self.incident_window(),
+        }
     }
 
     /// Its seed as the listings print it: `seed 003`, or `no seed` for an

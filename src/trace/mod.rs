@@ -47,6 +47,7 @@ pub fn source_of(name: &str) -> &'static str {
         "delayed-ack" => "the server's writes and nstat's counters in /stats",
         "runqlat" => "the threads' schedstat sums in /stats",
         "errors" => "the tap and the descriptors' count in /stats",
+        "memory" => "the resident memory in /stats",
         PROFILE => "the server's own CPU sampler (GET /admin/profile)",
         OFFCPU => "the server's own reading of its threads' states (GET /admin/threads)",
         _ => "the tap",
@@ -281,6 +282,7 @@ async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
         pid: None,
         off_cpu: false,
         threads,
+        heap: false,
     })
     .await
 }

@@ -19,6 +19,7 @@ pub mod figures;
 pub mod fit;
 pub mod neighbour_share;
 pub mod progress;
+pub mod retried_once;
 pub mod unwritten_watch;
 
 use std::process::ExitCode;
@@ -268,7 +269,7 @@ async fn measure_figures(
     confinement: &confine::Confinement,
 ) -> anyhow::Result<ExitCode> {
     for s in chosen {
-        let window = duration.max(check::MIN_WINDOW);
+        let window = check::window_for(&s, duration);
         let block = figures::measure(&s, window, order, confinement).await?;
         if write {
             let page = figures::page_of(std::path::Path::new("."), &s)?;

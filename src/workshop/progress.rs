@@ -216,6 +216,13 @@ impl SoFar<'_> {
             }
             Metric::P50Ms => self.p50_ms,
             Metric::ConnectP99Ms => self.connect_p99_ms,
+            // The server's own 10 s trend, so far: the verdict's is the
+            // check's reads from the window's eighth second on.
+            Metric::ResidentGrowthMibPerS => self
+                .now
+                .memory?
+                .resident_growth_bytes_per_s
+                .map(|b| b / (1024.0 * 1024.0)),
             // A peak and a slope over the window: the check's own reads of
             // the pile give them at the end; the neighbour's share, its reads
             // around the window; the late hit ratio, the window's last reads.
@@ -227,7 +234,8 @@ impl SoFar<'_> {
             | Metric::NeighbourShare
             | Metric::LateHitRatio
             | Metric::DescriptorGrowthPerS
-            | Metric::JournalledShare => None,
+            | Metric::JournalledShare
+            | Metric::RetriesAnsweredOnce => None,
         }
     }
 }

@@ -40,6 +40,9 @@ pub struct Watched {
     /// Each read's seconds since the watch began and the server's open
     /// descriptors then (none where the OS gives no count).
     pub descriptors: Vec<(f64, u64)>,
+    /// Each read's seconds since the watch began and the server's resident
+    /// memory then, bytes (none where the OS will not say).
+    pub resident: Vec<(f64, u64)>,
     /// Reads that got no answer: the window's peak is then a lower bound.
     pub missed: u64,
 }
@@ -60,26 +63,12 @@ pub fn growth_per_s(reads: &[(f64, u64)], window_s: f64) -> f64 {
 /// the load holds at once settles within it, and in a 6 s window the longer
 /// run of reads about halves the slope's noise against the second half's.
 pub fn slope_from(reads: &[(f64, u64)], from_s: f64) -> f64 {
-    let late: Vec<(f64, f64)> = reads
+    let late: Vec<(f64, u64)> = reads
         .iter()
         .filter(|(t, _)| *t >= from_s)
-        .map(|&(t, n)| (t, n as f64))
+        .copied()
         .collect();
-    if late.len() < 3 {
-        return f64::NAN;
-    }
-    let count = late.len() as f64;
-    let mean_t = late.iter().map(|(t, _)| t).sum::<f64>() / count;
-    let mean_n = late.iter().map(|(_, n)| n).sum::<f64>() / count;
-    let (mut covariance, mut variance) = (0.0, 0.0);
-    for (t, n) in &late {
-        covariance += (t - mean_t) * (n - mean_n);
-        variance += (t - mean_t) * (t - mean_t);
-    }
-    if variance == 0.0 {
-        return f64::NAN;
-    }
-    covariance / variance
+    simulator_service::observe::resident::slope(&late)
 }
 
 /// The cache's reads that hit a fresh entry, and the others: misses, and
@@ -134,6 +123,9 @@ impl Watch {
                         seen.cache.push((at, hit, other));
                         if let Some(d) = stats.descriptors {
                             seen.descriptors.push((at, d.open));
+                        }
+                        if let Some(m) = stats.memory {
+                            seen.resident.push((at, m.resident_bytes));
                         }
                     }
                     Err(_) => seen.missed += 1,

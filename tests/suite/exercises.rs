@@ -516,5 +516,6 @@ each_exercise!(
     periodic_stall,
     cold_cache,
     noisy_neighbour,
+    remembered_replies,
     descriptor_leak,
 );

@@ -28,9 +28,10 @@ const BUNDLED: [&str; 17] = [
 ];
 
 /// The scripts that count stacks, not labelled figures (exercise 11's profile,
-/// exercise 12's offcpu): no labels to compare, checked by what they sample and
-/// aggregate instead.
-const STACKS: [&str; 2] = ["profile", "offcpu"];
+/// exercise 12's offcpu, exercise 15's memory, whose D twin cannot read the
+/// resident memory bpftrace's rss_stat gives): no labels to compare, checked by
+/// what they sample and aggregate instead.
+const STACKS: [&str; 3] = ["profile", "offcpu", "memory"];
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -168,7 +169,7 @@ fn every_script_documents_itself_and_pairs_by_request_id() {
 }
 
 /// What each stack script must do in each tool: (D, bpftrace) pieces of code.
-const STACK_CODE: [(&str, &[&str], &[&str]); 2] = [
+const STACK_CODE: [(&str, &[&str], &[&str]); 3] = [
     // profile: the server's user stacks sampled at 99 Hz, counted.
     (
         "profile",
@@ -189,6 +190,22 @@ const STACK_CODE: [(&str, &[&str], &[&str]); 2] = [
             "pid == $2 && args->prev_state != 0",
             "@stack[tid] = ustack;",
             "= sum((nsecs - $left) / 1000);",
+        ],
+    ),
+    // memory: the allocator's big blocks by the user stack that asked; in
+    // bpftrace kept per pointer until freed, beside the kernel's resident pages.
+    (
+        "memory",
+        &[
+            "pid$target:a.out:_rjem_malloc:entry",
+            "/arg0 >= 4096/",
+            "@by_stack[ustack(10)] = sum(arg0);",
+        ],
+        &[
+            "uprobe:$3:_rjem_malloc",
+            "tracepoint:kmem:rss_stat",
+            "@stack_of[retval] = @asked_at[tid];",
+            "@held[@stack_of[arg0]] = @held[@stack_of[arg0]] - @size_of[arg0];",
         ],
     ),
 ];

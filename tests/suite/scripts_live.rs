@@ -303,6 +303,8 @@ macro_rules! both_tools {
 
 mod errors;
 
+mod memory;
+
 mod sockets;
 
 mod tap;

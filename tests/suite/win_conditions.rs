@@ -390,3 +390,73 @@ async fn a_higher_limit_or_no_journal_fails_and_the_fix_gives_back_what_was_kept
         "{kept} open before the fix, {after} after its check"
     );
 }
+
+/// The heap profile of a server as `format=folded`, read.
+async fn heap_profile(client: &HttpClient, base: &str) -> simulator_service::profile::Folded {
+    let r = get(client, &format!("{base}/admin/profile/heap?format=folded")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    simulator_service::profile::Folded::parse(&r.body).unwrap()
+}
+
+/// The frame exercise 15's page names: the one whose copies the book holds.
+const REMEMBERS: &str = "AnsweredOnce::remember";
+
+/// Exercise 15: forgetting everything fails by the retries alone, and a world
+/// moved is refused. Then a server run as an unprivileged user (nobody, when
+/// the test is root): after its check fails, its heap profile, which needs no
+/// root, names the frame that holds at least half of the live bytes; after the
+/// fix, applied live, the check passes (the growth stopped) and that frame
+/// holds a few seconds of elements, less than before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: four checks of real load"]
+async fn forgetting_everything_fails_and_the_heap_profile_names_what_holds_the_memory() {
+    let scenario = Scenario::load("remembered-replies").unwrap();
+    fails_by_one_condition(
+        &scenario,
+        r#"{"answer_retries_once": false}"#,
+        Metric::RetriesAnsweredOnce,
+    )
+    .await;
+    world_moves_are_not_judged(
+        "remembered-replies",
+        &[(
+            r#"{"persist_latency": "1ms"}"#,
+            "persist_latency moved from `5ms` to `1ms`",
+        )],
+    )
+    .await;
+    if !cfg!(target_os = "linux") {
+        return skip_or_fail("the heap profile is jemalloc's, built on Linux only");
+    }
+    let client = client();
+    let server =
+        Server::start_unprivileged(&["--scenario", "remembered-replies", "--admin-listen", "off"]);
+    let audience = progress::Audience::server(&server.url);
+    let window = check::window_for(&scenario, WINDOW);
+    let before = check::check(&scenario, &audience, window, &[])
+        .await
+        .unwrap();
+    assert!(!before.passed(), "{}", before.render());
+    let heap = heap_profile(&client, &server.url).await;
+    let held = heap.samples_in(REMEMBERS);
+    assert!(
+        held as f64 >= 0.5 * heap.total() as f64,
+        "{REMEMBERS} holds {held} of {} live bytes:\n{}",
+        heap.total(),
+        heap.text()
+    );
+    let fix = r#"{"remember_replies_for": "5s"}"#;
+    let applied = put_json(&client, &format!("{}/admin/config", server.url), fix).await;
+    assert_eq!(applied.status, 200, "{}", applied.body);
+    let after = check::check(&scenario, &audience, window, &[])
+        .await
+        .unwrap();
+    assert!(after.passed(), "{}", after.render());
+    let held_after = heap_profile(&client, &server.url)
+        .await
+        .samples_in(REMEMBERS);
+    assert!(
+        held_after < held,
+        "{REMEMBERS} held {held} bytes before the fix and {held_after} after"
+    );
+}

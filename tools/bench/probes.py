@@ -6,7 +6,8 @@ effect is a lesson of its own.
 Builds of one server under the same wrk load (POST /requests, the request path at
 its cheapest), alternating, 5 runs each by default:
 
-  compiled out   cargo build --release --no-default-features (target/noprobes):
+  compiled out   cargo build --release --no-default-features --features heap-profile
+                 (target/noprobes: the same allocator as the default build):
                  no probes and no tap
   not enabled    the default build (probes and tap compiled in, nobody tracing)
   count.bt       the default build with `bpftrace -p PID scripts/count.bt` attached
@@ -123,7 +124,8 @@ def main():
     benchlib.need("wrk")
     if not args.no_build:
         benchlib.build("--bin", "system-simulator", "--example", "bare_axum")
-        benchlib.build("--bin", "system-simulator", "--no-default-features", target_dir=NOPROBES_DIR)
+        benchlib.build("--bin", "system-simulator", "--no-default-features", "--features", "heap-profile",
+                       target_dir=NOPROBES_DIR)
     benchlib.machine_limits()
     traced = os.geteuid() == 0 and shutil.which("bpftrace")
     if not traced:

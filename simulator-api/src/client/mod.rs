@@ -130,7 +130,15 @@ pub async fn tap_gathered(
     let what = format!("GET {target}{path}");
     let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
     let subscribe = async {
-        let response = send(target, Method::GET, &path, Bytes::new(), token, &fail).await?;
+        let response = send(
+            target,
+            Method::GET,
+            &path,
+            Bytes::new(),
+            Head::json(token),
+            &fail,
+        )
+        .await?;
         let status = response.status();
         if status.is_success() {
             return Ok(response.into_body());
@@ -203,17 +211,9 @@ pub async fn exchange_within(
     let what = format!("{method} {target}{path}");
     let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
     let exchange = async {
-        let response = send(target, method.clone(), path, body, token, &fail).await?;
-        let status = response.status();
-        let text = text_of(response.into_body(), &fail).await?;
-        if !status.is_success() {
-            return Err(EndpointError::Refused {
-                what: what.clone(),
-                status,
-                message: text,
-            });
-        }
-        Ok(text)
+        let head = Head::json(token);
+        let response = send(target, method.clone(), path, body, head, &fail).await?;
+        answered(response, &what, &fail).await
     };
     tokio::time::timeout(within, exchange).await.map_err(|_| {
         fail(&format!(
@@ -223,23 +223,89 @@ pub async fn exchange_within(
     })?
 }
 
+/// What a request's head carries besides its method, path and host.
+struct Head<'a> {
+    content_type: &'static str,
+    token: Option<&'a str>,
+    request_key: Option<u64>,
+}
+
+impl<'a> Head<'a> {
+    /// A JSON body (empty or not), and the admin token where there is one.
+    fn json(token: Option<&'a str>) -> Self {
+        Head {
+            content_type: "application/json",
+            token,
+            request_key: None,
+        }
+    }
+}
+
 /// One request on a connection of its own, answered with its head and its body
-/// still to read; `fail` words what went wrong. The body (empty or not) goes as JSON.
+/// still to read; `fail` words what went wrong.
 async fn send(
     target: &str,
     method: Method,
     path: &str,
     body: Bytes,
-    token: Option<&str>,
+    head: Head<'_>,
     fail: &impl Fn(&dyn std::fmt::Display) -> EndpointError,
 ) -> Result<hyper::Response<hyper::body::Incoming>, EndpointError> {
     let (addr, host) = resolve(target).await?;
     let mut sender = connect(addr).await.map_err(|e| fail(&e))?;
-    let request = request_to(method, path, host, token)
-        .header(hyper::header::CONTENT_TYPE, "application/json")
+    let mut request = request_to(method, path, host, head.token)
+        .header(hyper::header::CONTENT_TYPE, head.content_type);
+    if let Some(key) = head.request_key {
+        request = request.header(crate::REQUEST_KEY_HEADER, key);
+    }
+    let request = request
         .body(http_body_util::Full::new(body))
         .map_err(|e| fail(&e))?;
     sender.send_request(request).await.map_err(|e| fail(&e))
+}
+
+/// A whole answer as text; a status other than 2xx is the server's refusal,
+/// with its words.
+async fn answered(
+    response: hyper::Response<hyper::body::Incoming>,
+    what: &str,
+    fail: &impl Fn(&dyn std::fmt::Display) -> EndpointError,
+) -> Result<String, EndpointError> {
+    let status = response.status();
+    let text = text_of(response.into_body(), fail).await?;
+    match status.is_success() {
+        true => Ok(text),
+        false => Err(EndpointError::Refused {
+            what: what.to_owned(),
+            status,
+            message: text,
+        }),
+    }
+}
+
+/// `POST /requests` with `element`'s bytes under the client's key
+/// `request_key` (`isim-request-key`), as a client that may retry sends it:
+/// the reply, or the server's refusal.
+pub async fn store_element(
+    target: &str,
+    element: Bytes,
+    request_key: u64,
+) -> Result<crate::Reply, EndpointError> {
+    let what = format!("POST {target}/requests");
+    let fail = |e: &dyn std::fmt::Display| EndpointError::Http(what.clone(), e.to_string());
+    let exchange = async {
+        let head = Head {
+            content_type: "application/octet-stream",
+            token: None,
+            request_key: Some(request_key),
+        };
+        let response = send(target, Method::POST, "/requests", element, head, &fail).await?;
+        let text = answered(response, &what, &fail).await?;
+        parse(target, &Method::POST, "/requests", &text)
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .map_err(|_| fail(&"no answer within 10s"))?
 }
 
 /// A whole answer's body, as text (lossy where it is not UTF-8).

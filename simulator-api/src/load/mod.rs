@@ -86,6 +86,12 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value_t = Connections::KeepAlive)]
     pub connections: Connections,
 
+    /// What a request carries: `size`, the element's size as JSON (`{"size": N}`),
+    /// or `bytes`, the element's bytes (`application/octet-stream`), which the
+    /// server then reads and may keep. Not `bytes` with `--keys`.
+    #[arg(long, value_enum, default_value_t = Sending::Size)]
+    pub send: Sending,
+
     /// Seed for Poisson arrivals and payload sizes (the report prints the one used).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -167,6 +173,29 @@ pub struct Load {
     pub retry: RetryPolicy,
     /// `--connections`: reused, or one per attempt.
     pub connections: Connections,
+    /// `--send`: each element's size, or its bytes.
+    pub send: Sending,
+}
+
+/// What a request carries (`--send`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sending {
+    /// The element's size as JSON, `{"size": N}`: nothing to copy, the driver at its fastest.
+    #[default]
+    Size,
+    /// The element's bytes, `application/octet-stream`.
+    Bytes,
 }
 
 /// How a client holds its connections (`--connections`).
@@ -363,6 +392,12 @@ impl Load {
                 "`--backoff` and `--retry-budget` shape retries: give `--retries N` too".into(),
             ));
         }
+        if args.send == Sending::Bytes && args.keys.is_some() {
+            return Err(LoadError(
+                "`--keys` reads elements, and a read carries no element: drop `--send bytes`"
+                    .into(),
+            ));
+        }
         let pacing = match args.rate {
             Some(rate) => Pacing::Open {
                 rate,
@@ -385,6 +420,7 @@ impl Load {
             timeout: args.timeout,
             retry,
             connections: args.connections,
+            send: args.send,
         })
     }
 
@@ -525,6 +561,16 @@ mod tests {
             .with_changes(&words("--backoff sometimes"))
             .unwrap_err();
         assert!(bad.to_string().contains("sometimes"), "{bad}");
+    }
+
+    #[test]
+    fn a_load_sends_sizes_unless_told_bytes_and_never_bytes_with_reads() {
+        assert_eq!(Load::parse(&words("--n 2")).unwrap().send, Sending::Size);
+        let bytes = Load::parse(&words("--n 2 --send bytes")).unwrap();
+        assert_eq!(bytes.send, Sending::Bytes);
+        let reads = Load::parse(&words("--n 2 --send bytes --keys zipf(10,1.2)")).unwrap_err();
+        assert!(reads.to_string().contains("drop `--send bytes`"), "{reads}");
+        assert!(Load::parse(&words("--send json")).is_err());
     }
 
     #[test]

@@ -229,6 +229,17 @@ macro_rules! with_settings {
             /// permit or queue slot; work and persists under way finish.
             on_disconnect: $crate::settings::OnDisconnect = $crate::settings::OnDisconnect::Detach;
                 $crate::value::Bounds::Any; live; service; "request path";
+            /// Answer a client's retry once. A stored element that carries the client's key
+            /// (`isim-request-key`) is remembered with its reply and a copy of its bytes; a retry
+            /// with that key gets the same reply and is not stored again, and one with other bytes
+            /// gets 422. A retry that comes while its first attempt still runs is stored again.
+            answer_retries_once: bool = false;
+                $crate::value::Bounds::Any; live; service; "request path";
+            /// With `answer_retries_once`: how long a reply is remembered (0 = for ever). A client's
+            /// retry after it is stored again.
+            remember_replies_for: std::time::Duration = std::time::Duration::ZERO;
+                $crate::value::Bounds::Span { zero: true, max: $crate::settings::MAX_REMEMBER_REPLIES };
+                live; service; "request path";
             /// How long a permit is held: `persist-done` (the original) or `hand-off` (only until
             /// the element is handed to persistence).
             permit_until: $crate::settings::PermitUntil =

@@ -29,6 +29,9 @@ pub const MAX_TIMER_TICK: Duration = Duration::from_secs(1);
 /// The kernel's CFS bandwidth period bounds (`cpu.cfs_period_us`: 1 ms to 1 s).
 pub const MIN_CPU_PERIOD: Duration = Duration::from_millis(1);
 pub const MAX_CPU_PERIOD: Duration = Duration::from_secs(1);
+
+/// The longest `remember_replies_for`: a day, as Stripe keeps an idempotency key.
+pub const MAX_REMEMBER_REPLIES: Duration = Duration::from_secs(24 * 3600);
 /// The period a container runtime gives a quota unless told otherwise.
 pub const DEFAULT_CPU_PERIOD: Duration = Duration::from_millis(100);
 /// The largest `cpu_quota`: sixty cores' worth of a one-second period.

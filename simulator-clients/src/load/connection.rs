@@ -50,6 +50,8 @@ pub struct Connection {
     reply: Vec<u8>,
     /// A new connection for every attempt (`--connections per-request`).
     per_request: bool,
+    /// Each element's bytes sent, not its size (`--send bytes`).
+    bytes: bool,
     /// Set while a connect is under way, so a timeout then is told apart.
     connecting: bool,
     /// The last attempt's new connection's handshake, until taken.
@@ -57,15 +59,25 @@ pub struct Connection {
 }
 
 /// The request's head up to its body's length: `Connection: close` when the
-/// connection is the request's alone.
-fn request_head(host: &HeaderValue, close: bool) -> Vec<u8> {
+/// connection is the request's alone, and the element's bytes or its size.
+fn request_head(host: &HeaderValue, close: bool, bytes: bool) -> Vec<u8> {
     let mut head = b"POST /requests HTTP/1.1\r\nhost: ".to_vec();
     head.extend_from_slice(host.as_bytes());
     if close {
         head.extend_from_slice(b"\r\nconnection: close");
     }
-    head.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
+    head.extend_from_slice(match bytes {
+        true => b"\r\ncontent-type: application/octet-stream\r\ncontent-length: ".as_slice(),
+        false => b"\r\ncontent-type: application/json\r\ncontent-length: ",
+    });
     head
+}
+
+/// An element's bytes: the same for every element of a size, so that a retry
+/// sends what its first attempt sent, and not all zeros, which a server could
+/// keep in pages it never touched.
+fn element_bytes(size: usize) -> impl Iterator<Item = u8> {
+    (0..size).map(|i| (i % 251) as u8)
 }
 
 impl Connection {
@@ -75,11 +87,12 @@ impl Connection {
             addr,
             bind: None,
             stream: None,
-            head: request_head(&host, false),
+            head: request_head(&host, false, false),
             request: Vec::new(),
             request_body: None,
             reply: Vec::with_capacity(READ_BUFFER_BYTES),
             per_request: false,
+            bytes: false,
             connecting: false,
             connected_in: None,
         }
@@ -89,7 +102,18 @@ impl Connection {
     pub fn per_request(self, yes: bool, host: &HeaderValue) -> Self {
         Self {
             per_request: yes,
-            head: request_head(host, yes),
+            head: request_head(host, yes, self.bytes),
+            request_body: None,
+            ..self
+        }
+    }
+
+    /// With `Sending::Bytes`, each element's bytes sent instead of its size.
+    pub fn sending(self, send: simulator_api::load::Sending, host: &HeaderValue) -> Self {
+        let bytes = send == simulator_api::load::Sending::Bytes;
+        Self {
+            bytes,
+            head: request_head(host, self.per_request, bytes),
             request_body: None,
             ..self
         }
@@ -159,9 +183,14 @@ impl Connection {
         if self.request_body == Some(sent) {
             return;
         }
-        let body = match sent.key {
-            None => format!("{{\"size\":{}}}", sent.size),
-            Some(key) => format!("{{\"size\":{},\"key\":{key}}}", sent.size),
+        let body = match (sent.key, self.bytes) {
+            (None, false) => format!("{{\"size\":{}}}", sent.size),
+            (Some(key), _) => format!("{{\"size\":{},\"key\":{key}}}", sent.size),
+            (None, true) => String::new(),
+        };
+        let length = match self.bytes && sent.key.is_none() {
+            true => sent.size as usize,
+            false => body.len(),
         };
         // A request that may be retried names itself, the same on every attempt;
         // one that may not sends nothing more (the driver at its fastest).
@@ -172,7 +201,10 @@ impl Connection {
         self.request.clear();
         self.request.extend_from_slice(&self.head);
         self.request
-            .extend_from_slice(format!("{}\r\n{request_key}\r\n{body}", body.len()).as_bytes());
+            .extend_from_slice(format!("{length}\r\n{request_key}\r\n{body}").as_bytes());
+        if self.bytes && sent.key.is_none() {
+            self.request.extend(element_bytes(length));
+        }
         self.request_body = Some(sent);
     }
 
@@ -293,6 +325,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use simulator_api::load::Sending;
     use tokio::net::TcpListener;
 
     /// What the fake server does with one request.
@@ -350,6 +383,46 @@ mod tests {
     }
 
     const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_request_carries_its_elements_size_or_its_bytes() {
+        let host = HeaderValue::from_static("test");
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let body = Body {
+            size: 300,
+            key: None,
+            request_key: Some(9),
+        };
+        let mut sized = Connection::new(addr, host.clone());
+        sized.prepare(body);
+        let text = String::from_utf8_lossy(&sized.request).into_owned();
+        assert!(
+            text.contains("content-type: application/json\r\ncontent-length: 12\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("isim-request-key: 9\r\n\r\n{\"size\":300}"),
+            "{text}"
+        );
+        let mut bytes = Connection::new(addr, host.clone()).sending(Sending::Bytes, &host);
+        bytes.prepare(body);
+        let head_end = bytes
+            .request
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap()
+            + 4;
+        let head = String::from_utf8_lossy(&bytes.request[..head_end]).into_owned();
+        assert!(
+            head.contains("application/octet-stream\r\ncontent-length: 300\r\n"),
+            "{head}"
+        );
+        let element = &bytes.request[head_end..];
+        assert_eq!(element.len(), 300);
+        // The same bytes for every element of a size: a retry sends its first attempt's.
+        assert!(element.iter().copied().eq(element_bytes(300)));
+        assert!(element.iter().any(|&b| b != 0));
+    }
 
     #[tokio::test]
     async fn a_bound_connection_leaves_from_its_address() {

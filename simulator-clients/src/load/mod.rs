@@ -208,6 +208,7 @@ fn new_connection(
     connection::Connection::new(addr, host.clone())
         .bound_to(bind)
         .per_request(plan.connections == Connections::PerRequest, host)
+        .sending(plan.send, host)
 }
 
 /// Runs `plan` until its stop condition or `cancel`, showing progress when asked.

@@ -11,7 +11,9 @@
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
-pub use simulator_api::load::{Arrivals, Connections, Keys, Pacing, PayloadSize, RetryPolicy};
+pub use simulator_api::load::{
+    Arrivals, Connections, Keys, Pacing, PayloadSize, RetryPolicy, Sending,
+};
 use simulator_api::Load;
 
 pub mod shard;
@@ -36,6 +38,8 @@ pub struct LoadPlan {
     pub retry: RetryPolicy,
     /// Whether clients reuse their connection or open one per attempt.
     pub connections: Connections,
+    /// Each element's bytes sent (`application/octet-stream`), not its size.
+    pub send: Sending,
     /// A send that leaves more than this after its scheduled time counts as late.
     pub late_after: Duration,
     /// Seeds the Poisson arrivals and payload sizes; `None` draws a fresh seed.
@@ -144,6 +148,7 @@ impl LoadPlan {
             timeout: load.timeout,
             retry: load.retry,
             connections: load.connections,
+            send: load.send,
             late_after: DEFAULT_LATE_AFTER,
             max_drain: DEFAULT_MAX_DRAIN,
             shard: None,

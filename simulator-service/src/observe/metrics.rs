@@ -123,6 +123,15 @@ pub fn render(handle: &PrometheusHandle, now: &Stats) -> String {
             ns as f64 / 1e9,
         );
     }
+    if let Some(rate) = now.memory.and_then(|m| m.resident_growth_bytes_per_s) {
+        super::process::write_family(
+            &mut text,
+            "isim_resident_memory_growth_bytes_per_second",
+            "gauge",
+            "How fast the server's resident memory grew over the last 10 s (the least-squares slope of a reading a second): memory kept grows under a steady load, memory in use levels off.",
+            rate,
+        );
+    }
     write_listener(&mut text, &now.connections);
     text
 }

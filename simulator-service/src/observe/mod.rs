@@ -7,7 +7,7 @@
 //! quota, timer and calibration an exercise's figures depend on (the kernel's own
 //! figures, which differ by OS, are read in `platform/`), `recent_peak.rs` the
 //! largest of a figure over the last second (the accept queue's, the writes
-//! acknowledged and not yet made); `tap.rs` streams
+//! acknowledged and not yet made), `resident.rs` the resident memory and its growth; `tap.rs` streams
 //! the same events as the probes in process, for tracing without root, and
 //! `waits.rs` cuts a request's lifetime into the waits those events bound.
 
@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod probes;
 pub mod process;
 pub mod recent_peak;
+pub mod resident;
 pub mod runtime;
 pub(crate) mod shards;
 #[cfg(feature = "probes")]

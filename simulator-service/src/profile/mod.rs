@@ -26,6 +26,7 @@
 //! kernel's profile and not here; this one is user CPU.
 
 pub mod folded;
+pub mod heap;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;

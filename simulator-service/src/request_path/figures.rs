@@ -26,6 +26,10 @@ pub struct Figures {
     pub cache_held: u64,
     /// Persists journalled since start (`journal`).
     pub journal_entries: u64,
+    /// Replies remembered for retries now, and the bytes their copies hold
+    /// (`answer_retries_once`); retries answered from them since start.
+    pub remembered: (u64, u64),
+    pub retries_answered: u64,
 }
 
 impl DataProcessor {
@@ -45,6 +49,8 @@ impl DataProcessor {
             index_entries: s.index.entries(),
             cache_held: s.cache.len() as u64,
             journal_entries: s.backend.journal.entries(),
+            remembered: s.answered_once.held(),
+            retries_answered: s.answered_once.answered(),
         }
     }
 }

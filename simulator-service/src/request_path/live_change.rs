@@ -30,6 +30,9 @@ impl DataProcessor {
         normalise::calibration::note_width(next.record_padding_cpu);
         s.index.follow(&next);
         s.cache.follow(&next);
+        if !next.answer_retries_once {
+            s.answered_once.forget_all();
+        }
         if let Some(work) = new_work {
             *s.work.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(work);
         }

@@ -44,6 +44,7 @@
 //! holds, and the persists still running are reported as abandoned.
 
 pub mod admission;
+mod answered_once;
 pub mod cache;
 mod client;
 pub mod delay;
@@ -75,6 +76,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::observe::{nanos, Events};
 use admission::Admission;
+use answered_once::{AnsweredOnce, Seen};
 use persistence::{Backend, Job, Persistence};
 use store::Store;
 use work::Work;
@@ -100,6 +102,12 @@ pub enum RequestError {
     FillLimit,
     #[error("waited {0:?} for a permit, the most permit_wait_limit allows: try again")]
     WaitedTooLong(Duration),
+    /// A retry's key (`isim-request-key`) named another element than the one
+    /// stored under it (`answer_retries_once`).
+    #[error(
+        "isim-request-key {0} was used for another element: a retry must send the same element"
+    )]
+    KeyReused(u64),
     /// Nobody reads this one: its client had gone (`on_disconnect = cancel`).
     #[error("the client went away and the request was cancelled (on_disconnect = cancel)")]
     Cancelled,
@@ -148,6 +156,8 @@ struct Inner {
     index: index::Index,
     /// The look-aside cache in front of the store's reads (`cache_entries`).
     cache: Arc<cache::Cache>,
+    /// The replies remembered for the clients' retries (`answer_retries_once`).
+    answered_once: AnsweredOnce,
     settings: RwLock<Arc<Settings>>,
     next_id: AtomicU64,
     requests: TaskTracker,
@@ -222,6 +232,7 @@ impl DataProcessor {
                 events,
                 index,
                 cache: Arc::new(cache::Cache::new(settings)),
+                answered_once: AnsweredOnce::default(),
                 settings: RwLock::new(Arc::new(settings.clone())),
                 next_id: AtomicU64::new(first_id),
                 requests: TaskTracker::new(),
@@ -267,7 +278,10 @@ impl DataProcessor {
         let left = client.clone();
         run_to_end::RunToEnd::new(
             &self.inner.requests,
-            async move { this.finish(id, started, operation, client).await },
+            async move {
+                this.finish(id, started, operation, client_key, client)
+                    .await
+            },
             move || {
                 left.leave();
                 gone.inner.events.request_abandoned(id, started.elapsed());
@@ -283,6 +297,7 @@ impl DataProcessor {
             id,
             started,
             Operation::Store(element),
+            0,
             ClientWatch::default(),
         )
         .await
@@ -303,6 +318,7 @@ impl DataProcessor {
         id: u64,
         started: Instant,
         operation: Operation,
+        client_key: u64,
         client: ClientWatch,
     ) -> Result<Reply, RequestError> {
         let s = &*self.inner;
@@ -319,12 +335,25 @@ impl DataProcessor {
                 &child
             }
         };
-        let mut outcome = match operation {
-            Operation::Store(element) => {
+        // A retry answered from memory, or the element kept to remember it by.
+        let (seen, kept) = match &operation {
+            Operation::Store(element) if settings.answer_retries_once && client_key != 0 => {
+                let remember_for = settings.remember_replies_for;
+                match s.answered_once.look_up(client_key, element, remember_for) {
+                    Seen::New => (Seen::New, Some(element.clone())),
+                    seen => (seen, None),
+                }
+            }
+            _ => (Seen::New, None),
+        };
+        let mut outcome = match (seen, operation) {
+            (Seen::Before(_), _) => Ok(()),
+            (Seen::OtherElement, _) => Err(RequestError::KeyReused(client_key)),
+            (Seen::New, Operation::Store(element)) => {
                 self.process(id, element, settings, client.clone(), stop, &mut progress)
                     .await
             }
-            Operation::Read(key) => self.read(id, key, &settings, &client, stop).await,
+            (Seen::New, Operation::Read(key)) => self.read(id, key, &settings, &client, stop).await,
         };
         // A wait ended by the client leaving, not by shutdown.
         if outcome == Err(RequestError::ShuttingDown)
@@ -346,11 +375,20 @@ impl DataProcessor {
         if outcome == Err(RequestError::ShuttingDown) {
             s.requests_cut_short.fetch_add(1, Ordering::Relaxed);
         }
-        outcome.map(|()| Reply {
-            id,
-            blocked: progress.blocked,
-            permit_wait_ns: nanos(progress.waited),
-            digest: progress.digest,
+        outcome.map(|()| match seen {
+            Seen::Before(reply) => reply,
+            _ => {
+                let reply = Reply {
+                    id,
+                    blocked: progress.blocked,
+                    permit_wait_ns: nanos(progress.waited),
+                    digest: progress.digest,
+                };
+                if let Some(element) = kept {
+                    s.answered_once.remember(client_key, &element, reply);
+                }
+                reply
+            }
         })
     }
 

@@ -39,6 +39,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/admin/incident", put(begin_incident))
         .route("/admin/check", put(report_check))
         .route("/admin/profile", get(profile))
+        .route("/admin/profile/heap", get(heap_profile))
         .route("/admin/threads", get(threads))
         .route("/admin/tap", get(tap_stream))
         .route("/admin/tap/{id}", delete(tap_end))
@@ -252,6 +253,37 @@ async fn profile(
         )
     };
     Ok(folded_answer(&folded, svg, title, "samples"))
+}
+
+/// `GET /admin/profile/heap?format=svg|folded`: the live heap now by
+/// allocation site (`profile::heap`), in bytes, as a flame graph or as folded
+/// stacks; 501 with the reason where the build has no heap profiler.
+async fn heap_profile(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let svg = match query.as_deref().unwrap_or("") {
+        "" | "format=svg" => true,
+        "format=folded" => false,
+        other => {
+            return Err(ApiError::BadRequest(format!(
+                "a heap profile takes format=svg or format=folded, not {other:?}"
+            )))
+        }
+    };
+    state.live.mark("profile", "heap profile".to_owned());
+    let folded = crate::profile::heap::live()
+        .await
+        .map_err(ApiError::NotImplemented)?;
+    let title = || {
+        format!(
+            "system-simulator, scenario {}: the live heap, {:.1} MiB by allocation site (jemalloc's samples, one every {} KiB allocated)",
+            state.scenario_name(),
+            folded.total() as f64 / (1024.0 * 1024.0),
+            crate::platform::heap::SAMPLE_EVERY_BYTES / 1024,
+        )
+    };
+    Ok(folded_answer(&folded, svg, title, "bytes"))
 }
 
 /// Folded stacks as a flame graph (`svg`, titled by `title`, counting in

@@ -67,7 +67,10 @@ async fn create_request(
         Some(key) => state.processor.submit_read(key, client_key).await,
         None => state.processor.submit(element, client_key).await,
     }
-    .map_err(|e: RequestError| ApiError::Unavailable(e.to_string()))?;
+    .map_err(|e: RequestError| match e {
+        RequestError::KeyReused(_) => ApiError::Unprocessable(e.to_string()),
+        e => ApiError::Unavailable(e.to_string()),
+    })?;
     Ok(Json(reply))
 }
 

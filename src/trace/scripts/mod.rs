@@ -24,6 +24,7 @@ mod in_flight;
 mod incident;
 mod listener;
 mod locks;
+mod memory;
 mod queue;
 mod readings;
 mod retry;
@@ -60,6 +61,7 @@ const SCRIPTS: &[Entry] = &[
     ("locks", |o| Box::new(locks::Locks::new(o))),
     ("waits", |o| Box::new(waits::Waits::new(o))),
     ("errors", |o| Box::new(errors::Errors::new(o))),
+    ("memory", |o| Box::new(memory::Memory::new(o))),
 ];
 
 /// Every script's name, in the order `trace` lists them.

@@ -81,6 +81,11 @@ pub(super) async fn judge(
             unwritten_watch::DESCRIPTORS_FROM_S,
         ),
         journalled_share: journalled_share(ran.journalled_before, &after),
+        resident_growth_mib_per_s: unwritten_watch::slope_from(
+            &ran.unwritten.resident,
+            simulator_service::scenario::RESIDENT_FROM_S,
+        ) / (1024.0 * 1024.0),
+        retries_answered_once: ran.retried.share(),
         incident_end_s: ran.incident_end_s,
         open_loop: matches!(load.pacing, simulator_api::load::Pacing::Open { .. }),
     };
@@ -164,6 +169,10 @@ struct Window<'a> {
     descriptor_growth_per_s: f64,
     /// Persists journalled per persist started over the window.
     journalled_share: f64,
+    /// How fast the server's resident memory grew at the window's end, MiB a second.
+    resident_growth_mib_per_s: f64,
+    /// The share of the check's own retries answered with their first reply.
+    retries_answered_once: f64,
     /// When the incident the check began ended, in the run's seconds.
     incident_end_s: Option<f64>,
     /// Whether the load is an open loop (only one has a rate to recover to).
@@ -218,6 +227,8 @@ impl Window<'_> {
             Metric::LateHitRatio => self.late_hit_ratio,
             Metric::DescriptorGrowthPerS => self.descriptor_growth_per_s,
             Metric::JournalledShare => self.journalled_share,
+            Metric::ResidentGrowthMibPerS => self.resident_growth_mib_per_s,
+            Metric::RetriesAnsweredOnce => self.retries_answered_once,
             Metric::CanaryP99Ms => runtime.late_p99_us as f64 / 1e3,
             Metric::BusyShare => runtime.busy_share,
             // Without a cgroup to read, NaN fails every bound.

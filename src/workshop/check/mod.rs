@@ -68,7 +68,7 @@ pub const RECOVERED_SHARE: f64 = 0.95;
 /// The window a check of `scenario` runs: `asked`, at least [`MIN_WINDOW`], and
 /// with an incident at least until [`simulator_service::scenario::AFTER_INCIDENT`] after its end.
 pub fn window_for(scenario: &Scenario, asked: Duration) -> Duration {
-    asked.max(MIN_WINDOW).max(scenario.incident_window())
+    asked.max(MIN_WINDOW).max(scenario.shortest_window())
 }
 
 /// Why a step of the check stopped before a verdict on the window: it would

@@ -11,7 +11,7 @@ use simulator_clients::{LoadPlan, Report};
 use tokio_util::sync::CancellationToken;
 
 use super::super::unwritten_watch::{self, Watched};
-use super::super::{neighbour_share, progress};
+use super::super::{neighbour_share, progress, retried_once};
 use super::{Stop, CHECK_SEED};
 use simulator_service::scenario::{Metric, Scenario};
 
@@ -34,6 +34,8 @@ pub(super) struct WindowRun {
     pub(super) neighbour_before: Option<neighbour_share::Reading>,
     /// Persists journalled and started as the window began.
     pub(super) journalled_before: (u64, u64),
+    /// The check's own retries and what they got.
+    pub(super) retried: retried_once::Retried,
 }
 
 /// The check's load for `window`, with the scenario's incident begun on time
@@ -67,9 +69,19 @@ pub(super) async fn run_window(
                 | Metric::UnwrittenGrowthPerS
                 | Metric::LateHitRatio
                 | Metric::DescriptorGrowthPerS
+                | Metric::ResidentGrowthMibPerS
         )
     });
     let watch = reads_pile.then(|| unwritten_watch::Watch::start(target));
+    let retries = scenario
+        .check
+        .iter()
+        .any(|c| c.metric == Metric::RetriesAnsweredOnce)
+        .then(|| {
+            let stop = CancellationToken::new();
+            let task = tokio::spawn(retried_once::run(target.to_owned(), stop.clone()));
+            (stop, task)
+        });
     let outputs = simulator_clients::Outputs {
         seconds: trigger.is_some(),
         lines: Some(lines),
@@ -79,6 +91,13 @@ pub(super) async fn run_window(
     let unwritten = match watch {
         Some(watch) => watch.finish().await,
         None => Watched::default(),
+    };
+    let retried = match retries {
+        Some((stop, task)) => {
+            stop.cancel();
+            task.await?
+        }
+        None => retried_once::Retried::default(),
     };
     reporter.finish().await;
     let report = report?;
@@ -100,6 +119,7 @@ pub(super) async fn run_window(
         neighbour_alone_per_s,
         neighbour_before,
         journalled_before,
+        retried,
     })
 }
 

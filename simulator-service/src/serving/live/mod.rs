@@ -202,6 +202,7 @@ mod tests {
                 listener: None,
                 delayed_acks: None,
                 descriptors: None,
+                memory: None,
                 runqueue_wait_ms: None,
                 longest_ms: None,
                 compaction_hold_ms: None,

@@ -45,6 +45,7 @@ pub async fn run(state: AppState, stop: CancellationToken) {
         state
             .connections
             .keep_backlog(state.processor.settings().listen_backlog);
+        crate::observe::resident::note(state.live.elapsed_s());
         let next = Sample::take(&state, &slowest);
         let t = state.live.elapsed_s().round() as u64;
         let second = next.second_since(&last, t);
@@ -223,6 +224,7 @@ pub fn second_between(
         listener: listener_second(s, earlier),
         delayed_acks: delayed_acks_second(s, earlier),
         descriptors: s.descriptors,
+        memory: s.memory,
         runqueue_wait_ms: runqueue_wait_second(s, earlier),
         longest_ms: ended.longest.map(|d| d.as_secs_f64() * 1e3),
         compaction_hold_ms: ended.hold.map(|d| d.as_secs_f64() * 1e3),
