@@ -73,6 +73,8 @@ pub async fn serve_with(
     // load, unless the world names the container's.
     let descriptors =
         simulator_service::platform::descriptors::set_limit(config.descriptor_limit as u64);
+    // Before anything is allocated for serving: all of it counts against the limit.
+    let memory = simulator_service::platform::memory_limit::set_limit(config.memory_limit);
     // Before the server enters a limit of its own: the neighbour is someone else's.
     let neighbour = start_neighbour(&config)?;
     // Before the work is calibrated or served, so all of it counts against the limit.
@@ -117,6 +119,9 @@ pub async fn serve_with(
         simulator_service::request_path::work::figures(&config),
     );
     println!("  {}", machine::banner(&config, &machine));
+    if let Some(memory) = memory {
+        println!("  {memory}");
+    }
     if let Some(descriptors) = descriptors {
         println!("  {descriptors}");
     }

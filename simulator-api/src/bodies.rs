@@ -116,11 +116,15 @@ pub struct DescriptorCounts {
 
 /// The server's resident memory (RSS): what its pages take of the machine's
 /// memory now, and how fast that grew over the last 10 s (the least-squares
-/// slope of one reading a second; null until three readings).
+/// slope of one reading a second; null until three readings); and its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MemoryCounts {
     pub resident_bytes: u64,
     pub resident_growth_bytes_per_s: Option<f64>,
+    /// The limit on its data memory now (Linux's `RLIMIT_DATA`: the world's
+    /// `memory_limit`, or raised from outside); null without one.
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
 }
 
 /// `GET /stats`.

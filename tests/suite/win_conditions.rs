@@ -402,13 +402,15 @@ async fn heap_profile(client: &HttpClient, base: &str) -> simulator_service::pro
 const REMEMBERS: &str = "AnsweredOnce::remember";
 
 /// Exercise 15: forgetting everything fails by the retries alone, and a world
-/// moved is refused. Then a server run as an unprivileged user (nobody, when
-/// the test is root): after its check fails, its heap profile, which needs no
-/// root, names the frame that holds at least half of the live bytes; after the
-/// fix, applied live, the check passes (the growth stopped) and that frame
-/// holds a few seconds of elements, less than before.
+/// moved, live or at start, is refused. Then a server run as an unprivileged
+/// user (nobody, when the test is root): after its check fails, its heap
+/// profile, which needs no root, names the frame that holds at least half of
+/// the live bytes; its limit lifted from outside (`prlimit`), the check fails
+/// by the growth alone; after the fix, applied live, the check passes (the
+/// growth stopped) and that frame holds a few seconds of elements, less than
+/// before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "tier C: four checks of real load"]
+#[ignore = "tier C: five checks of real load"]
 async fn forgetting_everything_fails_and_the_heap_profile_names_what_holds_the_memory() {
     let scenario = Scenario::load("remembered-replies").unwrap();
     fails_by_one_condition(
@@ -425,8 +427,17 @@ async fn forgetting_everything_fails_and_the_heap_profile_names_what_holds_the_m
         )],
     )
     .await;
+    moved_at_start_is_not_judged(
+        "remembered-replies",
+        &["--memory-limit", "1GiB"],
+        "memory_limit moved from `256MiB` to `1GiB`",
+    )
+    .await;
     if !cfg!(target_os = "linux") {
         return skip_or_fail("the heap profile is jemalloc's, built on Linux only");
+    }
+    if !have("prlimit") {
+        return skip_or_fail("prlimit (util-linux) raises the server's limit from outside");
     }
     let client = client();
     let server =
@@ -445,6 +456,30 @@ async fn forgetting_everything_fails_and_the_heap_profile_names_what_holds_the_m
         heap.total(),
         heap.text()
     );
+    // A bigger limit, from outside, as the ticket's team doubled theirs: the
+    // growth alone fails, and the check says the limit is not the world's.
+    let pid = stats(&client, &server.url).await["pid"].as_u64().unwrap();
+    // As the server's own user, as an attendee raises their own process's:
+    // another user's needs CAP_SYS_RESOURCE, which a container's root may lack.
+    let raised = unprivileged("prlimit")
+        .args(["--pid", &pid.to_string(), "--data=unlimited"])
+        .status()
+        .unwrap();
+    assert!(raised.success());
+    let bigger = check::check(&scenario, &audience, window, &[])
+        .await
+        .unwrap();
+    for m in bigger.measured() {
+        assert_eq!(
+            m.holds,
+            m.condition.metric != Metric::ResidentGrowthMibPerS,
+            "no limit, {:?}:\n{}",
+            m.condition.metric,
+            bigger.render()
+        );
+    }
+    let said = "the server's memory limit: none, not the world's 256 MiB";
+    assert!(bigger.render().contains(said), "{}", bigger.render());
     let fix = r#"{"remember_replies_for": "5s"}"#;
     let applied = put_json(&client, &format!("{}/admin/config", server.url), fix).await;
     assert_eq!(applied.status, 200, "{}", applied.body);

@@ -102,6 +102,12 @@ macro_rules! with_settings {
             /// raises its soft limit to the hard one, up to 1,048,576).
             descriptor_limit: usize = 0;
                 $crate::value::Bounds::Count { min: 0, max: 1 << 20 }; restart; world; "machine";
+            /// The container's memory limit, e.g. `256MiB`. The server caps its own data memory at
+            /// start (Linux's `RLIMIT_DATA`, what `prlimit --data` sets; its heap and every other
+            /// private mapping count). An allocation past it fails and the process aborts, as a
+            /// container's OOM kill ends it. macOS does not enforce it (0 = no limit).
+            memory_limit: u64 = 0;
+                $crate::value::Bounds::Count { min: 0, max: 1 << 40 }; restart; world; "machine";
             /// Simulated network delay, applied on the way in and again on the way out, inside the
             /// request lifetime.
             network_delay: $crate::delay::Delay = $crate::settings::default_network_delay();

@@ -88,10 +88,15 @@ pub fn trace_commands(pid: u32, scripts: &[String]) -> Vec<String> {
         format!("scripts/trace {first} {pid}             (no root: the same report from the server's probe tap; `system-simulator doctor` says which way you trace)"),
     ];
     if crate::platform::os::THIS == crate::platform::os::Os::Linux {
-        // SECONDS, then the pid the kernel-side scripts filter on (as scripts/trace passes them).
-        commands.push(format!(
-            "sudo bpftrace -p {pid} scripts/{first}.bt 60 {pid}"
-        ));
+        // SECONDS, then the pid the kernel-side scripts filter on (as
+        // scripts/trace passes them); memory.bt's uprobes also name the
+        // server's binary, and it keeps a key for every big block held.
+        commands.push(match first {
+            "memory" => format!(
+                "sudo BPFTRACE_MAP_KEYS_MAX=1000000 bpftrace -p {pid} scripts/memory.bt 60 {pid} /proc/{pid}/exe"
+            ),
+            _ => format!("sudo bpftrace -p {pid} scripts/{first}.bt 60 {pid}"),
+        });
     } else {
         commands.push(format!("sudo dtrace -p {pid} -s scripts/{first}.d"));
     }

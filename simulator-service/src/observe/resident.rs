@@ -45,6 +45,7 @@ pub fn now() -> Option<MemoryCounts> {
     Some(MemoryCounts {
         resident_bytes: bytes,
         resident_growth_bytes_per_s: Some(slope(&points)).filter(|s| s.is_finite()),
+        limit_bytes: crate::platform::memory_limit::now(),
     })
 }
 

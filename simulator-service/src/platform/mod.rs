@@ -13,7 +13,8 @@
 //! files only their owner reads (`files.rs`); listings that a closed pipe ends
 //! (`stdout.rs`); the descriptor limit, raised at start, and the count open
 //! (`descriptors.rs`); a few descriptors kept in reserve for the operator's
-//! listener (`descriptor_reserve.rs`); the heap by allocation site, where
+//! listener (`descriptor_reserve.rs`); the world's memory limit, set at start
+//! (`memory_limit.rs`); the heap by allocation site, where
 //! jemalloc's profiler is built in (`heap.rs`, Linux).
 //! Where an OS lacks a figure the
 //! answer is `None`, which `/stats` shows as null, and `/stats.machine.os_lacks`
@@ -26,6 +27,7 @@ pub mod descriptors;
 pub mod files;
 pub mod heap;
 pub mod listener;
+pub mod memory_limit;
 pub mod netstat;
 pub mod os;
 pub mod process;

@@ -109,6 +109,7 @@ mod tests {
         Some(MemoryCounts {
             resident_bytes,
             resident_growth_bytes_per_s: None,
+            limit_bytes: None,
         })
     }
 

@@ -92,6 +92,7 @@ pub(super) async fn judge(
     let measured = scenario.check.iter().map(|c| window.measured(c)).collect();
     let notes = descriptor_limit_note(scenario, &after)
         .into_iter()
+        .chain(memory_limit_note(scenario, &after))
         .collect();
     Ok((measured, notes))
 }
@@ -106,6 +107,25 @@ fn descriptor_limit_note(scenario: &Scenario, after: &simulator_api::Stats) -> O
         true => format!("the server's descriptor limit: {limit}, the world's"),
         false => format!(
             "the server's descriptor limit: {limit}, not the world's {world}: a higher limit moves the cliff, and the growth is what is judged"
+        ),
+    })
+}
+
+/// In a world that sets the memory limit, the limit the server has now, as the
+/// check read it: raised from outside (`prlimit --data`) it only moves the
+/// kill, and the growth, not the limit, is what the check judges.
+fn memory_limit_note(scenario: &Scenario, after: &simulator_api::Stats) -> Option<String> {
+    let world = scenario.settings().memory_limit;
+    let mib = |bytes: u64| format!("{} MiB", bytes >> 20);
+    let limit = after.memory?.limit_bytes;
+    (world > 0).then(|| match limit {
+        Some(limit) if limit == world => {
+            format!("the server's memory limit: {}, the world's", mib(limit))
+        }
+        limit => format!(
+            "the server's memory limit: {}, not the world's {}: a higher limit moves the kill, and the growth is what is judged",
+            limit.map_or("none".to_owned(), mib),
+            mib(world)
         ),
     })
 }
