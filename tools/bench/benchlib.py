@@ -141,14 +141,15 @@ def raise_fd_limit(want=None):
     return hard
 
 
-def start(command):
-    """Starts a server that prints its http:// address on its first line."""
+def start(command, env=None):
+    """Starts a server that prints its http:// address on its first line, with
+    `env` added to its environment."""
     for built in (SERVER, CLIENTS, BARE_AXUM):
         if built in command and not os.path.exists(built):
             sys.exit(f"{built} is missing: run without --no-build, or build it first "
                      "(cargo build --release --workspace --bins --examples)")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env={**os.environ, "RUST_LOG": "warn"},
+                               text=True, env={**os.environ, "RUST_LOG": "warn", **(env or {})},
                                preexec_fn=raise_fd_limit)
     first = process.stdout.readline()
     url = re.search(r"http://127\.0\.0\.1:\d+", first)

@@ -21,7 +21,6 @@ max) and each one's ratio to the system allocator's build.
 """
 
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -34,18 +33,11 @@ NOJEMALLOC = os.path.join(NOJEMALLOC_DIR, "release", "system-simulator")
 def measure(command, env, args, per_request):
     """One run: the server started with `env` added, wrk against it."""
     def run():
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                   text=True, env={**os.environ, "RUST_LOG": "warn", **env},
-                                   preexec_fn=benchlib.raise_fd_limit)
-        first = process.stdout.readline()
-        url = "http://" + first.split("http://", 1)[1].split()[0] if "http://" in first else None
-        if not url:
-            process.kill()
-            sys.exit(f"{command[0]} did not print its address: {first!r}")
+        server, url = benchlib.start(command, env)
         try:
-            return benchlib.wrk_with_cpu(process.pid, url, args, per_request)
+            return benchlib.wrk_with_cpu(server.pid, url, args, per_request)
         finally:
-            benchlib.stop(process)
+            benchlib.stop(server)
     return run
 
 
