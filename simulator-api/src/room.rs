@@ -87,6 +87,12 @@ pub struct Board {
     pub seats: Vec<SeatRow>,
     /// One per exercise anyone has checked, in the workshop's order.
     pub per_exercise: Vec<ExerciseSummary>,
+    /// Seats whose last readiness report said ready / not ready (of
+    /// `seat_count`; the rest have sent none).
+    #[serde(default)]
+    pub ready: usize,
+    #[serde(default)]
+    pub not_ready: usize,
     /// Newest first: the last [`TIMELINE_SHOWN`] this viewer may see.
     pub timeline: Vec<TimelineEntry>,
 }
@@ -105,6 +111,10 @@ pub struct SeatRow {
     /// One per exercise the seat has checked, in the workshop's order; an
     /// exercise missing here is not started.
     pub cells: Vec<Cell>,
+    /// The laptop's last readiness report (`doctor` with the room's line);
+    /// none before it sends one.
+    #[serde(default)]
+    pub ready: Option<SeatReadiness>,
 }
 
 /// On `exercise` since `since_ms` without solving it, past the room's limit.
@@ -185,6 +195,9 @@ pub enum Happening {
     Refused,
     /// The facilitator freed the seat: its next join gets a new token.
     Freed,
+    /// A readiness report: `ready`, or the first problem.
+    Ready,
+    NotReady,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -218,4 +231,112 @@ mod tests {
             assert!(seat_name_error(bad).is_some(), "{bad:?}");
         }
     }
+}
+
+/// `POST /room/ready`: what a laptop can do, as the attendee who will use it,
+/// from `system-simulator doctor` with the room's line (`ISIM_ROOM`,
+/// `ISIM_SEAT`). Sent before exercise 1; the board's readiness column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadyReport {
+    pub seat: String,
+    pub readiness: Readiness,
+}
+
+/// One laptop's readiness. Every string is at most [`READY_TEXT_MAX`] bytes and
+/// every list at most [`READY_LIST_MAX`] long: the room refuses more.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Readiness {
+    /// Nothing in `problems`: the server started and a short count agreed.
+    pub ready: bool,
+    /// `system-simulator 0.1.0`.
+    pub version: String,
+    /// `linux`, `macos`, as Rust names them.
+    pub os: String,
+    pub arch: String,
+    /// `uname -r`.
+    pub kernel: String,
+    /// 1 or 2 on Linux; none where there is no cgroup file system.
+    pub cgroup: Option<u8>,
+    /// The CPUs this process may use.
+    pub cores: u32,
+    /// The hard descriptor limit (the clients and the server raise to it).
+    pub file_limit: Option<u64>,
+    pub root: bool,
+    /// The ways to trace that work here, as this user: `bpftrace`, `DTrace`,
+    /// `perf`, `tap`.
+    pub tracers: Vec<String>,
+    /// How each exercise's scripts will run here.
+    pub exercises: Vec<ExerciseWay>,
+    /// The short count: `trace count` over a 2-second load of a server of its
+    /// own, against the server's `/stats`.
+    pub count: Option<ShortCount>,
+    /// Why it is not ready, each the attendee's next step; empty when ready.
+    pub problems: Vec<String>,
+}
+
+/// How one exercise's scripts run on a laptop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExerciseWay {
+    pub exercise: String,
+    /// `bpftrace`, `DTrace`, `tap` (the twins, no root), or `none`.
+    pub way: String,
+    /// Why this machine cannot show the exercise as its page tells it.
+    pub cannot_show: Option<String>,
+}
+
+/// A short count's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShortCount {
+    /// count's `requests started` and `requests done`.
+    pub started: u64,
+    pub done: u64,
+    /// The server's own `/stats` count of requests started.
+    pub server_started: u64,
+    /// All three equal and above zero.
+    pub agreed: bool,
+}
+
+/// The longest string a readiness report may carry.
+pub const READY_TEXT_MAX: usize = 300;
+/// The longest list a readiness report may carry.
+pub const READY_LIST_MAX: usize = 32;
+
+impl Readiness {
+    /// Why the room refuses this report, if it does.
+    pub fn bounds_error(&self) -> Option<String> {
+        let texts = [&self.version, &self.os, &self.arch, &self.kernel]
+            .into_iter()
+            .chain(&self.tracers)
+            .chain(&self.problems)
+            .chain(self.exercises.iter().flat_map(|e| {
+                [&e.exercise, &e.way]
+                    .into_iter()
+                    .chain(e.cannot_show.as_ref())
+            }));
+        let lists = [
+            self.tracers.len(),
+            self.exercises.len(),
+            self.problems.len(),
+        ];
+        if lists.iter().any(|&n| n > READY_LIST_MAX) {
+            return Some(format!(
+                "a readiness report's lists hold at most {READY_LIST_MAX} entries"
+            ));
+        }
+        for text in texts {
+            if text.len() > READY_TEXT_MAX {
+                return Some(format!(
+                    "a readiness report's strings are at most {READY_TEXT_MAX} bytes"
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// A seat's readiness on the board: the last report and when it came.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatReadiness {
+    pub at_ms: u64,
+    pub readiness: Readiness,
 }

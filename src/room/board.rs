@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::{Deserialize, Serialize};
 use simulator_api::live::CheckProgress;
 use simulator_api::room::{
-    seat_name_error, CellState, FailedCondition, Happening, SeatReport, TimelineEntry,
+    seat_name_error, CellState, FailedCondition, Happening, ReadyReport, SeatReadiness, SeatReport,
+    TimelineEntry,
 };
 
 /// The most seats a room takes: a room of hundreds is several rooms.
@@ -61,6 +62,10 @@ pub(super) struct Seat {
     pub(super) last_report_ms: Option<u64>,
     pub(super) current: Option<String>,
     pub(super) cells: BTreeMap<String, CellRecord>,
+    /// The laptop's last readiness report (a state file from before
+    /// readiness has none).
+    #[serde(default)]
+    pub(super) ready: Option<SeatReadiness>,
 }
 
 /// A seat's exercise, with what the board's summaries are made of.
@@ -127,6 +132,7 @@ impl Room {
             last_report_ms: None,
             current: None,
             cells: BTreeMap::new(),
+            ready: None,
         });
         entry.token = Some(token.clone());
         self.happened(now_ms, seat, None, Happening::Joined, String::new());
@@ -151,18 +157,7 @@ impl Room {
         now_ms: u64,
     ) -> Result<(), Refusal> {
         let name = report.seat.clone();
-        let Some(seat) = self.seats.get(&name) else {
-            return Err(Refusal::NoSuchSeat(name));
-        };
-        if !seat.token.as_deref().is_some_and(|t| same(t, token)) {
-            return Err(match self.seat_of(token) {
-                Some(other) => Refusal::OtherSeat {
-                    seat: name,
-                    token_of: other.to_owned(),
-                },
-                None => Refusal::BadToken(name),
-            });
-        }
+        self.owned_by(&name, token)?;
         let exercise = report.progress.scenario.clone();
         if !exercises.contains(&exercise) {
             return Err(Refusal::UnknownExercise(exercise));
@@ -175,6 +170,45 @@ impl Room {
             self.happened(now_ms, &name, Some(&exercise), what, detail);
         }
         Ok(())
+    }
+
+    /// `POST /room/ready`: the laptop's readiness taken, or why not. A later
+    /// report replaces an earlier one (the attendee fixed what was wrong).
+    pub fn ready(&mut self, token: &str, report: ReadyReport, now_ms: u64) -> Result<(), Refusal> {
+        let name = report.seat.clone();
+        self.owned_by(&name, token)?;
+        if let Some(why) = report.readiness.bounds_error() {
+            return Err(Refusal::BadReport(why));
+        }
+        let (what, detail) = match report.readiness.problems.first() {
+            None if report.readiness.ready => (Happening::Ready, String::new()),
+            None => (Happening::NotReady, "not ready, no reason given".to_owned()),
+            Some(first) => (Happening::NotReady, first.clone()),
+        };
+        let seat = self.seats.get_mut(&name).expect("owned_by found it");
+        seat.ready = Some(SeatReadiness {
+            at_ms: now_ms,
+            readiness: report.readiness,
+        });
+        self.happened(now_ms, &name, None, what, detail);
+        Ok(())
+    }
+
+    /// Whether `token` is seat `name`'s own, or why not.
+    fn owned_by(&self, name: &str, token: &str) -> Result<(), Refusal> {
+        let Some(seat) = self.seats.get(name) else {
+            return Err(Refusal::NoSuchSeat(name.to_owned()));
+        };
+        if seat.token.as_deref().is_some_and(|t| same(t, token)) {
+            return Ok(());
+        }
+        Err(match self.seat_of(token) {
+            Some(other) => Refusal::OtherSeat {
+                seat: name.to_owned(),
+                token_of: other.to_owned(),
+            },
+            None => Refusal::BadToken(name.to_owned()),
+        })
     }
 
     /// The facilitator frees a seat: its token no longer reports, and its next

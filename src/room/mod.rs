@@ -6,9 +6,11 @@
 //!
 //! - `board.rs`: the rules (join, report, free) and `view.rs` the board each
 //!   viewer may see; no clock, no I/O, tested with the times written out.
-//! - `server.rs`: the routes; `page.rs` the page; `state_file.rs` the file.
+//! - `server.rs`: the routes; `page.rs` the page; `state_file.rs` the file;
+//!   `kit.rs` the kit laptops install from (`--kit DIR`).
 
 pub mod board;
+pub mod kit;
 pub mod page;
 pub mod seat;
 pub mod server;
@@ -47,6 +49,10 @@ pub struct RoomArgs {
     /// A seat on one exercise this long without solving it is marked stuck.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub stuck_after: Duration,
+    /// Serve the kit in DIR (the folder tools/kit makes) at /kit: the line
+    /// the room prints installs it on a laptop from the room alone.
+    #[arg(long, value_name = "DIR")]
+    pub kit: Option<PathBuf>,
 }
 
 pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
@@ -68,10 +74,17 @@ pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
         .with_context(|| format!("listening on {}", args.listen))?;
     let bound = listener.local_addr()?;
     let url = args.url.clone().unwrap_or_else(|| default_url(bound));
+    let kit = match &args.kit {
+        Some(dir) => Some(kit::Kit::open(dir, &url)?),
+        None => None,
+    };
     print_banner(&args, &room, bound, &url, restarted);
+    if let Some(kit) = &kit {
+        print_kit(kit, &url);
+    }
     let shared = Shared::new(room, args.stuck_after, args.state.clone());
     let keeper = tokio::spawn(keep(shared.clone()));
-    let app = server::routes(shared.clone());
+    let app = server::routes(shared.clone()).merge(kit::routes(kit));
     let closed = shared.closed.clone();
     let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
         simulator_service::serving::shutdown::signal().await;
@@ -192,6 +205,18 @@ fn print_banner(args: &RoomArgs, room: &Room, bound: SocketAddr, url: &str, rest
         room.password
     );
     println!("and every `workshop check` they run reports to the room.");
+}
+
+fn print_kit(kit: &kit::Kit, url: &str) {
+    let archives: Vec<&str> = kit
+        .files
+        .iter()
+        .filter_map(|f| f.name.strip_suffix(".tar.gz"))
+        .collect();
+    println!("laptops install the kit ({}) with:", archives.join(", "));
+    println!("  curl -fsS {url}/kit/install.sh | sh");
+    println!("  (without curl: wget -qO- {url}/kit/install.sh | sh)");
+    println!("then `system-simulator doctor`, after the line above, shows each laptop's readiness on the board.");
 }
 
 #[cfg(test)]

@@ -141,6 +141,48 @@ async fn deliver(
     delivered
 }
 
+/// `doctor`'s readiness for the board: joins (or finds this seat's token)
+/// and sends it; the seat's row's URL when the room took it.
+pub async fn report_ready(
+    args: &RoomArgs,
+    readiness: &simulator_api::room::Readiness,
+) -> Result<String, String> {
+    let (url, name) = match (args.room.as_deref(), args.seat.as_deref()) {
+        (Some(url), Some(name)) => (url, name),
+        _ => return Err("the room's line gives ISIM_ROOM and ISIM_SEAT".into()),
+    };
+    let mut seat = seat(url, name).await?;
+    let report = simulator_api::room::ReadyReport {
+        seat: name.to_owned(),
+        readiness: readiness.clone(),
+    };
+    let body = Bytes::from(serde_json::to_vec(&report).expect("a readiness serialises"));
+    match post_ready(&seat, body.clone()).await {
+        Err(e) if e.status() == Some(StatusCode::UNAUTHORIZED) => {
+            seat.token = join(&seat.invitation, &seat.name).await?.token;
+            remember(&seat.invitation, &seat.name, &seat.token);
+            post_ready(&seat, body).await.map_err(|e| words(&e))?;
+        }
+        done => done.map_err(|e| words(&e))?,
+    }
+    Ok(format!(
+        "{}/room?seat={}&token={}",
+        seat.invitation.base, seat.name, seat.token
+    ))
+}
+
+async fn post_ready(seat: &Seat, body: Bytes) -> Result<(), EndpointError> {
+    let base = &seat.invitation.base;
+    let call = exchange(base, Method::POST, "/room/ready", body, Some(&seat.token));
+    match tokio::time::timeout(CALL_LIMIT, call).await {
+        Ok(answer) => answer.map(drop),
+        Err(_) => Err(EndpointError::Http(
+            format!("POST {base}/room/ready"),
+            format!("no answer within {} s", CALL_LIMIT.as_secs()),
+        )),
+    }
+}
+
 /// One report; a room that no longer knows the token (restarted without its
 /// state file, or the seat freed) gets a join first, once.
 async fn send_report(seat: &mut Seat, report: &SeatReport) -> Result<(), String> {

@@ -17,7 +17,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use futures::stream::{self, Stream};
-use simulator_api::room::{Board, JoinAnswer, JoinRequest, Reveal, SeatReport, Viewer};
+use simulator_api::room::{
+    Board, JoinAnswer, JoinRequest, ReadyReport, Reveal, SeatReport, Viewer,
+};
 use simulator_api::ErrorBody;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -155,6 +157,7 @@ pub fn routes(shared: Arc<Shared>) -> Router {
         .route("/room.csv", get(csv))
         .route("/room/join", post(join))
         .route("/room/report", post(report))
+        .route("/room/ready", post(ready))
         .route("/room/reveal", put(reveal))
         .route("/room/seats/{seat}", delete(free))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -282,6 +285,20 @@ async fn report(
     shared
         .room()
         .report(token, report, &shared.exercises, now_ms())?;
+    shared.changed();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /room/ready`: a laptop's readiness (`doctor` with the room's line).
+async fn ready(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Json(report): Json<ReadyReport>,
+) -> Result<StatusCode, Refused> {
+    let token = bearer(&headers).ok_or_else(|| {
+        Refused::unauthorized("a readiness report carries its seat's token (Authorization: Bearer)")
+    })?;
+    shared.room().ready(token, report, now_ms())?;
     shared.changed();
     Ok(StatusCode::NO_CONTENT)
 }

@@ -63,8 +63,19 @@ impl Room {
             exercises: exercises.to_vec(),
             seats,
             per_exercise: self.summaries(exercises),
+            ready: self.readiness_count(true),
+            not_ready: self.readiness_count(false),
             timeline,
         }
+    }
+
+    /// Seats whose last readiness report said `ready`: counts, which every
+    /// viewer may see (the projector's "28 of 30 ready").
+    fn readiness_count(&self, ready: bool) -> usize {
+        self.seats
+            .values()
+            .filter(|s| s.ready.as_ref().is_some_and(|r| r.readiness.ready == ready))
+            .count()
     }
 
     fn summaries(&self, exercises: &[String]) -> Vec<ExerciseSummary> {
@@ -185,6 +196,7 @@ fn row(name: &str, seat: &Seat, exercises: &[String], looking: Looking<'_>) -> S
         current: seat.current.clone(),
         stuck,
         cells,
+        ready: seat.ready.clone(),
     }
 }
 

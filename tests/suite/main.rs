@@ -20,6 +20,7 @@ mod doctor;
 mod exercises;
 mod faults;
 mod kernel_facts;
+mod kit;
 mod layout;
 mod live_view;
 mod model;

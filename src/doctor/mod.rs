@@ -8,6 +8,11 @@
 //! /sys, the server's own tap), never a table of platforms; the platform is
 //! named only to print its documented steps (macOS's SIP, WSL2's kernel,
 //! Codespaces), which docs/workshop/README.md has in full.
+//!
+//! With the room's line (or `--count`) it also proves the binary works here
+//! and tells the room's board (`ready.rs`).
+
+mod ready;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -25,6 +30,12 @@ pub struct DoctorArgs {
     /// The server's admin token, when it was started with one.
     #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Prove this laptop ready: a short count on a server of its own (about
+    /// 10 s). On by itself with the room's line, whose board then shows it.
+    #[arg(long)]
+    pub count: bool,
+    #[command(flatten)]
+    pub room: crate::room::seat::RoomArgs,
 }
 
 /// One way to trace, as found here.
@@ -89,19 +100,50 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    let exercise_ways = list_exercises(&mut out, tracer)?;
+    for step in platform_steps() {
+        let _ = writeln!(out, "\n{step}");
+    }
+    if !(args.count || args.room.room.is_some()) {
+        return simulator_service::platform::stdout::print_listing(&out);
+    }
+    simulator_service::platform::stdout::print_listing(&out)?;
+    let tracers = routes
+        .iter()
+        .zip(["bpftrace", "DTrace", "perf", "tap"])
+        .filter(|(route, _)| route.works)
+        .map(|(_, name)| name.to_owned())
+        .collect();
+    ready::prove_and_report(&args.room, tracers, exercise_ways, root).await
+}
+
+/// Each exercise's scripts and what this attendee will run for each, written
+/// to `out`; each exercise's way in one word, for the room.
+fn list_exercises(
+    out: &mut String,
+    tracer: Option<&'static str>,
+) -> anyhow::Result<Vec<simulator_api::room::ExerciseWay>> {
     let _ = writeln!(
         out,
         "\nwhat you will run for each exercise's scripts (the tap prints the script's report, no root needed):"
     );
     let machine = crate::local::machine();
+    let mut exercise_ways = Vec::new();
     for exercise in scenario::bundled()?
         .iter()
         .filter(|s| !s.scripts.is_empty())
     {
         let _ = writeln!(out, "  {}:", exercise.visible_name());
-        if let Some(why) = crate::workshop::fit::cannot_judge(exercise, &machine) {
+        let cannot_show = crate::workshop::fit::cannot_judge(exercise, &machine);
+        if let Some(why) = &cannot_show {
             let _ = writeln!(out, "    cannot be shown on this machine: {why}");
         }
+        let ways: Vec<Way> = exercise.scripts.iter().map(|s| way(s, tracer)).collect();
+        exercise_ways.push(simulator_api::room::ExerciseWay {
+            exercise: exercise.visible_name().to_owned(),
+            way: way_name(&ways).to_owned(),
+            cannot_show: cannot_show.map(|why| why.chars().take(300).collect()),
+        });
         for script in &exercise.scripts {
             let _ = writeln!(
                 out,
@@ -111,10 +153,19 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
             );
         }
     }
-    for step in platform_steps() {
-        let _ = writeln!(out, "\n{step}");
+    Ok(exercise_ways)
+}
+
+/// The way an exercise's scripts run, in one word: the tracer's name, `tap`
+/// for the twins, or `none` when any script has no way here.
+fn way_name(ways: &[Way]) -> &'static str {
+    if ways.contains(&Way::None) {
+        return "none";
     }
-    simulator_service::platform::stdout::print_listing(&out)
+    match ways.first() {
+        Some(Way::Tracer(tool)) => tool,
+        _ => "tap",
+    }
 }
 
 fn way(script: &str, tracer: Option<&'static str>) -> Way {
