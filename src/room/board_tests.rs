@@ -412,3 +412,105 @@ fn the_timeline_keeps_its_newest_entries() {
         "newest first"
     );
 }
+
+fn readiness(ready: bool, problems: &[&str]) -> simulator_api::room::Readiness {
+    simulator_api::room::Readiness {
+        ready,
+        version: "system-simulator 0.1.0".into(),
+        os: "linux".into(),
+        arch: "aarch64".into(),
+        kernel: "6.1.0-57-arm64".into(),
+        cgroup: Some(2),
+        cores: 2,
+        file_limit: Some(1_048_576),
+        root: false,
+        tracers: vec!["tap".into()],
+        exercises: Vec::new(),
+        count: None,
+        problems: problems.iter().map(|p| (*p).to_owned()).collect(),
+    }
+}
+
+fn ready_report(seat: &str, r: simulator_api::room::Readiness) -> simulator_api::room::ReadyReport {
+    simulator_api::room::ReadyReport {
+        seat: seat.into(),
+        readiness: r,
+    }
+}
+
+#[test]
+fn a_laptops_readiness_is_its_own_bounded_and_the_latest_counts() {
+    let mut room = room();
+    joined(&mut room, "ada", 0);
+    joined(&mut room, "bob", 0);
+    let looking = |now_ms| Looking {
+        viewer: Viewer::Projector,
+        seat: None,
+        now_ms,
+        stuck_after_ms: 10 * MIN,
+    };
+    // Another seat's token, no seat, a report past its bounds: refused, nothing kept.
+    assert!(matches!(
+        room.ready("token-of-bob", ready_report("ada", readiness(true, &[])), 1),
+        Err(Refusal::OtherSeat { .. })
+    ));
+    assert!(matches!(
+        room.ready("token-of-ada", ready_report("eve", readiness(true, &[])), 1),
+        Err(Refusal::NoSuchSeat(_))
+    ));
+    let mut long = readiness(true, &[]);
+    long.kernel = "k".repeat(301);
+    assert!(matches!(
+        room.ready("token-of-ada", ready_report("ada", long), 1),
+        Err(Refusal::BadReport(_))
+    ));
+    let mut many = readiness(true, &[]);
+    many.tracers = vec!["tap".into(); 33];
+    assert!(matches!(
+        room.ready("token-of-ada", ready_report("ada", many), 1),
+        Err(Refusal::BadReport(_))
+    ));
+    let board = room.board(&exercises(), looking(2));
+    assert_eq!((board.ready, board.not_ready), (0, 0));
+
+    // Not ready, then fixed: the later report stands; the projector counts them.
+    let why = "the short count took over 40 s";
+    room.ready(
+        "token-of-ada",
+        ready_report("ada", readiness(false, &[why])),
+        3,
+    )
+    .unwrap();
+    room.ready(
+        "token-of-bob",
+        ready_report("bob", readiness(false, &[why])),
+        3,
+    )
+    .unwrap();
+    room.ready("token-of-ada", ready_report("ada", readiness(true, &[])), 4)
+        .unwrap();
+    let board = room.board(&exercises(), looking(5));
+    assert_eq!((board.ready, board.not_ready), (1, 1));
+    assert!(
+        board.seats.is_empty(),
+        "the projector sees no row before the reveal"
+    );
+    let newest = &board.timeline[0];
+    assert_eq!(
+        (newest.what, newest.seat.as_deref()),
+        (Happening::Ready, None)
+    );
+    assert_eq!(board.timeline[1].what, Happening::NotReady);
+    assert_eq!(board.timeline[1].detail, why);
+
+    let facilitator = room.board(
+        &exercises(),
+        Looking {
+            viewer: Viewer::Facilitator,
+            ..looking(5)
+        },
+    );
+    let ada = facilitator.seats.iter().find(|r| r.seat == "ada").unwrap();
+    let kept = ada.ready.as_ref().unwrap();
+    assert_eq!((kept.at_ms, kept.readiness.ready), (4, true));
+}

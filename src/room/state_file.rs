@@ -76,6 +76,14 @@ mod tests {
             simulator_service::platform::files::is_private(&path).unwrap(),
             Some(false)
         );
+        // A room from before readiness (its seats have no `ready`) reads as one
+        // whose laptops have not reported.
+        let old = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace(",\"ready\":null", "");
+        assert!(!old.contains("\"ready\""), "{old}");
+        std::fs::write(&path, old).unwrap();
+        assert_eq!(read(&path).unwrap().unwrap().seat_of("t"), Some("alice"));
         std::fs::write(&path, "{\"seats\": 3}").unwrap();
         let refused = read(&path).unwrap_err().to_string();
         assert!(refused.contains("not a room's state file"), "{refused}");
