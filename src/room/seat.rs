@@ -157,54 +157,39 @@ pub async fn report_ready(
         readiness: readiness.clone(),
     };
     let body = Bytes::from(serde_json::to_vec(&report).expect("a readiness serialises"));
-    match post_ready(&seat, body.clone()).await {
-        Err(e) if e.status() == Some(StatusCode::UNAUTHORIZED) => {
-            seat.token = join(&seat.invitation, &seat.name).await?.token;
-            remember(&seat.invitation, &seat.name, &seat.token);
-            post_ready(&seat, body).await.map_err(|e| words(&e))?;
-        }
-        done => done.map_err(|e| words(&e))?,
-    }
+    send(&mut seat, "/room/ready", body).await?;
     Ok(format!(
         "{}/room?seat={}&token={}",
         seat.invitation.base, seat.name, seat.token
     ))
 }
 
-async fn post_ready(seat: &Seat, body: Bytes) -> Result<(), EndpointError> {
-    let base = &seat.invitation.base;
-    let call = exchange(base, Method::POST, "/room/ready", body, Some(&seat.token));
-    match tokio::time::timeout(CALL_LIMIT, call).await {
-        Ok(answer) => answer.map(drop),
-        Err(_) => Err(EndpointError::Http(
-            format!("POST {base}/room/ready"),
-            format!("no answer within {} s", CALL_LIMIT.as_secs()),
-        )),
-    }
+async fn send_report(seat: &mut Seat, report: &SeatReport) -> Result<(), String> {
+    let body = Bytes::from(serde_json::to_vec(report).expect("a report serialises"));
+    send(seat, "/room/report", body).await
 }
 
-/// One report; a room that no longer knows the token (restarted without its
-/// state file, or the seat freed) gets a join first, once.
-async fn send_report(seat: &mut Seat, report: &SeatReport) -> Result<(), String> {
-    match post_report(seat, report).await {
+/// POSTs `body` to `path` as the seat; a room that no longer knows the token
+/// (restarted without its state file, or the seat freed) gets a join first, once.
+async fn send(seat: &mut Seat, path: &str, body: Bytes) -> Result<(), String> {
+    match post(seat, path, body.clone()).await {
         Err(e) if e.status() == Some(StatusCode::UNAUTHORIZED) => {
             let answer = join(&seat.invitation, &seat.name).await?;
             seat.token = answer.token;
             remember(&seat.invitation, &seat.name, &seat.token);
-            post_report(seat, report).await.map_err(|e| words(&e))
+            post(seat, path, body).await.map_err(|e| words(&e))
         }
         done => done.map_err(|e| words(&e)),
     }
 }
 
-async fn post_report(seat: &Seat, report: &SeatReport) -> Result<(), EndpointError> {
-    let body = Bytes::from(serde_json::to_vec(report).expect("a report serialises"));
+async fn post(seat: &Seat, path: &str, body: Bytes) -> Result<(), EndpointError> {
     let base = &seat.invitation.base;
-    let call = exchange(base, Method::POST, "/room/report", body, Some(&seat.token));
+    let call = exchange(base, Method::POST, path, body, Some(&seat.token));
     match tokio::time::timeout(CALL_LIMIT, call).await {
         Ok(answer) => answer.map(drop),
         Err(_) => Err(EndpointError::Http(
-            format!("POST {base}/room/report"),
+            format!("POST {base}{path}"),
             format!("no answer within {} s", CALL_LIMIT.as_secs()),
         )),
     }

@@ -52,17 +52,7 @@ impl Room {
             text.push_str(&line);
             text.push('\n');
         }
-        let after = |marker: &str| {
-            let at = text
-                .find(marker)
-                .unwrap_or_else(|| panic!("{marker} in {text}"))
-                + marker.len();
-            text[at..]
-                .split(|c: char| c.is_whitespace())
-                .next()
-                .unwrap()
-                .to_owned()
-        };
+        let after = |marker: &str| common::word_after(&text, marker);
         let addr = after("room: listening on ");
         Room {
             url: format!("http://{addr}"),

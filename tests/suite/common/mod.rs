@@ -495,6 +495,20 @@ pub fn skip_or_fail(reason: &str) {
     eprintln!("SKIPPED: {reason}");
 }
 
+/// The word that follows `marker` in `text` (a banner's address, key or
+/// password); panics naming both when there is none.
+pub fn word_after(text: &str, marker: &str) -> String {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in {text}"))
+        + marker.len();
+    text[at..]
+        .split(|c: char| c.is_whitespace())
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 /// Reads everything a child wrote to a pipe.
 pub fn read_all(mut pipe: impl Read) -> String {
     let mut out = String::new();
