@@ -28,9 +28,10 @@ case "$(uname -m)" in
 esac
 case "$os" in
   Linux) platform=linux-$arch ;;
-  Darwin) die "this kit has no binary for macOS: run it in the Lima VM (deploy/lima/system-simulator.yaml; docs/workshop/README.md, \"Macs\")" ;;
+  Darwin) platform=macos-$arch ;;
   *) die "no binary in this kit for $os" ;;
 esac
+lima="run it in the Lima VM (deploy/lima/system-simulator.yaml; docs/workshop/README.md, \"Macs: the Lima VM\")"
 
 # fetch NAME FILE: from the room (curl or wget) or from the kit's folder.
 fetch() {
@@ -62,7 +63,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fetch SHA256SUMS "$work/SHA256SUMS"
 name=$(sed -n "s/^[0-9a-f]\{64\}  \(system-simulator-.*-$platform\.tar\.gz\)\$/\1/p" "$work/SHA256SUMS" | head -1)
-[ -n "$name" ] || die "this kit has no archive for $platform ($(sed 's/^[0-9a-f]*  //' "$work/SHA256SUMS" | tr '\n' ' '))"
+if [ -z "$name" ]; then
+  [ "$os" = Darwin ] && die "this kit has no binary for macOS: $lima"
+  die "this kit has no archive for $platform ($(sed 's/^[0-9a-f]*  //' "$work/SHA256SUMS" | tr '\n' ' '))"
+fi
 version=$(echo "$name" | sed "s/^system-simulator-\(.*\)-$platform\.tar\.gz\$/\1/")
 expected=$(grep "  $name\$" "$work/SHA256SUMS" | cut -d' ' -f1)
 say "fetching $name from $kit"
@@ -83,7 +87,11 @@ ln -sfn "$version" "$data/current"
 for b in system-simulator sim-clients; do
   ln -sf "$data/current/bin/$b" "$bin/$b"
 done
-"$bin/system-simulator" --version >/dev/null 2>&1 || die "the installed $bin/system-simulator does not start here: $("$bin/system-simulator" --version 2>&1 | head -1)"
+if ! "$bin/system-simulator" --version >/dev/null 2>&1; then
+  why=$("$bin/system-simulator" --version 2>&1 | head -1)
+  [ "$os" = Darwin ] && die "the installed $bin/system-simulator does not start on this Mac ($why): $lima"
+  die "the installed $bin/system-simulator does not start here: $why"
+fi
 
 say "installed $("$bin/system-simulator" --version) in $data/$version"
 say "  binaries: $bin/system-simulator, $bin/sim-clients"
@@ -92,6 +100,11 @@ case ":$PATH:" in
   *":$bin:"*) ;;
   *) say "  $bin is not on your PATH: export PATH=\"$bin:\$PATH\"" ;;
 esac
+if [ "$os" = Darwin ]; then
+  say "  this Mac's binaries were linked on Linux and had never run on a Mac before;"
+  say "  they have no isim probes: system-simulator trace NAME traces over the probe tap."
+  say "  For bpftrace and every exercise as its page tells it: $lima"
+fi
 say "next: paste the room's line (export ISIM_ROOM=... ISIM_SEAT=your-name), then"
 say "  system-simulator doctor"
 say "reports this laptop's readiness to the room's board."
