@@ -156,7 +156,9 @@ pub struct Cell {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FailedCondition {
     pub label: String,
-    pub value: f64,
+    /// None for a condition judged false with no value (a check may report
+    /// one measured only at the end as failed before it has a figure).
+    pub value: Option<f64>,
     /// `< 50`, `> 100`.
     pub bound: String,
     /// How many times the bound the value is (a `<` bound) or short of it (a

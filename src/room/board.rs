@@ -320,7 +320,9 @@ fn verdict(
         .iter()
         .map(|c| FailedCondition {
             label: c.label.clone(),
-            value: c.value.unwrap_or(f64::NAN),
+            // Kept as it came: a NaN here would be written to the state file
+            // as null and refuse the room its own file at the next start.
+            value: c.value,
             bound: c.bound.clone(),
             factor: factor(c.value, c.limit, &c.bound),
         })
@@ -329,19 +331,10 @@ fn verdict(
             f(a).total_cmp(&f(b))
         })
         .expect("one failing at least");
+    let value = worst.value.map_or_else(|| "no value".to_owned(), number);
     let detail = match worst.factor {
-        Some(f) => format!(
-            "{} {} against {} ({f:.1}x)",
-            worst.label,
-            number(worst.value),
-            worst.bound
-        ),
-        None => format!(
-            "{} {} against {}",
-            worst.label,
-            number(worst.value),
-            worst.bound
-        ),
+        Some(f) => format!("{} {value} against {} ({f:.1}x)", worst.label, worst.bound),
+        None => format!("{} {value} against {}", worst.label, worst.bound),
     };
     if !solved_before {
         cell.state = CellState::Failed;

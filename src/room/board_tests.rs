@@ -514,3 +514,39 @@ fn a_laptops_readiness_is_its_own_bounded_and_the_latest_counts() {
     let kept = ada.ready.as_ref().unwrap();
     assert_eq!((kept.at_ms, kept.readiness.ready), (4, true));
 }
+
+#[test]
+fn every_report_the_room_takes_is_read_back_from_its_state_file() {
+    let mut room = room();
+    joined(&mut room, "ada", 0);
+    joined(&mut room, "bob", 0);
+    // A condition judged false with no figure: once stored as NaN, written as
+    // null, and the room refused its own file at the next start.
+    let mut no_value = progress(Some(10.0), None, Some("not yet"));
+    no_value.conditions[1].holds = Some(false);
+    no_value.passed = Some(false);
+    report(&mut room, "ada", 1, no_value, MIN);
+    // The largest and smallest figures JSON carries.
+    let extreme = progress(Some(f64::MAX), Some(f64::MIN_POSITIVE), Some("not yet"));
+    report(&mut room, "bob", 1, extreme, 2 * MIN);
+    let looking = Looking {
+        viewer: Viewer::Facilitator,
+        seat: None,
+        now_ms: 3 * MIN,
+        stuck_after_ms: 10 * MIN,
+    };
+    let board = room.board(&exercises(), looking);
+    let ada = board.seats.iter().find(|r| r.seat == "ada").unwrap();
+    let failed = ada.cells[0].failed.as_ref().unwrap();
+    assert_eq!(
+        (failed.label.as_str(), failed.value),
+        ("persists a second", None)
+    );
+    assert!(board.timeline.iter().any(|e| e.detail.contains("no value")));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("room.json");
+    crate::room::state_file::write(&path, &room).unwrap();
+    let back = crate::room::state_file::read(&path).unwrap().unwrap();
+    assert_eq!(back.board(&exercises(), looking), board);
+}

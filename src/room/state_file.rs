@@ -29,7 +29,9 @@ pub fn read(path: &Path) -> anyhow::Result<Option<Room>> {
     };
     let kept: SavedRoom = serde_json::from_str(&text).with_context(|| {
         format!(
-            "{} is not a room's state file (move it away to start a new room)",
+            "{} is not a room's state file, or is damaged. The room has not started and left it as it is: \
+             to start a new room, keep it aside (mv {0} {0}.damaged) and start again; to keep this \
+             room, mend the file where the error below points and start again",
             path.display()
         )
     })?;

@@ -157,7 +157,7 @@ impl Room {
                         .map(|s| format!("{:.1}", (s - cell.first_started_ms) as f64 / 60e3))
                         .unwrap_or_default(),
                     failed.map(|f| csv_text(&f.label)).unwrap_or_default(),
-                    failed.map(|f| number(f.value)).unwrap_or_default(),
+                    failed.and_then(|f| f.value).map(number).unwrap_or_default(),
                     failed.map(|f| csv_text(&f.bound)).unwrap_or_default(),
                     stuck,
                 ));

@@ -417,6 +417,29 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
     )
     .await;
     assert!(r.status.is_client_error(), "a broken body: {}", r.status);
+    // A figure JSON cannot hold as a number is refused at the door, saying so.
+    let huge = report("bob", 3).to_string().replace(
+        "\"conditions\":[]",
+        "\"conditions\":[{\"label\":\"p99\",\"bound\":\"< 50\",\"limit\":50,\"value\":1e999,\"holds\":false}]",
+    );
+    assert!(huge.contains("1e999"), "{huge}");
+    let r = send(
+        &client(),
+        Method::POST,
+        &reports,
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &format!("Bearer {bob}")),
+        ],
+        huge.clone(),
+    )
+    .await;
+    assert!(
+        r.status.is_client_error() && r.body.contains("out of range"),
+        "an infinite figure: {} {}",
+        r.status,
+        r.body
+    );
 
     // What each viewer may read.
     let board = |query: String| {
