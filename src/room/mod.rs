@@ -23,6 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use simulator_service::serving::accept_failures::AcceptFailures;
+use simulator_service::serving::connections::{self, ConnectionPolicy, Limits};
+use tokio_util::sync::CancellationToken;
 
 use board::Room;
 use server::{new_secret, now_ms, Shared};
@@ -85,15 +88,65 @@ pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
     let shared = Shared::new(room, args.stuck_after, args.state.clone());
     let keeper = tokio::spawn(keep(shared.clone()));
     let app = server::routes(shared.clone()).merge(kit::routes(kit));
-    let closed = shared.closed.clone();
-    let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
-        simulator_service::serving::shutdown::signal().await;
-        closed.cancel();
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let (stop, closed) = (stop.clone(), shared.closed.clone());
+        async move {
+            simulator_service::serving::shutdown::signal().await;
+            closed.cancel(); // the boards' streams end, so their connections drain
+            stop.cancel();
+        }
     });
-    serving.await.context("serving the room")?;
+    // The server's own accept loop: a head deadline and a connection limit,
+    // which axum's `serve` has not (serving/connections.rs says why).
+    let mut serving = tokio::spawn(connections::serve(
+        listener,
+        app,
+        connection_limits(),
+        Arc::new(|| ConnectionPolicy::PLAIN),
+        Arc::default(),
+        AcceptFailures::unprobed("the room's listener"),
+        stop.clone(),
+    ));
+    tokio::select! {
+        _ = &mut serving => {}
+        () = stop.cancelled() => {
+            let _ = tokio::time::timeout(DRAIN_LIMIT, serving).await;
+        }
+    }
     shared.closed.cancel();
     keeper.await.context("the state file's keeper")??;
     Ok(())
+}
+
+/// Connections the room serves at once: 500 seats with a page and a check
+/// each, the projector and the facilitator. The next gets a JSON 503 and is
+/// closed. Lowered where the descriptor limit, raised to its hard limit at
+/// start, is lower.
+pub const MAX_CONNECTIONS: usize = 2_048;
+/// A connection sends a whole request head within this of opening or of its
+/// last reply, or it is closed: a socket that sends half a request and waits
+/// holds a slot this long at most.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(10);
+/// How long the connections open at shutdown may take to finish.
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// The room's connection limits, its descriptor limit raised first.
+fn connection_limits() -> Limits {
+    let raised = simulator_service::platform::descriptors::raise_limit();
+    // Descriptors beside the connections: the state file, the kit's files, stdio.
+    let fits = raised.map_or(MAX_CONNECTIONS, |d| {
+        usize::try_from(d.limit)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(64)
+            .max(16)
+    });
+    Limits {
+        max_connections: MAX_CONNECTIONS.min(fits),
+        header_read_timeout: HEAD_DEADLINE,
+        limit_name: "the room's connection limit",
+        metered: false,
+    }
 }
 
 /// Writes the room to its state file within a second of each change (the

@@ -581,3 +581,117 @@ async fn a_check_with_the_servers_admin_token_shows_on_its_live_view_and_a_missi
 async fn live_check(base: &str) -> Value {
     common::live_hello(base).await["tick"]["check"].clone()
 }
+
+/// Sockets that send half a request head and wait, from another loopback
+/// address, reopened as the room closes them: a prankster on the venue's Wi-Fi.
+const HALF_OPEN: &str = r#"
+import resource, socket, sys, time
+n, host, port, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
+def half():
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    s.connect((host, port))
+    s.send(b"GET /room HTTP/1.1\r\nHost: room\r\n")
+    s.setblocking(False)
+    return s
+held = [half() for _ in range(n)]
+print("holding", len(held), flush=True)
+reopened, end = 0, time.time() + seconds
+while time.time() < end:
+    for i, s in enumerate(held):
+        try:
+            if s.recv(1) == b"":
+                raise ConnectionError
+        except BlockingIOError:
+            continue
+        except OSError:
+            pass
+        s.close()
+        held[i] = half()
+        reopened += 1
+    time.sleep(0.2)
+print("reopened", reopened, flush=True)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: 2,000 half-open connections held against the room for 30 s"]
+async fn two_thousand_half_open_connections_leave_the_room_answering() {
+    if !common::have("python3") {
+        return skip_or_fail("python3 holds the half-open connections");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let room = Room::start(&dir.path().join("room.json"), "127.0.0.1:0");
+    let port = room.url.rsplit(':').next().unwrap().to_owned();
+    let mut prankster = Command::new("python3")
+        .args(["-c", HALF_OPEN, "2000", "127.0.0.1", &port, "30"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(prankster.stdout.take().unwrap()).lines();
+    let first = said.next().unwrap().unwrap();
+    assert_eq!(first, "holding 2000", "the prankster's sockets are open");
+    let cpu_before = cpu_seconds(room.child.id());
+    let began = Instant::now();
+
+    let join = post(
+        &format!("{}/room/join", room.url),
+        None,
+        json!({"seat": "ada", "password": room.password}),
+    )
+    .await;
+    assert_eq!(join.status, 200, "{}", join.body);
+    let token = join.json()["token"].as_str().unwrap().to_owned();
+    let reports = format!("{}/room/report", room.url);
+    let mut slowest = Duration::ZERO;
+    let mut attempt = 0;
+    while began.elapsed() < Duration::from_secs(30) {
+        attempt += 1;
+        let asked = Instant::now();
+        let health = tokio::time::timeout(
+            Duration::from_secs(5),
+            get(&client(), &format!("{}/healthz", room.url)),
+        )
+        .await
+        .expect("/healthz answers within 5 s");
+        slowest = slowest.max(asked.elapsed());
+        assert_eq!(health.status, 200, "{}", health.body);
+        let r = post(&reports, Some(&token), report("ada", attempt)).await;
+        assert_eq!(r.status, 204, "{}", r.body);
+        let board = room.board().await;
+        let attempts = &board["seats"][0]["cells"][0]["attempts"];
+        assert_eq!(attempts.as_u64(), Some(attempt), "{board}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let cpu = cpu_seconds(room.child.id()) - cpu_before;
+    let took = began.elapsed().as_secs_f64();
+    let reopened = said.next().unwrap().unwrap();
+    let _ = prankster.wait();
+    eprintln!(
+        "room: /healthz at worst {} ms; {:.2} CPU seconds in {took:.0} s; the prankster {reopened}",
+        slowest.as_millis(),
+        cpu
+    );
+    assert!(
+        slowest < Duration::from_secs(1),
+        "/healthz took {slowest:?}"
+    );
+    assert!(
+        cpu / took < 0.5,
+        "the room used {cpu:.1} CPU seconds in {took:.0} s"
+    );
+    // The head deadline closed every half-open socket once at least.
+    let reopened: u64 = reopened.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(reopened >= 2000, "{reopened} reopened");
+}
+
+/// A process's user and system CPU time so far, from /proc/PID/stat.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime, fields 14 and 15 of the whole line.
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}

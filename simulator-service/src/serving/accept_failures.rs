@@ -55,7 +55,8 @@ pub enum Next {
 /// One listener's accept failures: its counts, its log and its reserve.
 #[derive(Debug)]
 pub struct AcceptFailures {
-    events: Events,
+    /// The server's listeners' fire `accept-error`; the room's has no probes.
+    events: Option<Events>,
     listener: ListenerKind,
     reserve: Option<Arc<DescriptorReserve>>,
     log: SpellLog,
@@ -67,24 +68,36 @@ pub struct AcceptFailures {
 impl AcceptFailures {
     /// The data port's: it pauses after each failure.
     pub fn data_port(events: Events) -> AcceptFailures {
-        Self::new(events, ListenerKind::Data, None)
+        Self::new(Some(events), ListenerKind::Data, None, "the data port")
     }
 
     /// The operator's listener's: it lends itself a descriptor of `reserve`.
     pub fn operator(events: Events, reserve: Arc<DescriptorReserve>) -> AcceptFailures {
-        Self::new(events, ListenerKind::Operator, Some(reserve))
+        Self::new(
+            Some(events),
+            ListenerKind::Operator,
+            Some(reserve),
+            "the operator's listener",
+        )
+    }
+
+    /// Another program's listener (the workshop's room): counted in its log
+    /// alone, since its process is not the server whose probes a tracer counts.
+    pub fn unprobed(name: &'static str) -> AcceptFailures {
+        Self::new(None, ListenerKind::Data, None, name)
     }
 
     fn new(
-        events: Events,
+        events: Option<Events>,
         listener: ListenerKind,
         reserve: Option<Arc<DescriptorReserve>>,
+        name: &'static str,
     ) -> AcceptFailures {
         AcceptFailures {
             events,
             listener,
             reserve,
-            log: SpellLog::new(listener),
+            log: SpellLog::new(name),
             on_lent: false,
         }
     }
@@ -97,8 +110,9 @@ impl AcceptFailures {
     /// accept(2) failed with `err`.
     pub fn failed(&mut self, err: &std::io::Error) -> Next {
         let seq = FAILURES.fetch_add(1, Ordering::Relaxed) + 1;
-        self.events
-            .accept_error(seq, err.raw_os_error().unwrap_or(0), self.listener);
+        if let Some(events) = &self.events {
+            events.accept_error(seq, err.raw_os_error().unwrap_or(0), self.listener);
+        }
         // Not `descriptors::now()`: counting them opens a directory, which
         // fails too, and the kernel would count that failure as well.
         let limit = descriptors::soft_limit();
@@ -148,12 +162,9 @@ struct Spell {
 }
 
 impl SpellLog {
-    fn new(listener: ListenerKind) -> SpellLog {
+    fn new(listener: &'static str) -> SpellLog {
         SpellLog {
-            listener: match listener {
-                ListenerKind::Data => "the data port",
-                ListenerKind::Operator => "the operator's listener",
-            },
+            listener,
             spell: None,
         }
     }
@@ -234,7 +245,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_spell_of_ten_failures_a_second_flapping_at_the_limit_is_three_lines_in_seven_seconds(
     ) {
-        let mut log = SpellLog::new(ListenerKind::Data);
+        let mut log = SpellLog::new("the data port");
         let mut lines = Vec::new();
         for i in 0..60 {
             lines.extend(log.failed(Instant::now(), &emfile(), Some(64)));
@@ -299,7 +310,7 @@ mod tests {
             spare,
             "refilled once an accept worked unlent"
         );
-        let counts = failures.events.counts().snapshot();
+        let counts = failures.events.as_ref().unwrap().counts().snapshot();
         assert_eq!(counts.accept_errors, spare as u64 + 1);
     }
 
@@ -311,6 +322,15 @@ mod tests {
         }
         let aborted = std::io::Error::from(std::io::ErrorKind::ConnectionAborted);
         assert_eq!(failures.failed(&aborted), Next::Pause);
-        assert_eq!(failures.events.counts().snapshot().accept_errors, 4);
+        assert_eq!(
+            failures
+                .events
+                .as_ref()
+                .unwrap()
+                .counts()
+                .snapshot()
+                .accept_errors,
+            4
+        );
     }
 }
