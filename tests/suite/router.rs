@@ -25,9 +25,20 @@ fn router(peer: &str, token: Option<&str>) -> axum::Router {
 }
 
 async fn reset_status(router: axum::Router, auth: Option<&str>) -> StatusCode {
+    reset_with(router, auth, &[("host", "127.0.0.1:7879")]).await
+}
+
+async fn reset_with(
+    router: axum::Router,
+    auth: Option<&str>,
+    headers: &[(&str, &str)],
+) -> StatusCode {
     let mut request = Request::post("/admin/reset");
     if let Some(a) = auth {
         request = request.header("authorization", a);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     router
         .oneshot(request.body(Body::empty()).unwrap())
@@ -49,6 +60,72 @@ async fn admin_is_loopback_only_without_a_token() {
     assert_eq!(
         reset_status(router("192.0.2.7:5000", None), None).await,
         StatusCode::FORBIDDEN
+    );
+}
+
+/// A page in the attendee's browser (its Origin) or a name rebound to
+/// 127.0.0.1 (its Host) reaches the admin routes over loopback too: refused,
+/// and nothing is reset; this machine's own names pass, and a token passes
+/// whatever the Host (a proxy or a port-forward with one).
+#[tokio::test]
+async fn a_foreign_host_or_origin_on_loopback_is_refused_and_changes_nothing() {
+    let loopback = || router("127.0.0.1:5000", None);
+    for headers in [
+        &[("host", "evil.example:7879")][..],
+        &[
+            ("host", "127.0.0.1:7879"),
+            ("origin", "https://evil.example"),
+        ],
+        &[("host", "127.0.0.1:7879"), ("origin", "null")],
+        &[],
+    ] {
+        let app = loopback();
+        let posted = app
+            .clone()
+            .oneshot(
+                Request::post("/requests")
+                    .header("host", "127.0.0.1:7878")
+                    .header("content-type", "application/json")
+                    .body(Body::from(r#"{"size": 16}"#))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert!(posted.status().is_success(), "{}", posted.status());
+        assert_eq!(
+            reset_with(app.clone(), None, headers).await,
+            StatusCode::FORBIDDEN,
+            "{headers:?}"
+        );
+        let stats = app
+            .oneshot(Request::get("/stats").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let body = axum::body::to_bytes(stats.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let stats: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(stats["requests_started"], 1, "not reset: {headers:?}");
+    }
+    for headers in [
+        &[("host", "localhost:7878")][..],
+        &[("host", "[::1]:7879"), ("origin", "http://localhost:7879")],
+        &[
+            ("host", "127.0.0.1:7879"),
+            ("origin", "http://127.0.0.1:7879"),
+        ],
+    ] {
+        assert_eq!(
+            reset_with(loopback(), None, headers).await,
+            StatusCode::OK,
+            "{headers:?}"
+        );
+    }
+    let with_token = router("127.0.0.1:5000", Some("tok"));
+    assert_eq!(
+        reset_with(with_token, Some("Bearer tok"), &[("host", "evil.example")]).await,
+        StatusCode::OK,
+        "the token path is unchanged"
     );
 }
 

@@ -7,7 +7,8 @@
 //! `PUT /admin/config` is how a workshop applies a fix (the seed's: more permits)
 //! while scripts are attached, and, with `{"scenario": NAME}`, switches to another
 //! bundled scenario live where only live settings differ. Access: without a token only loopback clients may call
-//! these routes (403 otherwise); with `--admin-token` (or `ISIM_ADMIN_TOKEN`) every
+//! these routes, and only with a Host and Origin that name this machine
+//! (`same_machine.rs`; 403 otherwise); with `--admin-token` (or `ISIM_ADMIN_TOKEN`) every
 //! caller must send `Authorization: Bearer <token>` (401 otherwise).
 
 use std::net::SocketAddr;
@@ -74,6 +75,10 @@ async fn guard(
                 return Err(ApiError::Forbidden(
                     "admin routes answer loopback clients only; configure an admin token to allow others",
                 ));
+            }
+            // Loopback, but from a page in a browser or a rebound name?
+            if let Some(why) = super::same_machine::refusal(request.headers()) {
+                return Err(ApiError::Forbidden(why));
             }
         }
     }

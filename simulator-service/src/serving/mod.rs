@@ -1,6 +1,7 @@
 //! Serving: HTTP over our own accept loop, the admin routes, and shutdown.
 //!
-//! `http.rs` holds the routes and `admin.rs` the admin ones, `live/` the live
+//! `http.rs` holds the routes and `admin.rs` the admin ones (`same_machine.rs`:
+//! whom they trust without a token), `live/` the live
 //! view (`GET /live`), `tap.rs` the probe tap's stream (`GET /admin/tap`), `body.rs` reads request
 //! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop,
 //! its limits and how it treats each connection (`head_first.rs`: a reply in two
@@ -49,6 +50,7 @@ pub mod head_first;
 pub mod http;
 pub mod incidents;
 pub mod live;
+pub mod same_machine;
 pub mod shutdown;
 pub mod state;
 #[cfg(feature = "probes")]
