@@ -17,6 +17,10 @@ use simulator_api::room::{
 pub const MAX_SEATS: usize = 500;
 /// The timeline the room keeps (the oldest entries go first).
 pub const TIMELINE_KEPT: usize = 5_000;
+/// The distinct conditions one seat's checks of one exercise may have failed
+/// by: a check has a handful, always the same; a report past it is refused, so
+/// a seat cannot make the room hold labels without bound.
+pub const FAILING_LABELS_KEPT: usize = 64;
 
 /// Why a join or a report was refused: each is the attendee's next step.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -164,6 +168,9 @@ impl Room {
         }
         check_report(&report.progress)?;
         let seat = self.seats.get_mut(&name).expect("looked up above");
+        if let Some(cell) = seat.cells.get(&exercise) {
+            check_labels(cell, &report.progress)?;
+        }
         seat.last_report_ms = Some(now_ms);
         seat.current = Some(exercise.clone());
         for (what, detail) in record(seat, &report, now_ms) {
@@ -383,6 +390,30 @@ fn check_report(p: &CheckProgress) -> Result<(), Refusal> {
     }
     if !(p.elapsed_s.is_finite() && p.window_s.is_finite()) {
         return bad("elapsed_s and window_s must be numbers");
+    }
+    Ok(())
+}
+
+/// Whether a verdict would make its cell hold more than
+/// [`FAILING_LABELS_KEPT`] failed conditions' labels.
+fn check_labels(cell: &CellRecord, p: &CheckProgress) -> Result<(), Refusal> {
+    if p.verdict.is_none() {
+        return Ok(()); // only a verdict's failed conditions are counted
+    }
+    let mut new: Vec<&str> = p
+        .conditions
+        .iter()
+        .filter(|c| c.holds == Some(false) && !cell.failing.contains_key(&c.label))
+        .map(|c| c.label.as_str())
+        .collect();
+    new.sort_unstable();
+    new.dedup();
+    if cell.failing.len() + new.len() > FAILING_LABELS_KEPT {
+        return Err(Refusal::BadReport(format!(
+            "one exercise's checks fail by at most {FAILING_LABELS_KEPT} distinct conditions in this room; \
+             this one would make {}",
+            cell.failing.len() + new.len()
+        )));
     }
     Ok(())
 }

@@ -550,3 +550,67 @@ fn every_report_the_room_takes_is_read_back_from_its_state_file() {
     let back = crate::room::state_file::read(&path).unwrap().unwrap();
     assert_eq!(back.board(&exercises(), looking), board);
 }
+
+#[test]
+fn five_hundred_seats_and_ten_thousand_labels_are_held_or_refused_and_read_back() {
+    let mut room = room();
+    for i in 0..MAX_SEATS {
+        joined(&mut room, &format!("seat-{i}"), 0);
+    }
+    assert_eq!(
+        room.join("one-more", "plum-42", || "t".into(), 0),
+        Err(Refusal::Full)
+    );
+    // Every seat checks once; one also fails by labels of its own making,
+    // 32 a verdict, until the room says no more.
+    for i in 0..MAX_SEATS {
+        report(
+            &mut room,
+            &format!("seat-{i}"),
+            1,
+            progress(Some(900.0), None, None),
+            MIN,
+        );
+    }
+    let mut accepted = 0;
+    let mut refused = Vec::new();
+    for batch in 0..(10_000 / 32 + 1) {
+        let mut p = progress(Some(900.0), Some(1.0), Some("not yet"));
+        p.conditions = (0..32)
+            .map(|j| condition(&format!("label {}", batch * 32 + j), "< 1", 1.0, None))
+            .map(|mut c| {
+                c.holds = Some(false); // failed with no figure: null, never NaN
+                c
+            })
+            .collect();
+        p.passed = Some(false);
+        let r = SeatReport {
+            seat: "seat-0".into(),
+            attempt: 2 + batch as u64,
+            progress: p,
+        };
+        match room.report("token-of-seat-0", r, &exercises(), 2 * MIN) {
+            Ok(()) => accepted += 32,
+            Err(e) => refused.push(e.to_string()),
+        }
+    }
+    assert_eq!(accepted, FAILING_LABELS_KEPT, "{:?}", refused.first());
+    assert!(
+        refused[0].contains("at most 64 distinct conditions"),
+        "{}",
+        refused[0]
+    );
+    let looking = Looking {
+        viewer: Viewer::Facilitator,
+        seat: None,
+        now_ms: 3 * MIN,
+        stuck_after_ms: 10 * MIN,
+    };
+    let board = room.board(&exercises(), looking);
+    assert_eq!(board.seats.len(), MAX_SEATS);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("room.json");
+    crate::room::state_file::write(&path, &room).unwrap();
+    let back = crate::room::state_file::read(&path).unwrap().unwrap();
+    assert_eq!(back.board(&exercises(), looking), board);
+}

@@ -3,6 +3,8 @@
 //! projector the totals and an anonymous timeline; per exercise, who solved it
 //! and the condition that fails most; a seat stuck on an exercise; the CSV.
 
+use std::collections::HashMap;
+
 use simulator_api::room::{
     Board, Cell, CellState, ConditionCount, ExerciseSummary, SeatRow, Stuck, TimelineEntry, Viewer,
     TIMELINE_SHOWN,
@@ -92,14 +94,20 @@ impl Room {
                 }
                 let count = |state| cells.iter().filter(|c| c.state == state).count();
                 let of: u32 = cells.iter().map(|c| c.failed_checks).sum();
-                // In the order the check lists its conditions (a cell's last report has them).
+                // In the order the check lists its conditions (a cell's last
+                // report has them); indexed, so the board takes time linear in
+                // the conditions the room holds.
                 let mut by_label: Vec<(&str, u32)> = Vec::new();
+                let mut at: HashMap<&str, usize> = HashMap::new();
                 for cell in &cells {
                     for c in &cell.last.conditions {
                         let n = cell.failing.get(&c.label).copied().unwrap_or(0);
-                        match by_label.iter_mut().find(|(label, _)| *label == c.label) {
-                            Some((_, total)) => *total += n,
-                            None => by_label.push((&c.label, n)),
+                        match at.get(c.label.as_str()) {
+                            Some(&i) => by_label[i].1 += n,
+                            None => {
+                                at.insert(&c.label, by_label.len());
+                                by_label.push((&c.label, n));
+                            }
                         }
                     }
                 }
