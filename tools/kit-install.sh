@@ -68,6 +68,9 @@ if [ -z "$name" ]; then
   die "this kit has no archive for $platform ($(sed 's/^[0-9a-f]*  //' "$work/SHA256SUMS" | tr '\n' ' '))"
 fi
 version=$(echo "$name" | sed "s/^system-simulator-\(.*\)-$platform\.tar\.gz\$/\1/")
+case "$version" in
+  "" | . | .. | *[!A-Za-z0-9._-]*) die "the kit names an archive with no plain version: $name" ;;
+esac
 expected=$(grep "  $name\$" "$work/SHA256SUMS" | cut -d' ' -f1)
 say "fetching $name from $kit"
 fetch "$name" "$work/$name"
@@ -78,10 +81,10 @@ say "its SHA-256 matches the kit's ($expected)"
 data=${XDG_DATA_HOME:-$HOME/.local/share}/system-simulator
 bin=$HOME/.local/bin
 mkdir -p "$data" "$bin"
-rm -rf "$data/$version.new"
+rm -rf "${data:?}/$version.new"
 mkdir "$data/$version.new"
 tar -xzf "$work/$name" -C "$data/$version.new" --strip-components=1
-rm -rf "$data/$version"
+rm -rf "${data:?}/${version:?}"
 mv "$data/$version.new" "$data/$version"
 ln -sfn "$version" "$data/current"
 for b in system-simulator sim-clients; do
