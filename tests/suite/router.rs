@@ -77,7 +77,6 @@ async fn a_foreign_host_or_origin_on_loopback_is_refused_and_changes_nothing() {
             ("origin", "https://evil.example"),
         ],
         &[("host", "127.0.0.1:7879"), ("origin", "null")],
-        &[],
     ] {
         let app = loopback();
         let posted = app
