@@ -529,12 +529,7 @@ fn every_report_the_room_takes_is_read_back_from_its_state_file() {
     // The largest and smallest figures JSON carries.
     let extreme = progress(Some(f64::MAX), Some(f64::MIN_POSITIVE), Some("not yet"));
     report(&mut room, "bob", 1, extreme, 2 * MIN);
-    let looking = Looking {
-        viewer: Viewer::Facilitator,
-        seat: None,
-        now_ms: 3 * MIN,
-        stuck_after_ms: 10 * MIN,
-    };
+    let looking = facilitator_at(3 * MIN);
     let board = room.board(&exercises(), looking);
     let ada = board.seats.iter().find(|r| r.seat == "ada").unwrap();
     let failed = ada.cells[0].failed.as_ref().unwrap();
@@ -544,11 +539,7 @@ fn every_report_the_room_takes_is_read_back_from_its_state_file() {
     );
     assert!(board.timeline.iter().any(|e| e.detail.contains("no value")));
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("room.json");
-    crate::room::state_file::write(&path, &room).unwrap();
-    let back = crate::room::state_file::read(&path).unwrap().unwrap();
-    assert_eq!(back.board(&exercises(), looking), board);
+    assert_eq!(read_back(&room).board(&exercises(), looking), board);
 }
 
 #[test]
@@ -600,17 +591,26 @@ fn five_hundred_seats_and_ten_thousand_labels_are_held_or_refused_and_read_back(
         "{}",
         refused[0]
     );
-    let looking = Looking {
-        viewer: Viewer::Facilitator,
-        seat: None,
-        now_ms: 3 * MIN,
-        stuck_after_ms: 10 * MIN,
-    };
+    let looking = facilitator_at(3 * MIN);
     let board = room.board(&exercises(), looking);
     assert_eq!(board.seats.len(), MAX_SEATS);
+    assert_eq!(read_back(&room).board(&exercises(), looking), board);
+}
+
+/// The facilitator's view at `now_ms`, with the room's usual limit for stuck.
+fn facilitator_at(now_ms: u64) -> Looking<'static> {
+    Looking {
+        viewer: Viewer::Facilitator,
+        seat: None,
+        now_ms,
+        stuck_after_ms: 10 * MIN,
+    }
+}
+
+/// `room` written to a state file and read back.
+fn read_back(room: &Room) -> Room {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("room.json");
-    crate::room::state_file::write(&path, &room).unwrap();
-    let back = crate::room::state_file::read(&path).unwrap().unwrap();
-    assert_eq!(back.board(&exercises(), looking), board);
+    crate::room::state_file::write(&path, room).unwrap();
+    crate::room::state_file::read(&path).unwrap().unwrap()
 }

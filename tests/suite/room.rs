@@ -405,35 +405,26 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
     let mut by_cause = report("bob", 1);
     by_cause["progress"]["scenario"] = json!(CAUSE);
     assert_eq!(post(&reports, Some(&bob), by_cause).await.status, 204);
-    let r = send(
-        &client(),
-        Method::POST,
-        &reports,
-        &[
-            ("content-type", "application/json"),
-            ("authorization", &format!("Bearer {bob}")),
-        ],
-        "{\"seat\": ",
-    )
-    .await;
+    // Bodies as bytes, not JSON values: one broken, one with a figure that
+    // JSON cannot hold as a number, refused at the door, saying so.
+    let as_bob_raw = |body: String| {
+        let (reports, auth) = (reports.clone(), format!("Bearer {bob}"));
+        async move {
+            let headers = [
+                ("content-type", "application/json"),
+                ("authorization", auth.as_str()),
+            ];
+            send(&client(), Method::POST, &reports, &headers, body).await
+        }
+    };
+    let r = as_bob_raw("{\"seat\": ".to_owned()).await;
     assert!(r.status.is_client_error(), "a broken body: {}", r.status);
-    // A figure JSON cannot hold as a number is refused at the door, saying so.
     let huge = report("bob", 3).to_string().replace(
         "\"conditions\":[]",
         "\"conditions\":[{\"label\":\"p99\",\"bound\":\"< 50\",\"limit\":50,\"value\":1e999,\"holds\":false}]",
     );
     assert!(huge.contains("1e999"), "{huge}");
-    let r = send(
-        &client(),
-        Method::POST,
-        &reports,
-        &[
-            ("content-type", "application/json"),
-            ("authorization", &format!("Bearer {bob}")),
-        ],
-        huge.clone(),
-    )
-    .await;
+    let r = as_bob_raw(huge).await;
     assert!(
         r.status.is_client_error() && r.body.contains("out of range"),
         "an infinite figure: {} {}",
