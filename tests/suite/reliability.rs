@@ -790,3 +790,51 @@ async fn waiting_at_the_gate(client: &HttpClient, server: &Server) -> TcpStream 
     .await;
     stream
 }
+
+/// Pages that open the live view's stream and never read it hold their
+/// connections; past the live view's own limit they are refused, so the
+/// operator's own requests keep the rest of its listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_that_never_read_leave_the_operator_its_own_requests() {
+    let server = Server::start(&[]);
+    let operator = server.operator_url.clone().expect("an operator listener");
+    let addr = operator.trim_start_matches("http://").to_owned();
+    let mut admitted = 0;
+    let mut refused = 0;
+    let mut held = Vec::new();
+    for _ in 0..60 {
+        let mut viewer = TcpStream::connect(&addr).unwrap();
+        viewer
+            .write_all(b"GET /live/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        // The status line only; after it the viewer never reads again.
+        viewer
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut head = [0u8; 12];
+        viewer.read_exact(&mut head).unwrap();
+        match &head {
+            b"HTTP/1.1 200" => admitted += 1,
+            b"HTTP/1.1 503" => refused += 1,
+            other => panic!("{}", String::from_utf8_lossy(other)),
+        }
+        held.push(viewer);
+    }
+    assert_eq!((admitted, refused), (48, 12), "the live view's 48 viewers");
+    let client = client();
+    for _ in 0..3 {
+        let asked = Instant::now();
+        let reset = send(
+            &client,
+            Method::POST,
+            &format!("{operator}/admin/reset"),
+            &[],
+            bytes::Bytes::new(),
+        )
+        .await;
+        let took = asked.elapsed();
+        assert_eq!(reset.status, StatusCode::OK, "{}", reset.body);
+        assert!(took < Duration::from_secs(1), "/admin/reset took {took:?}");
+    }
+    drop(held);
+}

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use simulator_api::live::{CheckProgress, LiveMarker, LiveSecond, LiveTick, HISTORY_SECONDS};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +35,13 @@ pub const MAX_MARKERS: usize = 200;
 /// How many seconds a viewer may fall behind before it is disconnected.
 pub const VIEWER_BACKLOG: usize = 4;
 
+/// Live view streams open at once, on both listeners together. The operator's
+/// listener serves 64 connections (`OPERATOR_MAX_CONNECTIONS`), so 16 stay for
+/// the operator's own requests (`/admin/*`, `/stats`, `/metrics`) whatever the
+/// viewers do, a page that never reads its stream included. The next viewer
+/// gets a JSON 503 saying so.
+pub const MAX_VIEWERS: usize = 48;
+
 /// The live view's history and its viewers.
 #[derive(Debug)]
 pub struct Live {
@@ -47,6 +54,8 @@ pub struct Live {
     closed: CancellationToken,
     /// The viewers asking for each second's slowest request cut (`slowest.rs`).
     pub waits: slowest::Askers,
+    /// A permit a stream ([`MAX_VIEWERS`]).
+    viewers: Arc<Semaphore>,
 }
 
 #[derive(Debug, Default)]
@@ -66,6 +75,7 @@ impl Default for Live {
             ticks,
             closed: CancellationToken::new(),
             waits: slowest::Askers::default(),
+            viewers: Arc::new(Semaphore::new(MAX_VIEWERS)),
         };
         live.mark("start", "server started");
         live
@@ -73,6 +83,12 @@ impl Default for Live {
 }
 
 impl Live {
+    /// A stream's place among the [`MAX_VIEWERS`], held as long as the stream;
+    /// none when every place is taken.
+    pub fn admit_viewer(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.viewers).try_acquire_owned().ok()
+    }
+
     /// Seconds since this server started.
     pub fn elapsed_s(&self) -> f64 {
         self.started.elapsed().as_secs_f64()

@@ -2,8 +2,8 @@
 //! events: `hello` (the history so far) once, then `second` once a second
 //! (docs/api.md has the JSON). Read-only, on the data port and the operator's.
 //!
-//! A viewer that cannot keep up with [`super::VIEWER_BACKLOG`] seconds is
-//! disconnected; every stream ends when the server stops accepting, so an open
+//! At most [`super::MAX_VIEWERS`] streams are open at once. A viewer that
+//! cannot keep up with [`super::VIEWER_BACKLOG`] seconds is disconnected; every stream ends when the server stops accepting, so an open
 //! page never holds up a shutdown.
 
 use std::convert::Infallible;
@@ -54,6 +54,13 @@ async fn events(
             e.body_text()
         ))
     })?;
+    let place = state.live.admit_viewer().ok_or_else(|| {
+        ApiError::Unavailable(format!(
+            "the live view already has {} viewers, the most it serves at once (the rest of the \
+             operator's connections stay for its own requests); close a page and retry",
+            super::MAX_VIEWERS
+        ))
+    })?;
     let asking = ask.waits.then(|| state.live.waits.ask());
     let mut tick = sampler::tick(&state, None, &state.stats());
     let (history, receiver) = state.live.join(&mut tick);
@@ -69,7 +76,7 @@ async fn events(
         state.live.closed(),
         receiver,
         Some,
-        asking,
+        (asking, place),
     ))
 }
 
