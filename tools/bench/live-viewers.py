@@ -6,11 +6,11 @@ for the cut of each request into its waits (?waits=true: the server reads its
 probe tap for it), same server build, same run.
 
 Runs alternate; prints each run, the medians with min and max, and the ratio of
-requests/s with viewers to without (target: at least 0.98, i.e. 50 viewers cost the
+requests/s with viewers to without (target: at least 0.98, i.e. 48 viewers cost the
 serving path at most 2 %). The server is at its cheapest (no simulated delay,
 permits never short), so the live view's share is as large as it can be.
 
-  python3 tools/bench/live-viewers.py                      # builds, 5 runs of 10 s, 50 viewers
+  python3 tools/bench/live-viewers.py                      # builds, 5 runs of 10 s, 48 viewers (the live view's most)
   python3 tools/bench/live-viewers.py --runs 5 --seconds 6 --no-build
 """
 
@@ -96,7 +96,7 @@ def measure(args, viewers, cutting=0):
 
 def main():
     parser = benchlib.arguments(__doc__)
-    parser.add_argument("--viewers", type=int, default=50)
+    parser.add_argument("--viewers", type=int, default=48)
     args = parser.parse_args()
     benchlib.need("wrk")
     if not args.no_build:
