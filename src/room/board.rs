@@ -21,6 +21,11 @@ pub const TIMELINE_KEPT: usize = 5_000;
 /// by: a check has a handful, always the same; a report past it is refused, so
 /// a seat cannot make the room hold labels without bound.
 pub const FAILING_LABELS_KEPT: usize = 64;
+/// The seats one network address may hold at once: a laptop joins one, a
+/// facilitator trying the room a few. Past it a prankster with the password
+/// cannot fill the room from one laptop. The room's own machine (loopback) has
+/// no such limit.
+pub const SEATS_PER_ADDRESS: usize = 8;
 
 /// Why a join or a report was refused: each is the attendee's next step.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -33,6 +38,8 @@ pub enum Refusal {
     Taken(String),
     #[error("the room is full ({MAX_SEATS} seats)")]
     Full,
+    #[error("{0} already holds {SEATS_PER_ADDRESS} seats, the most one address may: a laptop needs one (the facilitator frees seats)")]
+    TooManyFrom(std::net::IpAddr),
     #[error("no seat {0} in this room: it joins with its first check (the room may have been restarted without its state file)")]
     NoSuchSeat(String),
     #[error("wrong token for seat {0}")]
@@ -70,6 +77,9 @@ pub(super) struct Seat {
     /// readiness has none).
     #[serde(default)]
     pub(super) ready: Option<SeatReadiness>,
+    /// The address it joined from; none from the room's own machine.
+    #[serde(default)]
+    pub(super) joined_from: Option<std::net::IpAddr>,
 }
 
 /// A seat's exercise, with what the board's summaries are made of.
@@ -110,11 +120,25 @@ impl Room {
         self.seats.len()
     }
 
-    /// `POST /room/join`: a new seat's token (`new_token` makes it), or why not.
+    /// A join from the room's own machine.
+    #[cfg(test)]
     pub fn join(
         &mut self,
         seat: &str,
         password: &str,
+        new_token: impl FnOnce() -> String,
+        now_ms: u64,
+    ) -> Result<String, Refusal> {
+        self.join_from(seat, password, None, new_token, now_ms)
+    }
+
+    /// `POST /room/join` from `from` (none: loopback): a new seat's token
+    /// (`new_token` makes it), or why not.
+    pub fn join_from(
+        &mut self,
+        seat: &str,
+        password: &str,
+        from: Option<std::net::IpAddr>,
         new_token: impl FnOnce() -> String,
         now_ms: u64,
     ) -> Result<String, Refusal> {
@@ -129,6 +153,16 @@ impl Room {
             None if self.seats.len() >= MAX_SEATS => return Err(Refusal::Full),
             _ => {}
         }
+        if let Some(from) = from {
+            let held = self
+                .seats
+                .values()
+                .filter(|s| s.token.is_some() && s.joined_from == Some(from))
+                .count();
+            if held >= SEATS_PER_ADDRESS {
+                return Err(Refusal::TooManyFrom(from));
+            }
+        }
         let token = new_token();
         let entry = self.seats.entry(seat.to_owned()).or_insert_with(|| Seat {
             token: None,
@@ -137,8 +171,10 @@ impl Room {
             current: None,
             cells: BTreeMap::new(),
             ready: None,
+            joined_from: None,
         });
         entry.token = Some(token.clone());
+        entry.joined_from = from;
         self.happened(now_ms, seat, None, Happening::Joined, String::new());
         Ok(token)
     }

@@ -120,6 +120,28 @@ fn a_seat_joins_once_with_the_password_and_a_freed_seat_joins_again() {
 }
 
 #[test]
+fn one_address_holds_at_most_its_seats_and_the_rooms_own_machine_any() {
+    let mut room = room();
+    let address: std::net::IpAddr = "10.0.0.5".parse().unwrap();
+    let laptop = Some(address);
+    let mut n = 0;
+    let mut join = |room: &mut Room, from| {
+        n += 1;
+        room.join_from(&format!("s{n}"), "plum-42", from, || format!("t{n}"), n)
+    };
+    for _ in 0..SEATS_PER_ADDRESS {
+        join(&mut room, laptop).unwrap();
+    }
+    assert_eq!(join(&mut room, laptop), Err(Refusal::TooManyFrom(address)));
+    assert!(join(&mut room, Some("10.0.0.6".parse().unwrap())).is_ok());
+    for _ in 0..=SEATS_PER_ADDRESS {
+        join(&mut room, None).unwrap();
+    }
+    room.free("s1", 99).unwrap();
+    assert!(join(&mut room, laptop).is_ok(), "a freed seat is not held");
+}
+
+#[test]
 fn a_report_needs_its_own_seats_token() {
     let mut room = room();
     joined(&mut room, "alice", 0);

@@ -9,6 +9,7 @@
 //! - `server.rs`: the routes; `page.rs` the page; `state_file.rs` the file;
 //!   `kit.rs` the kit laptops install from (`--kit DIR`).
 
+pub mod auth;
 pub mod board;
 pub mod kit;
 pub mod page;
@@ -56,6 +57,11 @@ pub struct RoomArgs {
     /// the room prints installs it on a laptop from the room alone.
     #[arg(long, value_name = "DIR")]
     pub kit: Option<PathBuf>,
+    /// The connections one network address may hold at once: a laptop's page
+    /// and checks take a few; past it, a JSON 503. Raise it where many
+    /// laptops reach the room through one address (a NAT).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_connections_per_address: u16,
 }
 
 pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
@@ -102,7 +108,7 @@ pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
     let mut serving = tokio::spawn(connections::serve(
         listener,
         app,
-        connection_limits(),
+        connection_limits(usize::from(args.max_connections_per_address)),
         Arc::new(|| ConnectionPolicy::PLAIN),
         Arc::default(),
         AcceptFailures::unprobed("the room's listener"),
@@ -132,7 +138,7 @@ pub const HEAD_DEADLINE: Duration = Duration::from_secs(10);
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// The room's connection limits, its descriptor limit raised first.
-fn connection_limits() -> Limits {
+fn connection_limits(per_address: usize) -> Limits {
     let raised = simulator_service::platform::descriptors::raise_limit();
     // Descriptors beside the connections: the state file, the kit's files, stdio.
     let fits = raised.map_or(MAX_CONNECTIONS, |d| {
@@ -146,6 +152,7 @@ fn connection_limits() -> Limits {
         header_read_timeout: HEAD_DEADLINE,
         limit_name: "the room's connection limit",
         metered: false,
+        per_address: Some(per_address),
     }
 }
 
@@ -222,6 +229,18 @@ fn default_url(bound: SocketAddr) -> String {
     format!("http://{host}:{}", bound.port())
 }
 
+/// The URL a browser on the room's own machine reaches it at over loopback
+/// (the facilitator's view needs no key there), where it listens on one.
+fn this_machine_url(bound: SocketAddr) -> Option<String> {
+    let ip: std::net::IpAddr = match bound.ip() {
+        ip if ip.is_loopback() => ip,
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        _ => return None,
+    };
+    Some(format!("http://{}", SocketAddr::new(ip, bound.port())))
+}
+
 /// This machine's address on the interface of its default route: a UDP socket
 /// "connected" to a documentation address (TEST-NET-1, RFC 5737; RFC 3849's for
 /// IPv6) takes the route's source address. A UDP connect sends nothing: the
@@ -249,9 +268,12 @@ fn print_banner(args: &RoomArgs, room: &Room, bound: SocketAddr, url: &str, rest
         (None, _) => println!("  in memory only (--state FILE keeps it across a restart)"),
     }
     println!("projector (the totals; every row once you reveal the board):");
-    println!("  {url}/room");
+    println!("  {url}/room?as=projector");
     println!("facilitator (every row, reveal, CSV; keep it off the projector):");
-    println!("  {url}/room?key={}", room.key);
+    if let Some(here) = this_machine_url(bound) {
+        println!("  on this machine, no key: {here}/room?as=facilitator");
+    }
+    println!("  elsewhere: {url}/room/login with the key {}", room.key);
     println!("attendees paste, each with a seat name of their own:");
     println!(
         "  export ISIM_ROOM={url}/join/{} ISIM_SEAT=your-name",

@@ -126,10 +126,7 @@ async fn deliver(
         };
         match send_report(&mut seat, &report).await {
             Ok(()) if report.progress.verdict.is_some() => {
-                delivered = Some(format!(
-                    "{}/room?seat={}&token={}",
-                    seat.invitation.base, seat.name, seat.token
-                ));
+                delivered = Some(row_link(&seat));
             }
             Ok(()) => {}
             Err(why) if !std::mem::replace(&mut warned, true) => {
@@ -158,10 +155,13 @@ pub async fn report_ready(
     };
     let body = Bytes::from(serde_json::to_vec(&report).expect("a readiness serialises"));
     send(&mut seat, "/room/ready", body).await?;
-    Ok(format!(
-        "{}/room?seat={}&token={}",
-        seat.invitation.base, seat.name, seat.token
-    ))
+    Ok(row_link(&seat))
+}
+
+/// The link to a seat's own row: its token after `#`, which a browser never
+/// sends; the page signs in with it and takes it out of the address bar.
+fn row_link(seat: &Seat) -> String {
+    format!("{}/room#token={}", seat.invitation.base, seat.token)
 }
 
 async fn send_report(seat: &mut Seat, report: &SeatReport) -> Result<(), String> {

@@ -2,15 +2,17 @@
 //! boards (server-sent events, a new board within a moment of any change and
 //! every few seconds for the clocks), the board as JSON and CSV, and the calls
 //! that change the room: join, report, reveal, free. Who may see what is
-//! decided once per request ([`Shared::viewer`]): the room's key is the
-//! facilitator, a seat's name and token the seat, nothing the projector.
+//! decided once per request (`auth.rs`): the room's key is the
+//! facilitator, a seat's token the seat, nothing the projector.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::rejection::ExtensionRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -24,6 +26,7 @@ use simulator_api::ErrorBody;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{self, bearer, Asker};
 use super::board::{Refusal, Room};
 use super::view::Looking;
 
@@ -77,42 +80,13 @@ impl Shared {
         })
     }
 
-    fn room(&self) -> std::sync::MutexGuard<'_, Room> {
+    pub(super) fn room(&self) -> std::sync::MutexGuard<'_, Room> {
         // A panic while holding it would be a bug in board.rs; the room stays usable.
         self.room.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn changed(&self) {
         self.changes.send_modify(|v| *v += 1);
-    }
-
-    /// Who a request is, from `?key=`, `?seat=&token=` or `Authorization: Bearer KEY`.
-    fn viewer(&self, who: &Who, headers: &HeaderMap) -> Result<(Viewer, Option<String>), Refused> {
-        let room = self.room();
-        let key = who.key.as_deref().or_else(|| bearer(headers));
-        if let Some(key) = key {
-            return match room.is_key(key) {
-                true => Ok((Viewer::Facilitator, None)),
-                false => Err(Refused::unauthorized("wrong room key")),
-            };
-        }
-        match (&who.seat, &who.token) {
-            (Some(seat), Some(token)) => match room.seat_of(token) {
-                Some(owner) if owner == seat => Ok((Viewer::Seat, Some(seat.clone()))),
-                _ => Err(Refused::unauthorized(&format!(
-                    "wrong token for seat {seat}"
-                ))),
-            },
-            (None, None) => Ok((Viewer::Projector, None)),
-            _ => Err(Refused::bad("a seat's page needs both ?seat= and &token=")),
-        }
-    }
-
-    fn facilitator(&self, who: &Who, headers: &HeaderMap) -> Result<(), Refused> {
-        match self.viewer(who, headers)? {
-            (Viewer::Facilitator, _) => Ok(()),
-            _ => Err(Refused::unauthorized("this needs the room's key (?key=)")),
-        }
     }
 
     pub fn board(&self, viewer: Viewer, seat: Option<&str>) -> Board {
@@ -132,22 +106,6 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-}
-
-/// Who is asking, as the page's URL says.
-#[derive(Debug, Default, serde::Deserialize)]
-pub struct Who {
-    key: Option<String>,
-    seat: Option<String>,
-    token: Option<String>,
-}
-
 pub fn routes(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(|| async { Redirect::to("/room") }))
@@ -155,6 +113,8 @@ pub fn routes(shared: Arc<Shared>) -> Router {
         .route("/room/events", get(events))
         .route("/room/board", get(board))
         .route("/room.csv", get(csv))
+        .route("/room/login", get(auth::form).post(auth::sign_in))
+        .route("/room/logout", post(auth::sign_out))
         .route("/room/join", post(join))
         .route("/room/report", post(report))
         .route("/room/ready", post(ready))
@@ -165,12 +125,8 @@ pub fn routes(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn board(
-    State(shared): State<Arc<Shared>>,
-    Query(who): Query<Who>,
-    headers: HeaderMap,
-) -> Result<Json<Board>, Refused> {
-    let (viewer, seat) = shared.viewer(&who, &headers)?;
+async fn board(State(shared): State<Arc<Shared>>, asker: Asker) -> Result<Json<Board>, Refused> {
+    let (viewer, seat) = shared.viewer(&asker)?;
     Ok(Json(shared.board(viewer, seat.as_deref())))
 }
 
@@ -179,10 +135,9 @@ async fn board(
 /// same as the last sent, and every [`REFRESH_EVERY`].
 async fn events(
     State(shared): State<Arc<Shared>>,
-    Query(who): Query<Who>,
-    headers: HeaderMap,
+    asker: Asker,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Refused> {
-    let (viewer, seat) = shared.viewer(&who, &headers)?;
+    let (viewer, seat) = shared.viewer(&asker)?;
     let changes = shared.changes.subscribe();
     let boards = stream::unfold((changes, None), move |(mut changes, last)| {
         let (shared, seat) = (shared.clone(), seat.clone());
@@ -229,12 +184,8 @@ fn same_but_the_clock(sent: &Board, now: &Board) -> bool {
         } == *now
 }
 
-async fn csv(
-    State(shared): State<Arc<Shared>>,
-    Query(who): Query<Who>,
-    headers: HeaderMap,
-) -> Result<Response, Refused> {
-    shared.facilitator(&who, &headers)?;
+async fn csv(State(shared): State<Arc<Shared>>, asker: Asker) -> Result<Response, Refused> {
+    shared.facilitator(&asker)?;
     let text = shared.room().csv(
         &shared.exercises,
         now_ms(),
@@ -255,11 +206,18 @@ async fn csv(
 
 async fn join(
     State(shared): State<Arc<Shared>>,
+    peer: Result<ConnectInfo<SocketAddr>, ExtensionRejection>,
     Json(asked): Json<JoinRequest>,
 ) -> Result<Json<JoinAnswer>, Refused> {
-    let token = shared
-        .room()
-        .join(&asked.seat, &asked.password, new_secret, now_ms())?;
+    // The room's own machine may hold any number of seats.
+    let from = peer
+        .ok()
+        .map(|ConnectInfo(p)| p.ip())
+        .filter(|ip| !ip.is_loopback());
+    let token =
+        shared
+            .room()
+            .join_from(&asked.seat, &asked.password, from, new_secret, now_ms())?;
     shared.changed();
     Ok(Json(JoinAnswer {
         seat: asked.seat,
@@ -305,11 +263,10 @@ async fn ready(
 
 async fn reveal(
     State(shared): State<Arc<Shared>>,
-    Query(who): Query<Who>,
-    headers: HeaderMap,
+    asker: Asker,
     Json(asked): Json<Reveal>,
 ) -> Result<Json<Reveal>, Refused> {
-    shared.facilitator(&who, &headers)?;
+    shared.facilitator(&asker)?;
     shared.room().revealed = asked.revealed;
     shared.changed();
     Ok(Json(asked))
@@ -318,10 +275,9 @@ async fn reveal(
 async fn free(
     State(shared): State<Arc<Shared>>,
     Path(seat): Path<String>,
-    Query(who): Query<Who>,
-    headers: HeaderMap,
+    asker: Asker,
 ) -> Result<StatusCode, Refused> {
-    shared.facilitator(&who, &headers)?;
+    shared.facilitator(&asker)?;
     shared.room().free(&seat, now_ms()).map_err(|r| match r {
         Refusal::NoSuchSeat(_) => Refused {
             status: StatusCode::NOT_FOUND,
@@ -348,7 +304,7 @@ pub struct Refused {
 }
 
 impl Refused {
-    fn unauthorized(message: &str) -> Refused {
+    pub(super) fn unauthorized(message: &str) -> Refused {
         Refused {
             status: StatusCode::UNAUTHORIZED,
             kind: "unauthorized",
@@ -356,7 +312,7 @@ impl Refused {
         }
     }
 
-    fn bad(message: &str) -> Refused {
+    pub(super) fn bad(message: &str) -> Refused {
         Refused {
             status: StatusCode::BAD_REQUEST,
             kind: "bad_request",
@@ -376,6 +332,7 @@ impl From<Refusal> for Refused {
             }
             Refusal::OtherSeat { .. } => (StatusCode::FORBIDDEN, "other_seat"),
             Refusal::Taken(_) | Refusal::Full => (StatusCode::CONFLICT, "conflict"),
+            Refusal::TooManyFrom(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_seats"),
         };
         Refused {
             status,

@@ -56,7 +56,7 @@ impl Room {
         let addr = after("room: listening on ");
         Room {
             url: format!("http://{addr}"),
-            key: after("/room?key="),
+            key: after("/room/login with the key "),
             password: after("/join/"),
             child,
         }
@@ -67,9 +67,14 @@ impl Room {
     }
 
     async fn board(&self) -> Value {
-        let r = get(
+        let auth = format!("Bearer {}", self.key);
+        let url = format!("{}/room/board", self.url);
+        let r = send(
             &client(),
-            &format!("{}/room/board?key={}", self.url, self.key),
+            Method::GET,
+            &url,
+            &[("authorization", &auth)],
+            "",
         )
         .await;
         assert!(r.status.is_success(), "{}", r.body);
@@ -158,7 +163,7 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
         }
     }
     let page = Browser::start(1400, 1000).await;
-    page.goto(&format!("{}/room?key={}", room.url, room.key))
+    page.goto(&format!("{}/room#key={}", room.url, room.key))
         .await;
     page.wait_for(
         "the stream",
@@ -335,22 +340,25 @@ async fn screenshots(page: &Browser, room: &Room, state: &std::path::Path, out: 
     let token = std::fs::read_to_string(kept.join("seat-2.token")).unwrap();
     let live = "return document.getElementById('status').textContent === 'live';";
     for (name, query) in [
-        ("seat.png", format!("?seat=seat-2&token={token}")),
-        ("projector.png", String::new()),
+        ("seat.png", format!("#token={token}")),
+        ("projector.png", "?as=projector".to_owned()),
     ] {
+        // A new document each time: a change of the fragment alone would not
+        // load the page again.
+        page.goto("about:blank").await;
         page.goto(&format!("{}/room{query}", room.url)).await;
         page.wait_for(name, live, Duration::from_secs(10)).await;
         page.screenshot(&out.join(name)).await;
     }
     let phone = Browser::start(390, 844).await;
     phone
-        .goto(&format!("{}/room?key={}", room.url, room.key))
+        .goto(&format!("{}/room#key={}", room.url, room.key))
         .await;
     phone
         .wait_for("the phone's page", live, Duration::from_secs(10))
         .await;
     phone.screenshot(&out.join("phone.png")).await;
-    page.goto(&format!("{}/room?key={}", room.url, room.key))
+    page.goto(&format!("{}/room#key={}", room.url, room.key))
         .await;
 }
 
@@ -432,14 +440,23 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
         r.body
     );
 
-    // What each viewer may read.
-    let board = |query: String| {
+    // What each viewer may read: a secret comes in a header (a bearer token
+    // or the cookie /room/login sets), never in a URL.
+    let board = |query: &str, headers: Vec<(&'static str, String)>| {
         let url = format!("{}/room/board{query}", room.url);
-        async move { get(&client(), &url).await }
+        async move {
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            send(&client(), Method::GET, &url, &headers, "").await
+        }
     };
-    assert_eq!(board(format!("?key={}", "f".repeat(32))).await.status, 401);
-    assert_eq!(board(format!("?seat=bob&token={alice}")).await.status, 401);
-    let projector = board(String::new()).await.json();
+    let bearer = |secret: &str| vec![("authorization", format!("Bearer {secret}"))];
+    let in_url = board(&format!("?key={}", room.key), vec![]).await;
+    assert_eq!(in_url.status, 400, "{}", in_url.body);
+    assert!(in_url.body.contains("never go in a URL"), "{}", in_url.body);
+    assert_eq!(board(&format!("?token={bob}"), vec![]).await.status, 400);
+    assert_eq!(board("", bearer(&"f".repeat(32))).await.status, 401);
+    let projector = board("", vec![]).await.json();
     let columns = projector["exercises"].as_array().unwrap();
     assert!(columns.contains(&json!(EXERCISE)), "{projector}");
     assert!(!columns.contains(&json!(CAUSE)), "{projector}");
@@ -450,14 +467,51 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
         ),
         (Some(2), 0)
     );
-    let bobs = board(format!("?seat=bob&token={bob}")).await.json();
+    let bobs = board("", bearer(&bob)).await.json();
     assert_eq!(bobs["seats"].as_array().unwrap().len(), 1);
     assert_eq!(bobs["seats"][0]["seat"], "bob");
+    // The room's own machine needs no key, unless a page elsewhere (its Host)
+    // asks; signing in sets a cookie that is the facilitator's from then on.
+    let here = board("?as=facilitator", vec![]).await.json();
+    assert_eq!(here["viewer"], "facilitator", "{here}");
+    let rebound = board(
+        "?as=facilitator",
+        vec![("host", "prank.example:7900".into())],
+    )
+    .await;
+    assert_eq!(rebound.status, 401, "{}", rebound.body);
+    let login = format!("{}/room/login", room.url);
+    let form = [("content-type", "application/x-www-form-urlencoded")];
+    let wrong = send(&client(), Method::POST, &login, &form, "secret=0123").await;
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    let signed = send(
+        &client(),
+        Method::POST,
+        &login,
+        &form,
+        format!("secret={}", room.key),
+    )
+    .await;
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    let cookie = signed.headers["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let by_cookie = board("", vec![("cookie", pair)]).await.json();
+    assert_eq!(by_cookie["viewer"], "facilitator", "{by_cookie}");
+    let facilitator = bearer(&room.key);
     let csv = get(&client(), &format!("{}/room.csv", room.url)).await;
     assert_eq!(csv.status, 401, "the CSV is the facilitator's");
-    let csv = get(
+    let csv_url = format!("{}/room.csv", room.url);
+    let auth = facilitator[0].1.as_str();
+    let csv = send(
         &client(),
-        &format!("{}/room.csv?key={}", room.url, room.key),
+        Method::GET,
+        &csv_url,
+        &[("authorization", auth)],
+        "",
     )
     .await;
     assert!(csv.body.starts_with("seat,exercise,state,"), "{}", csv.body);
@@ -471,14 +525,17 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
     let reveal = send(
         &client(),
         Method::PUT,
-        &format!("{}/room/reveal?key={}", room.url, room.key),
-        &[("content-type", "application/json")],
+        &format!("{}/room/reveal", room.url),
+        &[
+            ("content-type", "application/json"),
+            ("authorization", auth),
+        ],
         r#"{"revealed": true}"#,
     )
     .await;
     assert!(reveal.status.is_success(), "{}", reveal.body);
     assert_eq!(
-        board(format!("?seat=bob&token={bob}")).await.json()["seats"]
+        board("", bearer(&bob)).await.json()["seats"]
             .as_array()
             .unwrap()
             .len(),
@@ -487,8 +544,8 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
     let free = send(
         &client(),
         Method::DELETE,
-        &format!("{}/room/seats/bob?key={}", room.url, room.key),
-        &[],
+        &format!("{}/room/seats/bob", room.url),
+        &[("authorization", auth)],
         "",
     )
     .await;
@@ -503,6 +560,41 @@ async fn the_room_refuses_a_wrong_password_a_wrong_token_and_another_seats_repor
         .unwrap()
         .to_owned();
     assert_ne!(again, bob);
+
+    // One address holds 64 connections at most; the next is told why, and
+    // the room answers every other address.
+    let addr: std::net::SocketAddr = room.url.trim_start_matches("http://").parse().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        held.push(from_address("127.0.0.3", addr).await);
+    }
+    let mut over = from_address("127.0.0.3", addr).await;
+    let mut said = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read_to_string(&mut over, &mut said),
+    )
+    .await
+    .expect("the refusal within 5 s")
+    .unwrap();
+    assert!(
+        said.starts_with("HTTP/1.1 503") && said.contains("the most one address may"),
+        "{said}"
+    );
+    assert_eq!(
+        get(&client(), &format!("{}/healthz", room.url))
+            .await
+            .status,
+        200
+    );
+    drop(held);
+}
+
+/// A connection to `to` from loopback address `from`.
+async fn from_address(from: &str, to: std::net::SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(to).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -573,21 +665,23 @@ async fn live_check(base: &str) -> Value {
     common::live_hello(base).await["tick"]["check"].clone()
 }
 
-/// Sockets that send half a request head and wait, from another loopback
-/// address, reopened as the room closes them: a prankster on the venue's Wi-Fi.
+/// Sockets that send half a request head and wait, from 40 other loopback
+/// addresses (so the room's limit for one address does not turn them away),
+/// reopened as the room closes them: pranksters on the venue's Wi-Fi.
 const HALF_OPEN: &str = r#"
 import resource, socket, sys, time
 n, host, port, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
-def half():
+def half(i):
     s = socket.socket()
-    s.bind(("127.0.0.2", 0))
+    # From 40 addresses, each under the room's limit for one.
+    s.bind(("127.0.0.%d" % (10 + i % 40), 0))
     s.connect((host, port))
     s.send(b"GET /room HTTP/1.1\r\nHost: room\r\n")
     s.setblocking(False)
     return s
-held = [half() for _ in range(n)]
+held = [half(i) for i in range(n)]
 print("holding", len(held), flush=True)
 reopened, end = 0, time.time() + seconds
 while time.time() < end:
@@ -600,7 +694,7 @@ while time.time() < end:
         except OSError:
             pass
         s.close()
-        held[i] = half()
+        held[i] = half(i)
         reopened += 1
     time.sleep(0.2)
 print("reopened", reopened, flush=True)

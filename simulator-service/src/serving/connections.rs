@@ -12,6 +12,8 @@
 //!   opening or of its last reply, or it is closed (this also bounds how long an
 //!   idle keep-alive connection holds its slot): one timer a connection
 //!   (`head_deadline.rs`), not hyper's timer a request;
+//! - where the listener is shared (the room), one address holds at most
+//!   `per_address` of them (`per_address.rs`), so one laptop cannot take them all;
 //! - at shutdown each connection finishes the request it is on and closes.
 //!
 //! How it treats each connection is read at its accept ([`ConnectionPolicy`], from the live
@@ -57,6 +59,7 @@ use crate::serving::counted_writes::{CountedWrites, Writes};
 use crate::serving::handshake;
 use crate::serving::head_deadline::HeadDeadline;
 use crate::serving::head_first::HeadFirst;
+use crate::serving::per_address::{AddressSlot, PerAddress};
 
 /// How the listener treats a connection it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +105,9 @@ pub struct Limits {
     pub limit_name: &'static str,
     /// Count connections in `isim_connections_*` (the data port only).
     pub metered: bool,
+    /// The most one address may hold at once (`per_address.rs`); `None`:
+    /// unlimited, as on the data port, whose load comes from one machine.
+    pub per_address: Option<usize>,
 }
 
 /// Connections the operator's listener holds at once: a few dashboards, scrapers
@@ -199,6 +205,7 @@ pub async fn serve(
     stats.watch(&listener);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let per_address = limits.per_address.map(PerAddress::new);
     // hyper's own header timeout is off (its default without a timer): each
     // connection keeps its own (`head_deadline.rs` says why).
     let http = hyper::server::conn::http1::Builder::new();
@@ -228,12 +235,18 @@ pub async fn serve(
             },
         };
         stats.saw_accept();
+        let address_slot = per_address.as_ref().map(|counts| counts.take(peer.ip()));
+        if let Some(None) = address_slot {
+            stats.refused.fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(refuse(stream, over_the_address_limit(peer, limits)));
+            continue;
+        }
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             stats.refused.fetch_add(1, Ordering::Relaxed);
             if limits.metered {
                 metrics::counter!(m::CONNECTIONS_REFUSED).increment(1);
             }
-            tokio::spawn(refuse(stream, limits));
+            tokio::spawn(refuse(stream, over_the_limit(limits)));
             continue;
         };
         stats.accepted.fetch_add(1, Ordering::Relaxed);
@@ -259,7 +272,7 @@ pub async fn serve(
             head,
             ways,
             Arc::clone(&stats),
-            slot,
+            (slot, address_slot.flatten()),
             failures.reserve().cloned(),
         ));
     }
@@ -335,7 +348,7 @@ async fn run_connection<E: std::fmt::Display>(
     head: Arc<HeadDeadline>,
     ways: ConnectionPolicy,
     stats: Arc<ConnectionStats>,
-    slot: OwnedSemaphorePermit,
+    slot: (OwnedSemaphorePermit, Option<AddressSlot>),
     reserve: Option<Arc<DescriptorReserve>>,
 ) {
     if ways.handshake_on == HandshakeOn::Connection {
@@ -359,19 +372,34 @@ async fn run_connection<E: std::fmt::Display>(
     }
 }
 
-/// Answers a connection over the limit with a JSON 503 and closes it.
-async fn refuse(mut stream: TcpStream, limits: Limits) {
+/// Why a connection past the listener's limit is refused.
+fn over_the_limit(limits: Limits) -> String {
     let (max, name) = (limits.max_connections, limits.limit_name);
+    format!(
+        "this listener already has {max} connections open ({name}); retry later{}",
+        if limits.metered {
+            " or raise --max-connections"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Why a connection past its address's limit is refused.
+fn over_the_address_limit(peer: std::net::SocketAddr, limits: Limits) -> String {
+    format!(
+        "{} already has {} connections open to this listener, the most one address may; \
+         close some and retry",
+        peer.ip(),
+        limits.per_address.unwrap_or_default()
+    )
+}
+
+/// Answers a refused connection with a JSON 503 saying `why` and closes it.
+async fn refuse(mut stream: TcpStream, why: String) {
     let body = ErrorBody {
         error: "unavailable".to_owned(),
-        message: format!(
-            "this listener already has {max} connections open ({name}); retry later{}",
-            if limits.metered {
-                " or raise --max-connections"
-            } else {
-                ""
-            }
-        ),
+        message: why,
     };
     // Two strings cannot fail to serialise.
     let body = serde_json::to_string(&body).unwrap_or_default();

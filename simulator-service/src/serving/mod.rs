@@ -50,6 +50,7 @@ pub mod head_first;
 pub mod http;
 pub mod incidents;
 pub mod live;
+pub mod per_address;
 pub mod same_machine;
 pub mod shutdown;
 pub mod state;
@@ -110,6 +111,7 @@ pub async fn run(
         header_read_timeout: settings.header_read_timeout,
         limit_name: "max_connections",
         metered: true,
+        per_address: None,
     };
     let state = AppState::new(processor.clone(), scenario).with_answers(answers);
     let stats = Arc::clone(&state.connections);

@@ -357,6 +357,7 @@ pub fn exited_within(child: &mut Child, within: Duration) -> Option<ExitStatus> 
 #[derive(Debug)]
 pub struct Response {
     pub status: StatusCode,
+    pub headers: hyper::HeaderMap,
     pub body: String,
 }
 
@@ -390,6 +391,7 @@ pub async fn send(
         .expect("answered within 30 s")
         .expect("HTTP exchange");
     let status = response.status();
+    let headers = response.headers().clone();
     let bytes = response
         .into_body()
         .collect()
@@ -398,6 +400,7 @@ pub async fn send(
         .to_bytes();
     Response {
         status,
+        headers,
         body: String::from_utf8_lossy(&bytes).into_owned(),
     }
 }
