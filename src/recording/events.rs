@@ -93,16 +93,24 @@ fn push(bytes: &mut Vec<u8>, value: impl serde::Serialize) {
     }
 }
 
-/// The events of a payload, up to its last whole one; `arity(code)` is how many
-/// arguments that probe was recorded with (none for a code not in the table).
-/// The second value is false when the payload stopped inside an event or held a
-/// code the table does not have: what came before it is still good.
-pub fn unpack(payload: &[u8], arity: impl Fn(u8) -> Option<usize>) -> (Vec<Packed>, bool) {
+/// The events of a payload, up to its last whole one and `most` at most;
+/// `arity(code)` is how many arguments that probe was recorded with (none for
+/// a code not in the table). The second value is false when the payload
+/// stopped inside an event, held a code the table does not have, or held more
+/// than `most`: what came before is still good.
+pub fn unpack(
+    payload: &[u8],
+    arity: impl Fn(u8) -> Option<usize>,
+    most: usize,
+) -> (Vec<Packed>, bool) {
     let mut events = Vec::new();
     let Some((mut at_ns, mut rest)) = take::<u64>(payload) else {
         return (events, payload.is_empty());
     };
     while let Some((&code, after)) = rest.split_first() {
+        if events.len() == most {
+            return (events, false);
+        }
         let whole = (|| {
             if code == LOST {
                 let (count, after) = take::<u64>(after)?;
@@ -148,7 +156,7 @@ mod tests {
         p.lost(12);
         p.event(2_000_000, 1, 2, &[9, 10, 0, 0, 0, 0]);
         let payload = p.take();
-        let (events, whole) = unpack(&payload, arity);
+        let (events, whole) = unpack(&payload, arity, usize::MAX);
         assert!(whole);
         assert_eq!(
             events,
@@ -186,9 +194,9 @@ mod tests {
             p.event(i * 1_000_003, (i % 3) as u8, (i % 3) as usize + 1, &[i; 6]);
         }
         let payload = p.take();
-        let (all, _) = unpack(&payload, arity);
+        let (all, _) = unpack(&payload, arity, usize::MAX);
         for cut in 0..payload.len() {
-            let (events, _) = unpack(&payload[..cut], arity);
+            let (events, _) = unpack(&payload[..cut], arity, usize::MAX);
             assert_eq!(events[..], all[..events.len()], "cut at {cut}");
         }
     }
@@ -198,7 +206,7 @@ mod tests {
         let mut p = Packer::default();
         p.event(5, 0, 1, &[1; 6]);
         p.event(6, 9, 0, &[0; 6]);
-        let (events, whole) = unpack(&p.take(), arity);
+        let (events, whole) = unpack(&p.take(), arity, usize::MAX);
         assert_eq!(events.len(), 1);
         assert!(!whole);
     }

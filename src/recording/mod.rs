@@ -14,9 +14,12 @@
 //! A recording made with `record --profile N` holds the server's CPU profile of
 //! N seconds too, as folded stacks in a block of its own; `export` draws it.
 //!
-//! Limits: a recording is read whole into memory, about 50 bytes an event once
+//! Limits: a recording is read whole into memory, about 80 bytes an event once
 //! decoded (a minute of the demo's load is a few hundred MB at most); a block is
-//! at most 64 MiB.
+//! at most 64 MiB. What a read may take is bounded by the file's size
+//! ([`MEMORY_PER_FILE_BYTE`] times it, plus [`MEMORY_FLOOR`]): a crafted file
+//! of the smallest events, or of ticks that each inherit a large `config`, is
+//! read up to that and told as damaged there, not inflated without limit.
 
 pub mod events;
 pub mod file;
@@ -32,6 +35,16 @@ use simulator_api::Stats;
 
 use events::Packed;
 use file::{Kind, Next, Reader};
+
+/// What reading a recording may take in memory, per byte of the file. A real
+/// recording's events pack into 8 bytes or more, 160 bytes each once decoded
+/// with room for the list's growth: 20x. Past this, the rest is not read.
+pub const MEMORY_PER_FILE_BYTE: usize = 32;
+/// What any recording may take whatever its size (a small one's ticks).
+pub const MEMORY_FLOOR: usize = 16 << 20;
+/// What one item is counted as taking: itself and as much again, for the
+/// list's growth.
+const ITEM_COST: usize = 2 * std::mem::size_of::<Item>();
 
 /// Events a block holds at most before the recorder writes it (it writes one a
 /// second in any case): a reader cut mid-block loses nothing before the cut.
@@ -210,14 +223,17 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Recording> {
         } => serde_json::from_slice(payload).context("its head block does not parse")?,
         other => anyhow::bail!("it does not begin with a head block ({})", describe(&other)),
     };
-    let mut decoder = Decoder::new(&head);
+    let budget = MEMORY_FLOOR.saturating_add(bytes.len().saturating_mul(MEMORY_PER_FILE_BYTE));
+    let mut decoder = Decoder::new(&head, budget);
     let stop = loop {
         let at_byte = reader.at();
         match reader.next_block() {
             Next::End => break Stop::NoEnd { at_byte },
             Next::Cut { kind, part } => {
                 if kind == Some(Kind::Events) {
-                    decoder.events(part);
+                    if let Err(why) = decoder.events(part) {
+                        break Stop::Damaged { at_byte, why };
+                    }
                 }
                 break Stop::Cut { at_byte };
             }
@@ -253,13 +269,18 @@ struct Decoder {
     /// Code to this build's probe name and the arity it was recorded with.
     table: Vec<(Option<&'static str>, usize)>,
     config: Option<Value>,
+    /// The last `config`'s JSON length: what each tick that inherits it costs.
+    config_bytes: usize,
     items: Vec<Item>,
     unknown: u64,
     profiles: Vec<ProfileBlock>,
+    /// Bytes of memory the items may still take ([`MEMORY_PER_FILE_BYTE`]).
+    left: usize,
+    budget: usize,
 }
 
 impl Decoder {
-    fn new(head: &Head) -> Self {
+    fn new(head: &Head, budget: usize) -> Self {
         let table = head
             .probes
             .iter()
@@ -271,24 +292,48 @@ impl Decoder {
         Decoder {
             table,
             config: None,
+            config_bytes: 0,
             items: Vec::new(),
             unknown: 0,
             profiles: Vec::new(),
+            left: budget,
+            budget,
         }
+    }
+
+    /// Counts `bytes` against the budget; past it, why the rest is not read.
+    fn spend(&mut self, bytes: usize) -> Result<(), String> {
+        self.left = self
+            .left
+            .checked_sub(bytes)
+            .ok_or_else(|| self.over_budget())?;
+        Ok(())
+    }
+
+    fn over_budget(&self) -> String {
+        format!(
+            "reading further would take more than {} MiB, {MEMORY_PER_FILE_BYTE}x the file's size \
+             and {} MiB more: a recording's events and ticks never decode that large",
+            self.budget >> 20,
+            MEMORY_FLOOR >> 20
+        )
+    }
+
+    /// What a reading of `/stats` from a block of `payload` bytes costs.
+    fn reading_cost(&self, payload: usize) -> usize {
+        ITEM_COST + std::mem::size_of::<Stats>() + payload + self.config_bytes
     }
 
     /// True at the end block.
     fn block(&mut self, kind: Kind, payload: &[u8]) -> Result<bool, String> {
         match kind {
             Kind::Head => Err("a second head block".into()),
-            Kind::Events => {
-                if self.events(payload) {
-                    Ok(false)
-                } else {
-                    Err("an events block that does not decode".into())
-                }
-            }
+            Kind::Events => match self.events(payload)? {
+                true => Ok(false),
+                false => Err("an events block that does not decode".into()),
+            },
             Kind::Tick => {
+                self.spend(self.reading_cost(payload.len()))?;
                 let tick: TickBlock = serde_json::from_slice(payload)
                     .map_err(|e| format!("a tick block that does not parse: {e}"))?;
                 let stats = self.stats(tick.stats)?;
@@ -301,6 +346,7 @@ impl Decoder {
                 Ok(false)
             }
             Kind::End => {
+                self.spend(self.reading_cost(payload.len()))?;
                 let end: EndBlock = serde_json::from_slice(payload)
                     .map_err(|e| format!("the end block does not parse: {e}"))?;
                 let stats = self.stats(end.stats)?;
@@ -311,6 +357,7 @@ impl Decoder {
                 Ok(true)
             }
             Kind::Profile => {
+                self.spend(payload.len())?;
                 let profile = serde_json::from_slice(payload)
                     .map_err(|e| format!("a profile block that does not parse: {e}"))?;
                 self.profiles.push(profile);
@@ -319,11 +366,18 @@ impl Decoder {
         }
     }
 
-    /// False when the payload stopped inside an event.
-    fn events(&mut self, payload: &[u8]) -> bool {
+    /// False when the payload stopped inside an event; an error past the budget.
+    fn events(&mut self, payload: &[u8]) -> Result<bool, String> {
         let table = &self.table;
-        let (packed, whole) =
-            events::unpack(payload, |code| table.get(code as usize).map(|(_, n)| *n));
+        let most = self.left / ITEM_COST;
+        let (packed, whole) = events::unpack(
+            payload,
+            |code| table.get(code as usize).map(|(_, n)| *n),
+            most,
+        );
+        // Stopped at `most` with more to read: the budget, not damage.
+        let full = !whole && packed.len() == most;
+        self.spend(packed.len() * ITEM_COST)?;
         for p in packed {
             match p {
                 Packed::Lost(n) => self.items.push(Item::Lost(n)),
@@ -333,12 +387,18 @@ impl Decoder {
                 },
             }
         }
-        whole
+        match full {
+            true => Err(self.over_budget()),
+            false => Ok(whole),
+        }
     }
 
     fn stats(&mut self, mut stats: Value) -> Result<Box<Stats>, String> {
         match stats.get("config") {
-            Some(config) => self.config = Some(config.clone()),
+            Some(config) => {
+                self.config_bytes = config.to_string().len();
+                self.config = Some(config.clone());
+            }
             None => {
                 let config = self
                     .config

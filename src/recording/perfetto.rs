@@ -121,7 +121,9 @@ fn tap_ns_at(recording: &Recording, unix_ms: u64) -> u64 {
         })
         .min_by_key(|(at, _)| at.abs_diff(unix_ms));
     nearest.map_or(0, |(at, tap_ns)| {
-        let shift = (unix_ms as i64 - at as i64) * 1_000_000;
+        // Any u64 a file holds: wide enough not to overflow, then clamped.
+        let shift = (i128::from(unix_ms) - i128::from(at)) * 1_000_000;
+        let shift = i64::try_from(shift).unwrap_or(if shift < 0 { i64::MIN } else { i64::MAX });
         tap_ns.saturating_add_signed(shift)
     })
 }
@@ -167,7 +169,7 @@ impl Timeline {
         self.flows();
         for (i, profile) in recording.profiles.iter().enumerate() {
             let begin = tap_ns_at(recording, profile.began_unix_ms);
-            let end = begin + profile.seconds * 1_000_000_000;
+            let end = begin.saturating_add(profile.seconds.saturating_mul(1_000_000_000));
             let name = format!(
                 "CPU profile, {} s (its flame graph: export's .svg)",
                 profile.seconds

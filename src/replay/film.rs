@@ -176,7 +176,7 @@ fn readings(recording: &Recording) -> (Vec<Reading<'_>>, Vec<Ended>) {
             // The end's reading is a last second unless a tick already had it.
             Item::End { seconds, stats } => Reading {
                 second: *seconds,
-                unix_ms: began_ms + seconds * 1000,
+                unix_ms: began_ms.saturating_add(seconds.saturating_mul(1000)),
                 stats,
             },
         };
@@ -282,7 +282,7 @@ impl Pending {
 
 /// A recording made in memory, for the film's and the player's tests.
 #[cfg(test)]
-pub(super) mod fixture {
+pub(crate) mod fixture {
     use simulator_api::events::probe;
     use simulator_api::Settings;
     use simulator_service::request_path::DataProcessor;

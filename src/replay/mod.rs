@@ -8,6 +8,8 @@
 //! every long-running tool), and holds at the recording's end.
 
 mod film;
+#[cfg(test)]
+mod fuzz_tests;
 mod player;
 
 use std::net::SocketAddr;

@@ -9,18 +9,15 @@
 //! A second is sent and a viewer joins under the same lock, so no viewer misses
 //! a second or gets one twice (the live view's rule, `serving/live/mod.rs`).
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use futures::stream::Stream;
 use simulator_api::live::{LiveHello, ReplayMove, ReplayState, REPLAY_SPEEDS};
 use simulator_api::ErrorBody;
 use simulator_service::serving::live::{page, sampler, stream};
@@ -218,12 +215,10 @@ async fn move_to(
     }
 }
 
-async fn events(
-    State(player): State<Arc<Player>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+async fn events(State(player): State<Arc<Player>>) -> Response {
     let (hello, receiver) = player.join();
     stream::events_of(
-        &hello,
+        stream::hello_event(&hello),
         player.closed.clone(),
         receiver,
         |shown| match shown {

@@ -17,17 +17,15 @@
 //! its packets; docs/api.md says what that leaves open.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, FromRequestParts, Query, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Query};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
-use axum::Form;
+use axum::http::{header, HeaderMap};
 use simulator_api::room::Viewer;
 use simulator_service::serving::same_machine;
 
-use super::server::{Refused, Shared};
+use super::board::Room;
+use super::refused::Refused;
 
 /// The cookie a signed-in page carries: the key or a seat's token.
 pub const COOKIE: &str = "room_auth";
@@ -85,9 +83,10 @@ impl Asker {
     }
 }
 
-impl Shared {
-    /// Who `asker` is, and the seat where a seat's token says so.
-    pub fn viewer(&self, asker: &Asker) -> Result<(Viewer, Option<String>), Refused> {
+impl Asker {
+    /// Who this is in `room`, and the seat where a seat's token says so.
+    pub fn viewer(&self, room: &Room) -> Result<(Viewer, Option<String>), Refused> {
+        let asker = self;
         if asker.query.key.is_some() || asker.query.token.is_some() {
             return Err(Refused::bad(
                 "the room's key and tokens never go in a URL: send `Authorization: Bearer SECRET`, \
@@ -100,7 +99,6 @@ impl Shared {
             return Ok((Viewer::Projector, None));
         }
         if let Some(secret) = asker.secret() {
-            let room = self.room();
             if room.is_key(secret) {
                 return Ok((Viewer::Facilitator, None));
             }
@@ -126,8 +124,8 @@ impl Shared {
         }
     }
 
-    pub fn facilitator(&self, asker: &Asker) -> Result<(), Refused> {
-        match self.viewer(asker)? {
+    pub fn facilitator(&self, room: &Room) -> Result<(), Refused> {
+        match self.viewer(room)? {
             (Viewer::Facilitator, _) => Ok(()),
             _ => Err(Refused::unauthorized(
                 "this is the facilitator's: sign in at /room/login with the room's key, \
@@ -145,6 +143,18 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
         .strip_prefix("Bearer ")
 }
 
+/// The `Set-Cookie` that signs a page in with `secret`; an empty one signs
+/// it out. Tokens and keys are hex (`new_secret`) and the room checks a secret
+/// before it sets one, so the value needs no quoting.
+pub fn cookie_for(secret: &str) -> String {
+    let max_age = if secret.is_empty() {
+        0
+    } else {
+        COOKIE_MAX_AGE_S
+    };
+    format!("{COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}")
+}
+
 /// The value of cookie `name` in the request's `Cookie` headers.
 fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
@@ -155,65 +165,6 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(n, _)| *n == name)
         .map(|(_, value)| value)
-}
-
-/// What the sign-in form posts.
-#[derive(Debug, serde::Deserialize)]
-pub struct SignIn {
-    secret: String,
-}
-
-/// `GET /room/login`: a form that asks for the key (or a seat's token).
-pub async fn form() -> impl IntoResponse {
-    (
-        [(header::CACHE_CONTROL, "no-store")],
-        Html(include_str!("login.html")),
-    )
-}
-
-/// `POST /room/login`: a known key or token becomes the page's cookie and the
-/// browser goes to the board; anything else is refused and sets nothing.
-pub async fn sign_in(
-    State(shared): State<Arc<Shared>>,
-    Form(asked): Form<SignIn>,
-) -> Result<Response, Refused> {
-    let secret = asked.secret.trim();
-    let known = {
-        let room = shared.room();
-        room.is_key(secret) || room.seat_of(secret).is_some()
-    };
-    if !known {
-        return Err(Refused::unauthorized(
-            "not this room's key or any seat's token: the key is the one the room printed",
-        ));
-    }
-    // Tokens and keys are hex (`new_secret`); anything else was refused above,
-    // so the value needs no quoting.
-    let cookie =
-        format!("{COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE_S}");
-    Ok((
-        StatusCode::SEE_OTHER,
-        [
-            (header::SET_COOKIE, cookie),
-            (header::LOCATION, "/room".into()),
-        ],
-    )
-        .into_response())
-}
-
-/// `POST /room/logout`: the cookie forgotten.
-pub async fn sign_out() -> Response {
-    (
-        StatusCode::SEE_OTHER,
-        [
-            (
-                header::SET_COOKIE,
-                format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
-            ),
-            (header::LOCATION, "/room".into()),
-        ],
-    )
-        .into_response()
 }
 
 #[cfg(test)]

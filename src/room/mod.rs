@@ -6,13 +6,16 @@
 //!
 //! - `board.rs`: the rules (join, report, free) and `view.rs` the board each
 //!   viewer may see; no clock, no I/O, tested with the times written out.
-//! - `server.rs`: the routes; `page.rs` the page; `state_file.rs` the file;
-//!   `kit.rs` the kit laptops install from (`--kit DIR`).
+//! - `server.rs`: the routes; `auth.rs` who is asking (the key, a token, the
+//!   room's own machine) and `refused.rs` how a refusal is answered; `page.rs`
+//!   the page; `state_file.rs` the file; `kit.rs` the kit laptops install from
+//!   (`--kit DIR`).
 
 pub mod auth;
 pub mod board;
 pub mod kit;
 pub mod page;
+pub mod refused;
 pub mod seat;
 pub mod server;
 pub mod state_file;
@@ -152,6 +155,7 @@ fn connection_limits(per_address: usize) -> Limits {
         header_read_timeout: HEAD_DEADLINE,
         limit_name: "the room's connection limit",
         metered: false,
+        write_deadline: connections::WRITE_DEADLINE,
         per_address: Some(per_address),
     }
 }

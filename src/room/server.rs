@@ -15,19 +15,19 @@ use axum::extract::rejection::ExtensionRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{delete, get, post, put};
-use axum::{Json, Router};
+use axum::{Form, Json, Router};
 use futures::stream::{self, Stream};
 use simulator_api::room::{
     Board, JoinAnswer, JoinRequest, ReadyReport, Reveal, SeatReport, Viewer,
 };
-use simulator_api::ErrorBody;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{self, bearer, Asker};
 use super::board::{Refusal, Room};
+pub use super::refused::Refused;
 use super::view::Looking;
 
 /// A board is sent at least this often, so "stuck" and the clocks move on a
@@ -113,8 +113,8 @@ pub fn routes(shared: Arc<Shared>) -> Router {
         .route("/room/events", get(events))
         .route("/room/board", get(board))
         .route("/room.csv", get(csv))
-        .route("/room/login", get(auth::form).post(auth::sign_in))
-        .route("/room/logout", post(auth::sign_out))
+        .route("/room/login", get(sign_in_form).post(sign_in))
+        .route("/room/logout", post(sign_out))
         .route("/room/join", post(join))
         .route("/room/report", post(report))
         .route("/room/ready", post(ready))
@@ -126,7 +126,7 @@ pub fn routes(shared: Arc<Shared>) -> Router {
 }
 
 async fn board(State(shared): State<Arc<Shared>>, asker: Asker) -> Result<Json<Board>, Refused> {
-    let (viewer, seat) = shared.viewer(&asker)?;
+    let (viewer, seat) = asker.viewer(&shared.room())?;
     Ok(Json(shared.board(viewer, seat.as_deref())))
 }
 
@@ -137,7 +137,7 @@ async fn events(
     State(shared): State<Arc<Shared>>,
     asker: Asker,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Refused> {
-    let (viewer, seat) = shared.viewer(&asker)?;
+    let (viewer, seat) = asker.viewer(&shared.room())?;
     let changes = shared.changes.subscribe();
     let boards = stream::unfold((changes, None), move |(mut changes, last)| {
         let (shared, seat) = (shared.clone(), seat.clone());
@@ -185,7 +185,7 @@ fn same_but_the_clock(sent: &Board, now: &Board) -> bool {
 }
 
 async fn csv(State(shared): State<Arc<Shared>>, asker: Asker) -> Result<Response, Refused> {
-    shared.facilitator(&asker)?;
+    asker.facilitator(&shared.room())?;
     let text = shared.room().csv(
         &shared.exercises,
         now_ms(),
@@ -266,7 +266,7 @@ async fn reveal(
     asker: Asker,
     Json(asked): Json<Reveal>,
 ) -> Result<Json<Reveal>, Refused> {
-    shared.facilitator(&asker)?;
+    asker.facilitator(&shared.room())?;
     shared.room().revealed = asked.revealed;
     shared.changed();
     Ok(Json(asked))
@@ -277,7 +277,7 @@ async fn free(
     Path(seat): Path<String>,
     asker: Asker,
 ) -> Result<StatusCode, Refused> {
-    shared.facilitator(&asker)?;
+    asker.facilitator(&shared.room())?;
     shared.room().free(&seat, now_ms()).map_err(|r| match r {
         Refusal::NoSuchSeat(_) => Refused {
             status: StatusCode::NOT_FOUND,
@@ -295,59 +295,55 @@ pub fn new_secret() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
-/// A refusal as the room answers it: a status and `{error, message}`.
-#[derive(Debug)]
-pub struct Refused {
-    status: StatusCode,
-    kind: &'static str,
-    message: String,
+/// What the sign-in form posts.
+#[derive(Debug, serde::Deserialize)]
+struct SignIn {
+    secret: String,
 }
 
-impl Refused {
-    pub(super) fn unauthorized(message: &str) -> Refused {
-        Refused {
-            status: StatusCode::UNAUTHORIZED,
-            kind: "unauthorized",
-            message: message.to_owned(),
-        }
-    }
-
-    pub(super) fn bad(message: &str) -> Refused {
-        Refused {
-            status: StatusCode::BAD_REQUEST,
-            kind: "bad_request",
-            message: message.to_owned(),
-        }
-    }
+/// `GET /room/login`: a form that asks for the key (or a seat's token).
+async fn sign_in_form() -> impl IntoResponse {
+    (
+        [(header::CACHE_CONTROL, "no-store")],
+        Html(include_str!("login.html")),
+    )
 }
 
-impl From<Refusal> for Refused {
-    fn from(r: Refusal) -> Refused {
-        let (status, kind) = match &r {
-            Refusal::BadSeatName(_) | Refusal::UnknownExercise(_) | Refusal::BadReport(_) => {
-                (StatusCode::BAD_REQUEST, "bad_request")
-            }
-            Refusal::BadPassword | Refusal::BadToken(_) | Refusal::NoSuchSeat(_) => {
-                (StatusCode::UNAUTHORIZED, "unauthorized")
-            }
-            Refusal::OtherSeat { .. } => (StatusCode::FORBIDDEN, "other_seat"),
-            Refusal::Taken(_) | Refusal::Full => (StatusCode::CONFLICT, "conflict"),
-            Refusal::TooManyFrom(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_seats"),
-        };
-        Refused {
-            status,
-            kind,
-            message: r.to_string(),
-        }
+/// `POST /room/login`: a known key or token becomes the page's cookie and the
+/// browser goes to the board; anything else is refused and sets nothing.
+async fn sign_in(
+    State(shared): State<Arc<Shared>>,
+    Form(asked): Form<SignIn>,
+) -> Result<Response, Refused> {
+    let secret = asked.secret.trim();
+    let known = {
+        let room = shared.room();
+        room.is_key(secret) || room.seat_of(secret).is_some()
+    };
+    if !known {
+        return Err(Refused::unauthorized(
+            "not this room's key or any seat's token: the key is the one the room printed",
+        ));
     }
+    let cookie = auth::cookie_for(secret);
+    Ok((
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, cookie),
+            (header::LOCATION, "/room".into()),
+        ],
+    )
+        .into_response())
 }
 
-impl IntoResponse for Refused {
-    fn into_response(self) -> Response {
-        let body = ErrorBody {
-            error: self.kind.to_owned(),
-            message: self.message,
-        };
-        (self.status, Json(body)).into_response()
-    }
+/// `POST /room/logout`: the cookie forgotten.
+async fn sign_out() -> Response {
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, auth::cookie_for("")),
+            (header::LOCATION, "/room".into()),
+        ],
+    )
+        .into_response()
 }

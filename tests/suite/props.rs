@@ -147,7 +147,7 @@ proptest! {
         max in 1u64..1_000_000,
     ) {
         let content_type = content_type.as_deref().and_then(|c| HeaderValue::from_str(c).ok());
-        match parse_element(content_type.as_ref(), Bytes::from(body.clone()), max) {
+        match parse_element(content_type.as_ref(), Bytes::from(body.clone()), (max, "max_element_bytes")) {
             Ok((Element::Synthetic(n), _)) => prop_assert!(n <= max),
             Ok((Element::Bytes(b), key)) => {
                 prop_assert_eq!(&b[..], &body[..]);

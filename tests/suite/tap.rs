@@ -162,15 +162,6 @@ async fn a_bad_ask_is_refused_and_the_admin_guard_holds() {
     assert!(refused.3.is_ok(), "{:?}", refused.3);
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// The bound a reader that never reads costs: the shared ring (65,536 events of
 /// a 64-byte cache line each: 4 MiB, allocated at the first subscription), one batch (32 KiB) and hyper's write buffer for it, with room
 /// for the allocator's own: 16 MiB. Without the ring's bound the 30 s of
@@ -199,13 +190,13 @@ async fn a_subscriber_that_reads_nothing_for_30_s_costs_bounded_memory_and_is_to
     };
     // Warm: the connections, the runtime's threads and the allocator's arenas.
     load("3s");
-    let before = rss_kib(server.pid);
+    let before = common::rss_kib(server.pid);
     let url = server.url.clone();
     let mut tap = Tap::open(&url, "", None).unwrap();
     let started = Instant::now();
     let report = load("30s");
     assert!(started.elapsed() >= Duration::from_secs(30));
-    let grown = rss_kib(server.pid).saturating_sub(before);
+    let grown = common::rss_kib(server.pid).saturating_sub(before);
     assert!(
         grown <= STALLED_READER_BOUND_KIB,
         "the server grew {grown} KiB with a stalled tap reader (bound {STALLED_READER_BOUND_KIB} KiB)\n{report}"

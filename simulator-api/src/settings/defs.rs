@@ -36,7 +36,7 @@ macro_rules! with_settings {
             /// Largest raw request body accepted (413 beyond), e.g. `64k`, `16MiB`.
             max_body_bytes: u64 = 16 << 20;
                 $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; service; "serving";
-            /// Largest synthetic element (`{"size": N}`) accepted (413 beyond).
+            /// Largest synthetic element (`{"size": N}`) accepted (413 beyond); with `persist_dir`, which writes it whole, `max_body_bytes` too.
             max_element_bytes: u64 = 1 << 30;
                 $crate::value::Bounds::Count { min: 1, max: u64::MAX }; restart; service; "serving";
             /// How long shutdown waits for requests and persists in flight.

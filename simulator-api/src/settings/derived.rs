@@ -276,6 +276,22 @@ impl Settings {
         self.admin_token.expose()
     }
 
+    /// The largest synthetic element (`{"size": N}`) accepted. Simulated, it
+    /// costs no more than its number: `max_element_bytes` (1 GiB). Written as a
+    /// file of N bytes under `persist_dir`, a few bytes sent would write that
+    /// many to disk, so there it is held to what a raw body may be as well
+    /// (`max_body_bytes`, 16 MiB): what is stored is never more than could be
+    /// sent. The setting that bounds it comes second, for the refusal.
+    pub fn element_limit(&self) -> (u64, &'static str) {
+        match self.persist_dir {
+            Some(_) if self.max_body_bytes < self.max_element_bytes => (
+                self.max_body_bytes,
+                "max_body_bytes, as persist_dir writes each element whole",
+            ),
+            _ => (self.max_element_bytes, "max_element_bytes"),
+        }
+    }
+
     /// The store the settings select: `files` with `persist_dir`, else `simulated`.
     pub fn store_name(&self) -> &'static str {
         if self.persist_dir.is_some() {
@@ -455,5 +471,23 @@ mod tests {
         let mut value: serde_json::Value = serde_json::to_value(&s).unwrap();
         value.as_object_mut().unwrap().remove("permits");
         assert!(serde_json::from_value::<Settings>(value).is_err());
+    }
+}
+
+#[cfg(test)]
+mod element_limit_tests {
+    use super::*;
+
+    #[test]
+    fn an_element_written_to_disk_is_no_larger_than_a_body_could_be() {
+        let simulated = Settings::default();
+        assert_eq!(simulated.element_limit().0, 1 << 30);
+        let on_disk = Settings {
+            persist_dir: Some("/tmp/elements".into()),
+            ..Settings::default()
+        };
+        let (limit, by) = on_disk.element_limit();
+        assert_eq!(limit, 16 << 20);
+        assert!(by.starts_with("max_body_bytes"), "{by}");
     }
 }

@@ -59,8 +59,7 @@ impl FromRequest<AppState> for ElementBody {
         let content_type = request.headers().get(header::CONTENT_TYPE).cloned();
         let client_key = client_key(request.headers().get(REQUEST_KEY_HEADER))?;
         let body = read_timed(request, &settings).await?;
-        let (element, key) =
-            parse_element(content_type.as_ref(), body, settings.max_element_bytes)?;
+        let (element, key) = parse_element(content_type.as_ref(), body, settings.element_limit())?;
         Ok(ElementBody {
             element,
             key,
@@ -176,7 +175,7 @@ struct SyntheticElement {
 pub fn parse_element(
     content_type: Option<&HeaderValue>,
     body: Bytes,
-    max_element_bytes: u64,
+    (max_element_bytes, limited_by): (u64, &str),
 ) -> Result<(Element, Option<u64>), ApiError> {
     let content_type = match content_type {
         None => None,
@@ -202,7 +201,7 @@ pub fn parse_element(
             let synthetic: SyntheticElement = serde_json::from_slice(&body).map_err(bad_json)?;
             if synthetic.size > max_element_bytes {
                 return Err(ApiError::PayloadTooLarge(format!(
-                    "a synthetic element may be at most {max_element_bytes} bytes, asked for {}",
+                    "a synthetic element may be at most {max_element_bytes} bytes ({limited_by}), asked for {}",
                     synthetic.size
                 )));
             }

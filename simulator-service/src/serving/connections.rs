@@ -14,6 +14,11 @@
 //!   (`head_deadline.rs`), not hyper's timer a request;
 //! - where the listener is shared (the room), one address holds at most
 //!   `per_address` of them (`per_address.rs`), so one laptop cannot take them all;
+//! - a write that the peer leaves waiting (it does not read, its window stays
+//!   shut) for `write_deadline` ([`WRITE_DEADLINE`] on every listener) closes
+//!   the connection: a live view or a tap that never reads its stream holds
+//!   its slot that long after the socket's buffers fill, not forever
+//!   (tokio-io-timeout's writer);
 //! - at shutdown each connection finishes the request it is on and closes.
 //!
 //! How it treats each connection is read at its accept ([`ConnectionPolicy`], from the live
@@ -44,6 +49,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_io_timeout::TimeoutWriter;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -105,6 +111,8 @@ pub struct Limits {
     pub limit_name: &'static str,
     /// Count connections in `isim_connections_*` (the data port only).
     pub metered: bool,
+    /// How long a write may wait on a peer that does not read.
+    pub write_deadline: Duration,
     /// The most one address may hold at once (`per_address.rs`); `None`:
     /// unlimited, as on the data port, whose load comes from one machine.
     pub per_address: Option<usize>,
@@ -185,6 +193,12 @@ impl ConnectionStats {
     }
 }
 
+/// How long one write may wait on a peer that does not read before its
+/// connection is closed: nginx's `send_timeout`. Nothing served here is large,
+/// so a write waits this long only on a reader that stopped; a tap reader
+/// paused for less (a tracer in a debugger) reads on and is told its losses.
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(60);
+
 /// How long a refused connection may take to read our 503 before we close it:
 /// closing with its request unread would reset the connection and lose the reply.
 const REFUSAL_LINGER: Duration = Duration::from_secs(1);
@@ -263,10 +277,9 @@ pub async fn serve(
             Arc::clone(&head),
             ways.reply_writes == ReplyWrites::Split,
         );
-        let connection = graceful.watch(http.serve_connection(
-            TokioIo::new(CountedWrites::new(stream, Arc::clone(&stats.writes))),
-            service,
-        ));
+        let mut io = TimeoutWriter::new(CountedWrites::new(stream, Arc::clone(&stats.writes)));
+        io.set_timeout(Some(limits.write_deadline));
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(Box::pin(io)), service));
         tokio::spawn(run_connection(
             connection,
             head,
@@ -418,3 +431,7 @@ async fn refuse(mut stream: TcpStream, why: String) {
     })
     .await;
 }
+
+#[cfg(test)]
+#[path = "connections_tests.rs"]
+mod tests;

@@ -111,6 +111,7 @@ pub async fn run(
         header_read_timeout: settings.header_read_timeout,
         limit_name: "max_connections",
         metered: true,
+        write_deadline: connections::WRITE_DEADLINE,
         per_address: None,
     };
     let state = AppState::new(processor.clone(), scenario).with_answers(answers);

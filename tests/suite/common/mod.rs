@@ -635,3 +635,13 @@ pub async fn live_hello(base: &str) -> Value {
         .collect();
     serde_json::from_str(&data).unwrap()
 }
+
+/// A process's resident memory now, from /proc/PID/status (Linux).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}

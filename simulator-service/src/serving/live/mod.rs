@@ -18,7 +18,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use simulator_api::live::{CheckProgress, LiveMarker, LiveSecond, LiveTick, HISTORY_SECONDS};
+use bytes::Bytes;
+use simulator_api::live::{CheckProgress, LiveMarker, LiveTick, HISTORY_SECONDS};
 use tokio::sync::{broadcast, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -60,9 +61,34 @@ pub struct Live {
 
 #[derive(Debug, Default)]
 struct History {
-    seconds: VecDeque<LiveSecond>,
+    /// Each second's `t` and its JSON, serialised once as it is pushed.
+    seconds: VecDeque<(u64, Bytes)>,
+    /// The seconds as one JSON array, made at the first join after a push
+    /// and shared by every join until the next: a join costs a reference,
+    /// not the ten minutes serialised again.
+    joined: Option<Bytes>,
     markers: VecDeque<LiveMarker>,
     check: Option<CheckProgress>,
+}
+
+impl History {
+    fn joined(&mut self) -> Bytes {
+        self.joined
+            .get_or_insert_with(|| {
+                let size = self.seconds.iter().map(|(_, s)| s.len() + 1).sum::<usize>();
+                let mut array = Vec::with_capacity(size + 2);
+                array.push(b'[');
+                for (i, (_, second)) in self.seconds.iter().enumerate() {
+                    if i > 0 {
+                        array.push(b',');
+                    }
+                    array.extend_from_slice(second);
+                }
+                array.push(b']');
+                Bytes::from(array)
+            })
+            .clone()
+    }
 }
 
 impl Default for Live {
@@ -138,12 +164,17 @@ impl Live {
         let text = {
             let mut history = self.lock();
             if let Some(second) = &tick.second {
-                history.seconds.push_back(second.clone());
+                let text = serde_json::to_vec(second).unwrap_or_default();
+                history.seconds.push_back((second.t, Bytes::from(text)));
+                history.joined = None;
             }
             while history.seconds.len() > HISTORY_SECONDS {
                 history.seconds.pop_front();
             }
-            let oldest = history.seconds.front().map_or(0.0, |s| s.t as f64 - 1.0);
+            let oldest = history
+                .seconds
+                .front()
+                .map_or(0.0, |(t, _)| *t as f64 - 1.0);
             while history.markers.front().is_some_and(|m| m.t < oldest) {
                 history.markers.pop_front();
             }
@@ -155,18 +186,15 @@ impl Live {
         let _ = self.ticks.send(text.into());
     }
 
-    /// A new viewer: the history so far (its markers and check put into `tick`),
-    /// and the ticks from here on. Subscribed under the lock, so no second falls
-    /// between the two.
-    pub(crate) fn join(
-        &self,
-        tick: &mut LiveTick,
-    ) -> (Vec<LiveSecond>, broadcast::Receiver<Arc<str>>) {
-        let history = self.lock();
+    /// A new viewer: the history so far as a JSON array of seconds (its
+    /// markers and check put into `tick`), and the ticks from here on.
+    /// Subscribed under the lock, so no second falls between the two.
+    pub(crate) fn join(&self, tick: &mut LiveTick) -> (Bytes, broadcast::Receiver<Arc<str>>) {
+        let mut history = self.lock();
         let receiver = self.ticks.subscribe();
         tick.markers = history.markers.iter().cloned().collect();
         tick.check = history.check.clone();
-        (history.seconds.iter().cloned().collect(), receiver)
+        (history.joined(), receiver)
     }
 
     /// Ends every viewer's stream (the server stops accepting).
@@ -197,7 +225,7 @@ pub(crate) fn now_ms() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use simulator_api::live::{LiveScenario, PartsNow};
+    use simulator_api::live::{LiveScenario, LiveSecond, PartsNow};
     use simulator_api::Counts;
 
     use super::*;
@@ -244,6 +272,7 @@ mod tests {
         }
         let mut hello = tick(0);
         let (history, _) = live.join(&mut hello);
+        let history: Vec<LiveSecond> = serde_json::from_slice(&history).unwrap();
         assert_eq!(history.len(), HISTORY_SECONDS);
         assert_eq!(history[0].t, 101, "the oldest seconds went first");
         // The start marker (second 0) fell out with its seconds.
