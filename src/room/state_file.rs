@@ -89,5 +89,14 @@ mod tests {
         std::fs::write(&path, "{\"seats\": 3}").unwrap();
         let refused = read(&path).unwrap_err().to_string();
         assert!(refused.contains("not a room's state file"), "{refused}");
+        assert!(
+            refused.contains(".damaged"),
+            "it says how to recover: {refused}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"seats\": 3}",
+            "the damaged file is kept as it was"
+        );
     }
 }
