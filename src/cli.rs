@@ -29,8 +29,15 @@ pub enum Command {
         #[arg(long)]
         markdown: bool,
     },
-    /// The bundled scenarios, with their symptom, load and fixes.
-    Scenarios,
+    /// The bundled exercises, each with its ticket's headline and its load.
+    /// Their causes and fixes need --answers.
+    Scenarios {
+        /// Name each scenario's cause, its symptom as measured and its fixes
+        /// (the facilitator's view; as a server that hides its answers, an
+        /// attendee sees none of it).
+        #[arg(long)]
+        answers: bool,
+    },
     /// Every isim probe: when it fires, its arguments and what it moves (the
     /// Markdown table of docs/tracing.md).
     Probes,
@@ -80,8 +87,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Settings { markdown } => {
             simulator_service::platform::stdout::print_listing(&settings_text(markdown))
         }
-        Command::Scenarios => {
-            simulator_service::platform::stdout::print_listing(&scenarios_text()?)
+        Command::Scenarios { answers } => {
+            simulator_service::platform::stdout::print_listing(&scenarios_text(answers)?)
         }
         Command::Probes => simulator_service::platform::stdout::print_listing(
             &simulator_api::events::markdown_table(),
@@ -115,11 +122,26 @@ fn settings_text(markdown: bool) -> String {
     out
 }
 
-fn scenarios_text() -> anyhow::Result<String> {
+/// The bundled scenarios as `scenarios` lists them: by the names and
+/// headlines an attendee sees; with `answers`, by their causes, with their
+/// symptoms as measured and their fixes.
+fn scenarios_text(answers: bool) -> anyhow::Result<String> {
     use std::fmt::Write;
     let mut out = String::new();
+    if !answers {
+        for (i, s) in scenario::bundled()?.iter().enumerate() {
+            writeln!(out, "{:>2}. {}: {}", i + 1, s.visible_name(), s.headline)?;
+            writeln!(out, "    load: sim-clients {}", s.load.words().join(" "))?;
+        }
+        writeln!(
+            out,
+            "\nTheir causes and fixes: system-simulator scenarios --answers (a spoiler)."
+        )?;
+        return Ok(out);
+    }
     for s in scenario::bundled()? {
         writeln!(out, "{} ({}): {}", s.name, s.seed_words(), s.summary)?;
+        writeln!(out, "  the exercise: {}", s.visible_name())?;
         writeln!(out, "  symptom: {}", s.symptom)?;
         writeln!(out, "  load:    sim-clients {}", s.load.words().join(" "))?;
         for fix in &s.fixes {
@@ -288,5 +310,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("task-per-element, pool"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod scenarios_listing_tests {
+    use super::*;
+
+    #[test]
+    fn the_listing_names_no_cause_and_no_fix_unless_asked_for_the_answers() {
+        let plain = scenarios_text(false).unwrap();
+        let answers = scenarios_text(true).unwrap();
+        // The loads are what `workshop start` prints to run: an attendee sees
+        // them anyway (slow-small-requests' sizes are lognormal there too).
+        let headlines: String = plain
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("load:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .to_lowercase();
+        for s in scenario::bundled().unwrap() {
+            assert!(plain.contains(s.visible_name()), "{}", s.visible_name());
+            for word in std::iter::once(&s.name).chain(&s.cause_words) {
+                assert!(
+                    !headlines.contains(&word.to_lowercase()),
+                    "`scenarios` tells {}'s cause: {word:?}",
+                    s.visible_name()
+                );
+            }
+            assert!(answers.contains(&s.name));
+            for fix in &s.fixes {
+                assert!(
+                    !plain.contains(&fix.name),
+                    "`scenarios` names fix {}",
+                    fix.name
+                );
+                assert!(answers.contains(&fix.name));
+            }
+        }
+        assert!(!plain.contains("admin/config"));
     }
 }

@@ -24,14 +24,14 @@ os=$(uname -s)
 case "$(uname -m)" in
   x86_64 | amd64) arch=x86_64 ;;
   aarch64 | arm64) arch=aarch64 ;;
-  *) die "no binary in this kit for $(uname -m); build from the kit's source archive (docs/workshop/README.md)" ;;
+  *) die "no binary in this kit for $(uname -m); build from the kit's source archive (docs/workshop/reference.md)" ;;
 esac
 case "$os" in
   Linux) platform=linux-$arch ;;
   Darwin) platform=macos-$arch ;;
   *) die "no binary in this kit for $os" ;;
 esac
-lima="run it in the Lima VM (deploy/lima/system-simulator.yaml; docs/workshop/README.md, \"Macs: the Lima VM\")"
+lima="run it in the Lima VM (deploy/lima/system-simulator.yaml; docs/workshop/reference.md, \"The kit in full\")"
 
 # fetch NAME FILE: from the room (curl or wget) or from the kit's folder.
 fetch() {

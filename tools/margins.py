@@ -17,7 +17,7 @@ core, and prints:
   bound, with where it was seen (the confinement) and after which fix.
 
 A margin under 1.0 is a value on the wrong side of the bound: a red run.
-docs/workshop/README.md ("Appendix: every bound's room, measured") holds its output; each bound in
+docs/workshop/reference.md ("Appendix: every bound's room, measured") holds its output; each bound in
 scenarios/*.toml names its margins beside it.
 
   cargo build --release

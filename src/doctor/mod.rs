@@ -7,7 +7,7 @@
 //! Every check asks the machine (a program's `--version`, a file of /proc or
 //! /sys, the server's own tap), never a table of platforms; the platform is
 //! named only to print its documented steps (macOS's SIP, WSL2's kernel,
-//! Codespaces), which docs/workshop/README.md has in full.
+//! Codespaces), which docs/workshop/reference.md has in full.
 //!
 //! With the room's line (or `--count`) it also proves the binary works here
 //! and tells the room's board (`ready.rs`).
@@ -275,7 +275,7 @@ fn dtrace(root: bool) -> Route {
         None => version,
     };
     let better = if blocked_by_sip {
-        Some("SIP limits DTrace: in Recovery, csrutil enable --without dtrace (docs/workshop/README.md)".into())
+        Some("SIP limits DTrace: in Recovery, csrutil enable --without dtrace (docs/workshop/reference.md)".into())
     } else if !root {
         Some("sudo scripts/trace NAME   (DTrace needs root)".into())
     } else {

@@ -14,7 +14,7 @@
 //! then two in a row, and the cure shows in the tail's size. So the suite holds
 //! the half-core canary to its bound plus two periods (tests/suite/exercises.rs;
 //! the figures, before and after, are the guide's tested range:
-//! docs/workshop/README.md).
+//! docs/workshop/reference.md).
 //!
 //! The cpu-quota exercise gives the server a quota of its own (the world's
 //! `cpu_quota`), and two machines cannot show it at all: one whose CPUs the
@@ -91,7 +91,7 @@ pub fn cannot_judge(scenario: &Scenario, machine: &Machine) -> Option<String> {
         .collect();
     if !lacking.is_empty() {
         return Some(format!(
-            "it needs {}, which the kernel gives on Linux and not on {}. docs/workshop/README.md's table says what runs where",
+            "it needs {}, which the kernel gives on Linux and not on {}. docs/workshop/reference.md's table says what runs where",
             lacking.join(" and "),
             if machine.os.is_empty() { "this server's OS" } else { machine.os.as_str() }
         ));

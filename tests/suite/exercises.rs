@@ -36,7 +36,7 @@
 //! second 1.10x then, 1.09x at once, its least room); three latency tails after a
 //! fix grew at half a core, where the loads now share the server's CPU:
 //! accept-queue's connect p99 3.7 -> 16.6 ms (bound 100), semaphore-starvation's
-//! p99 19 -> 30 ms (bound 100; 34.8 ms was seen before, docs/workshop/README.md's
+//! p99 19 -> 30 ms (bound 100; 34.8 ms was seen before, docs/workshop/reference.md's
 //! appendix), periodic-stall's 7.9 -> 12 ms (bound 60), each still 3x or more
 //! under its bound.
 //!
@@ -120,7 +120,7 @@ const FIXES_A_CPU_HOLDS_ALONE: usize = 4;
 /// compaction), so servers beside each other leave its verdicts where one
 /// server alone puts them. Measured three times at once on each confinement
 /// (2-vCPU AMD EPYC VM, debug build, 2026-11-29; `tools/margins.py --from`),
-/// against the appendix of docs/workshop/README.md (one at a time), worst after
+/// against the appendix of docs/workshop/reference.md (one at a time), worst after
 /// a fix:
 ///
 /// - nagle-delayed-ack's p50 2.18 ms at half a core (bound 5; 1.40 alone);

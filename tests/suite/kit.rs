@@ -6,7 +6,7 @@
 //! count that agreed; and a copy on a stick whose archive lost a byte,
 //! refused. The kit here is the test build's own binaries (`tools/kit
 //! --from-build`): making the release kit takes minutes of builds, which
-//! docs/workshop/README.md's "Before the day" measures by hand; its installer,
+//! docs/workshop/reference.md's "The kit in full" measures by hand; its installer,
 //! sums and room are the same ones.
 
 use crate::common;

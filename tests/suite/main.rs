@@ -15,6 +15,7 @@ mod clients;
 mod cpu_limit;
 mod deploy;
 mod diagram;
+mod doc_drift;
 mod docs;
 mod doctor;
 mod exercises;
