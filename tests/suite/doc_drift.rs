@@ -370,3 +370,28 @@ fn an_anchor_is_the_headings_as_github_makes_it() {
         ["b.md#c", "g.png"]
     );
 }
+
+/// The README is a newcomer's first page: short, and giving no exercise away.
+#[test]
+fn the_readme_is_short_names_its_prerequisites_and_holds_no_fix() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines < 160, "README.md has {lines} lines");
+    for needed in ["Rust 1.87", "C compiler", "`make`", "bpftrace", "DTrace"] {
+        assert!(readme.contains(needed), "README.md does not name {needed}");
+    }
+    let mut told = Vec::new();
+    for s in scenario::bundled().unwrap() {
+        for fix in &s.fixes {
+            let config = serde_json::to_value(&fix.config).unwrap();
+            for (key, value) in config.as_object().into_iter().flatten() {
+                for written in [format!("\"{key}\": {value}"), format!("\"{key}\":{value}")] {
+                    if readme.contains(&written) {
+                        told.push(format!("{} ({}): {written}", fix.name, s.visible_name()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(told.is_empty(), "README.md gives fixes away: {told:?}");
+}

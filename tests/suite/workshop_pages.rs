@@ -405,3 +405,38 @@ fn prose_leaves_out_code_comments_and_link_targets() {
     assert!(!stands_in("a blocked request", "lock"));
     assert!(stands_in("delayed-ACK timer", "delayed-ACK"));
 }
+
+/// An attendee reads a page top down: what passes comes before the first hint,
+/// and everything after the solution is folded, so scrolling to the pass bar
+/// or past the hints shows nothing of the cause.
+#[test]
+fn every_page_puts_its_pass_bar_before_the_hints_and_folds_what_follows_the_solution() {
+    let mut found = Vec::new();
+    for s in scenario::bundled().unwrap() {
+        let page = page_text(&s);
+        let at = |what: &str| page.find(what);
+        match (at("## The win condition\n"), at("<summary>Hint")) {
+            (Some(pass), Some(hint)) if pass < hint => {}
+            _ => found.push(format!(
+                "{}: the win condition is not above the hints",
+                s.name
+            )),
+        }
+        let Some(solution) = at("## Solution") else {
+            found.push(format!("{}: no solution", s.name));
+            continue;
+        };
+        let after = &page[solution..];
+        for (i, section) in after.split("\n## ").enumerate() {
+            if i > 0
+                && !section
+                    .split_once('\n')
+                    .is_some_and(|(_, body)| body.trim_start().starts_with("<details>"))
+            {
+                let title = section.lines().next().unwrap_or_default();
+                found.push(format!("{}: \"{title}\" is not folded", s.name));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

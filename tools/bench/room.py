@@ -46,7 +46,7 @@ def start_room(state):
             sys.exit(f"the room exited: {banner}")
         banner += line
     addr = re.search(r"listening on (\S+)", banner).group(1)
-    key = re.search(r"\?key=(\w+)", banner).group(1)
+    key = re.search(r"with the key (\w+)", banner).group(1)
     password = re.search(r"/join/(\S+)", banner).group(1)
     return room, addr, key, password
 
@@ -105,15 +105,17 @@ class Seat(threading.Thread):
 class Page(threading.Thread):
     """One page's stream, read as it comes; counts its boards."""
 
-    def __init__(self, addr, query, stop):
+    def __init__(self, addr, secret, stop):
         super().__init__(daemon=True)
-        self.addr, self.query, self.stop = addr, query, stop
+        self.addr, self.secret, self.stop = addr, secret, stop
         self.boards = 0
 
     def run(self):
         host, port = self.addr.rsplit(":", 1)
         with socket.create_connection((host, int(port))) as s:
-            s.sendall(f"GET /room/events?{self.query} HTTP/1.1\r\nHost: {self.addr}\r\n"
+            # The key or a seat's token in a header: the room refuses one in a URL.
+            auth = f"Authorization: Bearer {self.secret}\r\n" if self.secret else ""
+            s.sendall(f"GET /room/events HTTP/1.1\r\nHost: {self.addr}\r\n{auth}"
                       "Accept: text/event-stream\r\n\r\n".encode())
             s.settimeout(1.0)
             while not self.stop.is_set():
@@ -146,8 +148,8 @@ def one_run(args):
                 name = f"seat-{i + 1}"
                 token = call(addr, "POST", "/room/join", {"seat": name, "password": password})["token"]
                 seats.append(Seat(addr, name, token, stop))
-            pages = [Page(addr, f"key={key}", stop), Page(addr, "", stop)]
-            pages += [Page(addr, f"seat={s.name}&token={s.token}", stop) for s in seats]
+            pages = [Page(addr, key, stop), Page(addr, None, stop)]
+            pages += [Page(addr, s.token, stop) for s in seats]
             for t in seats + pages:
                 t.start()
             time.sleep(WARM_UP_S)
