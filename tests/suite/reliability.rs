@@ -838,6 +838,7 @@ async fn viewers_that_never_read_leave_the_operator_its_own_requests() {
         "the server grew {grown} KiB (bound {STALLED_VIEWERS_BOUND_KIB} KiB)"
     );
     let client = client();
+    let mut slowest = Duration::ZERO;
     for _ in 0..3 {
         let asked = Instant::now();
         let reset = send(
@@ -849,11 +850,13 @@ async fn viewers_that_never_read_leave_the_operator_its_own_requests() {
         )
         .await;
         let took = asked.elapsed();
+        slowest = slowest.max(took);
         assert_eq!(reset.status, StatusCode::OK, "{}", reset.body);
-        // The bound. Measured on a 2-vCPU VM, debug build: the whole
-        // test took 79 ms on one core (taskset -c 0), so a reset is 10x+
-        // under it even on a machine 2.5x slower.
+        // The bound. Measured on a 2-vCPU VM, debug build: at worst
+        // 3.6 ms, and 3.9 ms on one core (taskset -c 0): 250x under it, so
+        // it holds on a machine 2.5x slower too.
         assert!(took < Duration::from_secs(1), "/admin/reset took {took:?}");
     }
+    eprintln!("/admin/reset beside 200 stalled viewers: at worst {slowest:?}");
     drop(held);
 }
