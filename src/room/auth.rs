@@ -81,13 +81,10 @@ impl Asker {
         self.peer.is_some_and(|p| p.ip().is_loopback())
             && same_machine::refusal(&self.headers).is_none()
     }
-}
 
-impl Asker {
     /// Who this is in `room`, and the seat where a seat's token says so.
     pub fn viewer(&self, room: &Room) -> Result<(Viewer, Option<String>), Refused> {
-        let asker = self;
-        if asker.query.key.is_some() || asker.query.token.is_some() {
+        if self.query.key.is_some() || self.query.token.is_some() {
             return Err(Refused::bad(
                 "the room's key and tokens never go in a URL: send `Authorization: Bearer SECRET`, \
                  or sign in at /room/login (a link's secret goes after #)",
@@ -95,10 +92,10 @@ impl Asker {
         }
         // The projector's page is the projector's even in a browser signed in
         // as the facilitator: the room's own laptop often drives the projector.
-        if asker.query.view_as.as_deref() == Some("projector") {
+        if self.query.view_as.as_deref() == Some("projector") {
             return Ok((Viewer::Projector, None));
         }
-        if let Some(secret) = asker.secret() {
+        if let Some(secret) = self.secret() {
             if room.is_key(secret) {
                 return Ok((Viewer::Facilitator, None));
             }
@@ -110,9 +107,9 @@ impl Asker {
                 )),
             };
         }
-        match asker.query.view_as.as_deref() {
+        match self.query.view_as.as_deref() {
             None => Ok((Viewer::Projector, None)),
-            Some("facilitator") if asker.on_this_machine() => Ok((Viewer::Facilitator, None)),
+            Some("facilitator") if self.on_this_machine() => Ok((Viewer::Facilitator, None)),
             Some("facilitator") => Err(Refused::unauthorized(
                 "the facilitator's view without a key is for the room's own machine \
                  (http://127.0.0.1:PORT/room?as=facilitator); elsewhere, sign in at /room/login \
