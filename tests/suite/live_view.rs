@@ -596,30 +596,56 @@ async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
     );
     assert!(p50 < 20.0, "the p50 stays low: {p50}");
     assert!(figures[3].as_str().unwrap_or("").ends_with("(last)"));
-    // The slowest request in view waited for the lock, behind a compaction;
-    // its parts sum to its lifetime (exactly, by the cut's construction; 2 %
-    // for the float sum). Margins: the lock held 98-99 % of the slowest
-    // lifetime in three runs (307 of 310 ms, 341 of 345, 351.6 of 357); the
-    // bound is half.
+    // The slowest request in view is the one the panel's head names; its
+    // parts sum to its lifetime (exactly, by the cut's construction; 2 % for
+    // the float sum).
     let slowest = page
         .eval(
-            "const cut = seconds.map((s) => s.slowest).filter((c) => c)                .reduce((a, b) => (b.lifetime_ms > a.lifetime_ms ? b : a));              return [cut.lifetime_ms, cut.parts.reduce((n, p) => n + p.ms, 0),                      cut.parts.find((p) => p.part.includes('lock'))?.ms ?? 0,                      document.getElementById('waits-head').textContent];",
+            "const cuts = seconds.map((s) => s.slowest).filter((c) => c); \
+             const slowest = (a, b) => (b.lifetime_ms > a.lifetime_ms ? b : a); \
+             const lock = (c) => c.parts.find((p) => p.part.includes('lock'))?.ms ?? 0; \
+             const cut = cuts.reduce(slowest); \
+             const locked = cuts.filter((c) => lock(c) > 0).reduce(slowest, {lifetime_ms: 0, parts: []}); \
+             return [cut.id, cut.lifetime_ms, cut.parts.reduce((n, p) => n + p.ms, 0), lock(cut), \
+                     document.getElementById('waits-head').textContent, JSON.stringify(cut.parts), \
+                     locked.lifetime_ms, lock(locked), locked.behind_compaction ?? null];",
         )
         .await;
-    let lifetime = slowest[0].as_f64().unwrap_or(f64::NAN);
-    let summed = slowest[1].as_f64().unwrap_or(f64::NAN);
-    let lock = slowest[2].as_f64().unwrap_or(f64::NAN);
-    let head = slowest[3].as_str().unwrap_or("");
-    println!("the slowest: {lifetime:.1} ms, {lock:.1} ms of it waiting for the lock; {head:?}");
+    let id = slowest[0].as_u64().unwrap_or(0);
+    let lifetime = slowest[1].as_f64().unwrap_or(f64::NAN);
+    let summed = slowest[2].as_f64().unwrap_or(f64::NAN);
+    let lock = slowest[3].as_f64().unwrap_or(f64::NAN);
+    let head = slowest[4].as_str().unwrap_or("");
+    println!(
+        "the slowest: {lifetime:.1} ms, {lock:.1} ms of it waiting for the lock; {head:?}; {}",
+        slowest[5]
+    );
     assert!(
         (summed - lifetime).abs() <= lifetime * 0.02,
         "{summed} of {lifetime}"
     );
-    assert!(
-        lock >= lifetime * 0.5,
-        "the stall is the lock's: {lock} of {lifetime}"
+    assert!(head.starts_with(&format!("request {id},")), "{head}");
+    assert_eq!(head.contains("behind compaction"), lock > 0.0, "{head}");
+    // The slowest that waited for the lock waited for it most of its life,
+    // behind a compaction. Margins: the lock held 98-99 % of it in three runs
+    // (307 of 310 ms, 341 of 345, 351.6 of 357); the bound is half. It is
+    // not always the slowest of all: the wait blocks the async worker it runs
+    // on (the exercise's lesson), and a request queued behind it on that
+    // worker waits as long in no probe's part (a CI run beside six other
+    // tests: 740 ms, none of it for the lock, after a hold of 660 ms).
+    let (locked, locked_lock) = (
+        slowest[6].as_f64().unwrap_or(f64::NAN),
+        slowest[7].as_f64().unwrap_or(f64::NAN),
     );
-    assert!(head.contains("behind compaction"), "{head}");
+    println!(
+        "the slowest that waited for the lock: {locked:.1} ms, {locked_lock:.1} of it for the lock"
+    );
+    assert!(locked >= 200.0, "a stall waited for the lock: {locked}");
+    assert!(
+        locked_lock >= locked * 0.5,
+        "the stall is the lock's: {locked_lock} of {locked}"
+    );
+    assert!(slowest[8].is_u64(), "behind a compaction: {}", slowest[8]);
     page.eval("document.getElementById('longest-panel').scrollIntoView(); return true;")
         .await;
     screenshot(&page, "periodic-stall.png", 10).await;
