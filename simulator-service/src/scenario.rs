@@ -131,181 +131,21 @@ pub struct Scenario {
     pub incident: Vec<Incident>,
 }
 
-/// One figure of a window of the scenario's load and the bound it must keep.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+/// One condition of the win condition, as the file writes it: a metric's name
+/// and the bound its figure must keep. The engine never measures one: `workshop
+/// check` reads the name in its list of metrics (`src/workshop/check/metrics/`),
+/// which says what each reads and how it is computed.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
-    pub metric: Metric,
+    /// The metric's name: `p99_ms`, `ok_share`, ...
+    pub metric: String,
     /// The figure must be below this...
     #[serde(default)]
     pub below: Option<f64>,
     /// ... or above this (exactly one of the two).
     #[serde(default)]
     pub above: Option<f64>,
-}
-
-/// What `workshop check` can measure over a window of load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// Share of admitted requests that waited for a permit (server).
-    BlockedShare,
-    /// Share of the requests sent that got a 2xx reply (client).
-    OkShare,
-    /// 99th percentile request latency in ms (client).
-    P99Ms,
-    /// Persists completed a second (server).
-    PersistsPerS,
-    /// How fast the elements answered and not yet written grew over the
-    /// window's second half, a second: the least-squares slope of the check's
-    /// reads of `/stats.acked_unwritten`, twice a second. Whatever holds them
-    /// (tasks, a queue), a bounded pile stops growing once full and an
-    /// unbounded one grows to the end (server).
-    UnwrittenGrowthPerS,
-    /// The timer canary's p99 lateness in ms over the last 5 s (server runtime).
-    CanaryP99Ms,
-    /// The async workers' busy share over the last 5 s (server runtime).
-    BusyShare,
-    /// Seconds from the end of the scenario's incident until goodput (attempts
-    /// answered 2xx within their timeout, a second) reached 95 % of the
-    /// requests the load sent in the same seconds (first attempts) and stayed
-    /// there to the end of the window, judged two seconds at a time
-    /// (`check::recovery_s`); the whole rest of the window when it never did
-    /// (client, open loop).
-    RecoveryS,
-    /// Milliseconds a second the server's threads waited for their CPU quota's
-    /// next period (its cgroup's `cpu.stat` throttled time over the window, summed
-    /// over CPUs); fails without a cgroup to read (server).
-    ThrottledMsPerS,
-    /// Median request latency in ms (client).
-    P50Ms,
-    /// 99th percentile time to open a connection in ms, over the connections
-    /// the clients opened in the window; 0 when they opened none (client).
-    ConnectP99Ms,
-    /// Packets the data port's listener dropped in the window (its own socket's
-    /// `SO_MEMINFO` count, so a load beside it on the machine does not move it):
-    /// SYNs at a full accept queue and the handshakes it could not take; fails
-    /// where the kernel does not give it (server, Linux).
-    ListenDrops,
-    /// Share of the 2xx replies whose record digest is the reference's for
-    /// their id (`simulator_api::record`): 0 for a server that skips the step
-    /// (no digest) or cuts the record short (client).
-    RightDigestShare,
-    /// Compactions of the index completed a second (server).
-    CompactionsPerS,
-    /// Entries in the server's index at the window's end: only compactions
-    /// drop them (server).
-    IndexEntries,
-    /// The most elements answered and not yet written at once over the window
-    /// (`/stats.acked_unwritten_peak`, read twice a second), per slot of the
-    /// world's store (`store_concurrency`): up to 1 is what a gate sized to the
-    /// store holds; more is a write-behind buffer, whatever setting made it.
-    /// Fails in a world whose store has no limit (server).
-    AckedUnwrittenPerSlot,
-    /// The time the server's threads were runnable and waited for a CPU over
-    /// the window (`/stats.runqueue_wait_ns`, Linux's schedstat, summed over
-    /// threads) per unit of CPU time they got (`process_cpu_ns`): how long its
-    /// work waits for each millisecond it runs. A ratio, so a laptop 3x slower
-    /// (which spends 3x the CPU on the same requests, and waits in proportion)
-    /// reads the same; fails where the kernel does not give it (server).
-    RunqueueWaitPerCpu,
-    /// The share of reads answered from the cache (cache-hit over cache-hit
-    /// and cache-miss) over the window's last 10 s (`check::LATE_HIT_RATIO_S`),
-    /// from the check's reads of `/stats` twice a second and the one after the
-    /// window: a cache that warmed again after its incident, not one left cold.
-    /// NaN (fails) when no read was made then (server).
-    LateHitRatio,
-    /// The world's neighbour's work a second in the window over its work a
-    /// second alone, measured just before the window with the server idle: a
-    /// fix that kills or stops it keeps none; fails without a neighbour
-    /// (`workshop/neighbour_share.rs`; the neighbour's side).
-    NeighbourShare,
-    /// How fast the server's open file descriptors grew over the window, a
-    /// second: the least-squares slope of the check's reads of
-    /// `/stats.descriptors.open`, twice a second, from its first second on. What the service opens and
-    /// closes again comes and goes; a leak grows at its rate to the end, and a
-    /// higher limit leaves the slope as it was. NaN (fails) where the OS gives
-    /// no count (server).
-    DescriptorGrowthPerS,
-    /// Persists journalled over the window per persist started in it
-    /// (`/stats.journal_entries` against `persists_started`): 1 while every
-    /// write's intent is on record, 0 for a service that stopped journalling
-    /// (server).
-    JournalledShare,
-    /// How fast the server's resident memory grew over the window's end, MiB a
-    /// second: the least-squares slope of the check's reads of
-    /// `/stats.memory.resident_bytes`, twice a second, from
-    /// [`RESIDENT_FROM_S`] into the window on, which every window that judges it
-    /// lasts past by [`RESIDENT_WINDOW`]. What the service needs for a while
-    /// fills in the first seconds and then stays; what it never forgets grows
-    /// at its rate to the end, whatever memory the machine has. NaN (fails)
-    /// where the OS will not say (server).
-    ResidentGrowthMibPerS,
-    /// The share of the check's own retries answered with their first
-    /// attempt's reply (the same request id, not stored again): each a stored
-    /// element sent under a key of its own, then again under that key a
-    /// moment after its reply, as a client whose reply was lost does (client).
-    RetriesAnsweredOnce,
-}
-
-/// Where the resident memory's growth is judged from, into the window: what
-/// a service keeps for a few seconds has filled by then, and the allocator's
-/// own pages have settled (a server that keeps 5 s of elements still grew by
-/// 0.3 MiB a second in its sixth and seventh seconds, and then not at all).
-pub const RESIDENT_FROM_S: f64 = 8.0;
-
-/// The shortest window that judges the resident memory's growth: six seconds
-/// of reads after [`RESIDENT_FROM_S`].
-pub const RESIDENT_WINDOW: Duration = Duration::from_secs(14);
-
-impl Metric {
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::BlockedShare => "blocked share",
-            Metric::OkShare => "requests answered 2xx",
-            Metric::P99Ms => "request latency p99 (ms)",
-            Metric::PersistsPerS => "persists a second",
-            Metric::UnwrittenGrowthPerS => "answered unwritten, growth a second",
-            Metric::CanaryP99Ms => "timer canary lateness p99 (ms)",
-            Metric::BusyShare => "runtime workers busy share",
-            Metric::RecoveryS => "s after the incident to 95 % goodput",
-            Metric::ThrottledMsPerS => "CPU quota: throttled ms a second",
-            Metric::P50Ms => "request latency p50 (ms)",
-            Metric::ConnectP99Ms => "connect p99 (ms)",
-            Metric::ListenDrops => "packets the listener dropped",
-            Metric::RightDigestShare => "replies with the record's right digest",
-            Metric::CompactionsPerS => "compactions of the index a second",
-            Metric::IndexEntries => "entries in the index",
-            Metric::AckedUnwrittenPerSlot => "answered unwritten, peak per store slot",
-            Metric::RunqueueWaitPerCpu => "ms waiting for a CPU per ms on one",
-            Metric::NeighbourShare => "the neighbour's work, share of it alone",
-            Metric::LateHitRatio => "cache hit ratio, the last 10 s",
-            Metric::DescriptorGrowthPerS => "open descriptors, growth a second",
-            Metric::JournalledShare => "persists journalled",
-            Metric::ResidentGrowthMibPerS => "resident memory, growth MiB a second",
-            Metric::RetriesAnsweredOnce => "retries answered once",
-        }
-    }
-}
-
-impl Condition {
-    /// Whether `value` keeps the bound.
-    pub fn holds(&self, value: f64) -> bool {
-        match (self.below, self.above) {
-            (Some(below), _) => value < below,
-            (None, Some(above)) => value > above,
-            (None, None) => false,
-        }
-    }
-
-    /// `< 50` or `> 0.95`.
-    pub fn bound_text(&self) -> String {
-        match (self.below, self.above) {
-            (Some(below), _) => format!("< {below}"),
-            (None, Some(above)) => format!("> {above}"),
-            (None, None) => "(no bound)".into(),
-        }
-    }
 }
 
 /// Why a scenario cannot be used.
@@ -335,19 +175,6 @@ impl Scenario {
         self.incident
             .first()
             .map_or(Duration::ZERO, |i| i.at + i.lasts + AFTER_INCIDENT)
-    }
-
-    /// The shortest window its conditions can be judged on: an incident's, or
-    /// [`RESIDENT_WINDOW`] where the resident memory's growth is judged.
-    pub fn shortest_window(&self) -> Duration {
-        let memory = self
-            .check
-            .iter()
-            .any(|c| c.metric == Metric::ResidentGrowthMibPerS);
-        match memory {
-            true => self.incident_window().max(RESIDENT_WINDOW),
-            false => self.incident_window(),
-        }
     }
 
     /// Its seed as the listings print it: `seed 003`, or `no seed` for an
@@ -399,7 +226,7 @@ impl Scenario {
         for condition in &scenario.check {
             if condition.below.is_some() == condition.above.is_some() {
                 return Err(invalid(format!(
-                    "check on {:?}: give exactly one of below and above",
+                    "check on `{}`: give exactly one of below and above",
                     condition.metric
                 )));
             }
@@ -504,19 +331,6 @@ mod tests {
                 !scenario.fixes.is_empty(),
                 "{} offers no fix",
                 scenario.name
-            );
-        }
-    }
-
-    #[test]
-    fn every_exercise_holds_its_clients_answered() {
-        for s in bundled_or_panic() {
-            assert!(
-                s.check
-                    .iter()
-                    .any(|c| c.metric == Metric::OkShare && c.above.is_some_and(|a| a >= 0.5)),
-                "{}: a win condition without an answered share passes a service that refuses its clients",
-                s.name
             );
         }
     }

@@ -334,8 +334,8 @@ fn table(before: &Verdict, after: &Verdict) -> String {
     for (i, m) in before.measured().iter().enumerate() {
         out.push_str(&format!(
             "| {} | {} | {} | {} |\n",
-            m.condition.metric.label(),
-            m.condition.bound_text(),
+            m.bar.metric.label(),
+            m.bar.bound_text(),
             cell(before, i),
             cell(after, i)
         ));

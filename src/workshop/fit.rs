@@ -39,7 +39,8 @@
 use simulator_api::settings::WorkKind;
 use simulator_api::{Machine, OsFeature};
 
-use simulator_service::scenario::{Metric, Scenario};
+use super::check::metrics;
+use simulator_service::scenario::Scenario;
 
 /// What this machine cannot show of `scenario`, in words; empty when it can.
 pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
@@ -66,16 +67,15 @@ pub fn warnings(scenario: &Scenario, machine: &Machine) -> Vec<String> {
 /// The kernel's figures `scenario` cannot be shown without: its world's CPU
 /// quota and its conditions' readings.
 pub fn needs(scenario: &Scenario) -> Vec<OsFeature> {
-    let mut needs = Vec::new();
-    let reads = |metric| scenario.check.iter().any(|c| c.metric == metric);
-    if !scenario.settings().cpu_quota.is_zero() || reads(Metric::ThrottledMsPerS) {
-        needs.push(OsFeature::Cgroups);
-    }
-    if reads(Metric::ListenDrops) {
-        needs.push(OsFeature::ListenerDrops);
-    }
-    if reads(Metric::RunqueueWaitPerCpu) {
-        needs.push(OsFeature::RunQueueWait);
+    let world = (!scenario.settings().cpu_quota.is_zero()).then_some(OsFeature::Cgroups);
+    let mut needs: Vec<OsFeature> = Vec::new();
+    for need in world
+        .into_iter()
+        .chain(metrics::named_in(scenario).filter_map(|m| m.needs()))
+    {
+        if !needs.contains(&need) {
+            needs.push(need);
+        }
     }
     needs
 }

@@ -17,7 +17,6 @@ pub mod check;
 pub mod confine;
 pub mod figures;
 pub mod fit;
-pub mod neighbour_share;
 pub mod progress;
 pub mod retried_once;
 pub mod unwritten_watch;

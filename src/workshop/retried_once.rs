@@ -1,11 +1,9 @@
-//! The check's own retries ([`Metric::RetriesAnsweredOnce`]): beside the
-//! ticket's load, a stored element every [`EVERY`] under a key of its own,
-//! sent again under that key [`RETRY_AFTER`] after its reply, as a client whose
-//! reply was lost sends it. A retry answered once gets its first attempt's
+//! The check's own retries (the metric `retries_answered_once`,
+//! `check/metrics/client.rs`): beside the ticket's load, a stored element
+//! every [`EVERY`] under a key of its own, sent again under that key
+//! [`RETRY_AFTER`] after its reply, as a client whose reply was lost sends it. A retry answered once gets its first attempt's
 //! reply: the same request id. One stored again gets a new id; one refused, an
 //! error. Both count against the share.
-//!
-//! [`Metric::RetriesAnsweredOnce`]: simulator_service::scenario::Metric::RetriesAnsweredOnce
 
 use std::time::Duration;
 

@@ -37,7 +37,7 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 use simulator_clients::LoadPlan;
-use simulator_service::scenario::{Metric, Scenario};
+use simulator_service::scenario::Scenario;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -87,7 +87,7 @@ async fn measure(client: &HttpClient, operator: &str) -> Phase {
 fn assert_stalled(phase: &Phase) {
     let canary_ms = bound(
         &Scenario::load("blocking-runtime").unwrap(),
-        Metric::CanaryP99Ms,
+        "canary_p99_ms",
     );
     assert!(
         phase.canary_p99_us as f64 >= canary_ms * 1e3 && phase.canary_p50_us < 5_000,
@@ -101,7 +101,7 @@ fn assert_stalled(phase: &Phase) {
 }
 
 /// The bound of the scenario's win condition on `metric`.
-fn bound(scenario: &Scenario, metric: Metric) -> f64 {
+fn bound(scenario: &Scenario, metric: &str) -> f64 {
     scenario
         .check
         .iter()
@@ -111,7 +111,7 @@ fn bound(scenario: &Scenario, metric: Metric) -> f64 {
 }
 
 fn assert_cured(scenario: &Scenario, fix: &str, phase: &Phase, before: &Phase) {
-    let canary_ms = bound(scenario, Metric::CanaryP99Ms);
+    let canary_ms = bound(scenario, "canary_p99_ms");
     assert!(
         (phase.canary_p99_us as f64) < canary_ms * 1e3,
         "{fix}: the canary is on time again (< {canary_ms} ms): {phase:?}"
@@ -120,7 +120,7 @@ fn assert_cured(scenario: &Scenario, fix: &str, phase: &Phase, before: &Phase) {
         phase.healthz_p99.as_secs_f64() * 1e3 < canary_ms,
         "{fix}: /healthz is answered at once (< {canary_ms} ms): {phase:?}"
     );
-    let busy = bound(scenario, Metric::BusyShare);
+    let busy = bound(scenario, "busy_share");
     assert!(
         phase.busy_share < busy,
         "{fix}: the async workers no longer do the work (< {busy}): {phase:?}"

@@ -83,7 +83,8 @@ use common::figures::{
     block_of, judged_twice_if_wrong, keep, page_text, tables, verdict_errors, FixTable,
 };
 use common::{have, is_root, skip_or_fail, BIN};
-use simulator_service::scenario::{self, Metric, Scenario};
+use simulator_service::scenario::{self, Scenario};
+use system_simulator::workshop::check::metrics;
 use system_simulator::workshop::confine::QUOTA_PERIOD_US;
 use system_simulator::workshop::figures::{measures_its_fixes_at_once, NOT_MEASURED};
 
@@ -314,7 +315,7 @@ fn judge(scenario: &Scenario, confinement: Confinement, printed: &str) -> Vec<St
 fn allow_the_quotas_stalls(fresh: &mut [FixTable]) {
     let two_periods_ms = 2.0 * QUOTA_PERIOD_US as f64 / 1e3;
     for row in fresh.iter_mut().flat_map(|t| t.rows.iter_mut()) {
-        if row.label == Metric::CanaryP99Ms.label() {
+        if row.label == metrics::named("canary_p99_ms").unwrap().label() {
             row.after.1 = row.after.0 < row.bound + two_periods_ms;
         }
     }
@@ -329,7 +330,7 @@ fn the_quotas_allowance_is_two_periods_on_the_canary_after_a_fix_and_nothing_els
         before: (before, before < 20.0),
         after: (after, after < 20.0),
     };
-    let canary = Metric::CanaryP99Ms.label();
+    let canary = metrics::named("canary_p99_ms").unwrap().label();
     let mut fresh = [FixTable {
         name: "a-fix".to_owned(),
         trade_off: false,

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::*;
 use simulator_clients::LoadPlan;
-use simulator_service::scenario::{self, Metric, Scenario};
+use simulator_service::scenario::{self, Scenario};
 use system_simulator::workshop::{check, progress};
 use tokio_util::sync::CancellationToken;
 
@@ -42,7 +42,7 @@ async fn assert_refusing_fails(scenario: &Scenario, url: &str) {
     let answered = verdict
         .measured()
         .iter()
-        .find(|m| m.condition.metric == Metric::OkShare)
+        .find(|m| m.bar.is("ok_share"))
         .expect("every exercise holds an answered share");
     assert!(
         !answered.holds,
@@ -206,7 +206,7 @@ async fn a_cpu_limit_changed_by_hand_is_not_judged() {
 
 /// Applies `change` to a fresh server of `scenario` and checks it: the
 /// verdict fails, and by `failing` alone, every other condition holding.
-async fn fails_by_one_condition(scenario: &Scenario, change: &str, failing: Metric) {
+async fn fails_by_one_condition(scenario: &Scenario, change: &str, failing: &str) {
     let client = client();
     let server = Server::start(&["--scenario", &scenario.name, "--admin-listen", "off"]);
     let applied = put_json(&client, &format!("{}/admin/config", server.url), change).await;
@@ -223,9 +223,9 @@ async fn fails_by_one_condition(scenario: &Scenario, change: &str, failing: Metr
     for m in verdict.measured() {
         assert_eq!(
             m.holds,
-            m.condition.metric != failing,
+            !m.bar.is(failing),
             "{change}, {:?}:\n{}",
-            m.condition.metric,
+            m.bar,
             verdict.render()
         );
     }
@@ -260,7 +260,7 @@ async fn skipping_the_record_step_fails_and_a_moved_layout_is_not_judged() {
     let scenario = Scenario::load("cpu-hot-spot").unwrap();
     // Fast (the p99 holds) and answered, but no reply has a digest.
     let skip = r#"{"normalise": "off"}"#;
-    fails_by_one_condition(&scenario, skip, Metric::RightDigestShare).await;
+    fails_by_one_condition(&scenario, skip, "right_digest_share").await;
     world_moves_are_not_judged(
         "cpu-hot-spot",
         &[
@@ -286,7 +286,7 @@ async fn skipping_the_record_step_fails_and_a_moved_layout_is_not_judged() {
 async fn not_compacting_fails_and_a_cheaper_compaction_is_not_judged() {
     let scenario = Scenario::load("periodic-stall").unwrap();
     for stop in [r#"{"compaction_every": "0s"}"#, r#"{"index": false}"#] {
-        fails_by_one_condition(&scenario, stop, Metric::CompactionsPerS).await;
+        fails_by_one_condition(&scenario, stop, "compactions_per_s").await;
     }
     world_moves_are_not_judged(
         "periodic-stall",
@@ -314,7 +314,7 @@ async fn not_compacting_fails_and_a_cheaper_compaction_is_not_judged() {
 #[ignore = "tier C: four checks of real load"]
 async fn a_higher_limit_or_no_journal_fails_and_the_fix_gives_back_what_was_kept() {
     let scenario = Scenario::load("descriptor-leak").unwrap();
-    fails_by_one_condition(&scenario, r#"{"journal": false}"#, Metric::JournalledShare).await;
+    fails_by_one_condition(&scenario, r#"{"journal": false}"#, "journalled_share").await;
     world_moves_are_not_judged(
         "descriptor-leak",
         &[(
@@ -359,9 +359,9 @@ async fn a_higher_limit_or_no_journal_fails_and_the_fix_gives_back_what_was_kept
     for m in verdict.measured() {
         assert_eq!(
             m.holds,
-            m.condition.metric != Metric::DescriptorGrowthPerS,
+            !m.bar.is("descriptor_growth_per_s"),
             "a limit of {limit}, {:?}:\n{}",
-            m.condition.metric,
+            m.bar,
             verdict.render()
         );
     }
@@ -416,7 +416,7 @@ async fn forgetting_everything_fails_and_the_heap_profile_names_what_holds_the_m
     fails_by_one_condition(
         &scenario,
         r#"{"answer_retries_once": false}"#,
-        Metric::RetriesAnsweredOnce,
+        "retries_answered_once",
     )
     .await;
     world_moves_are_not_judged(
@@ -472,9 +472,9 @@ async fn forgetting_everything_fails_and_the_heap_profile_names_what_holds_the_m
     for m in bigger.measured() {
         assert_eq!(
             m.holds,
-            m.condition.metric != Metric::ResidentGrowthMibPerS,
+            !m.bar.is("resident_growth_mib_per_s"),
             "no limit, {:?}:\n{}",
-            m.condition.metric,
+            m.bar,
             bigger.render()
         );
     }

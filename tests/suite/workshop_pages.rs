@@ -56,8 +56,7 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
                 (_, Some(a)) => format!("above {a:?}"),
                 _ => unreachable!("parse refuses a condition without a bound"),
             };
-            let metric = serde_json::to_value(c.metric).unwrap();
-            let line = format!("- {} {bound}", metric.as_str().unwrap());
+            let line = format!("- {} {bound}", c.metric);
             assert!(
                 page.contains(&line),
                 "{}: the page lacks the condition `{line}`",
@@ -294,8 +293,7 @@ fn condition_lines(s: &scenario::Scenario) -> Vec<String> {
                 (_, Some(a)) => format!("above {a:?}"),
                 _ => unreachable!("parse refuses a condition without a bound"),
             };
-            let metric = serde_json::to_value(c.metric).unwrap();
-            format!("- {} {bound}", metric.as_str().unwrap())
+            format!("- {} {bound}", c.metric)
         })
         .collect()
 }

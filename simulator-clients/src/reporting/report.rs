@@ -230,6 +230,12 @@ impl Report {
 }
 
 impl Report {
+    /// The report of `plan` run for no time, nothing sent: what a test
+    /// builds the report it needs from, field by field.
+    pub fn of_nothing(plan: &LoadPlan) -> Self {
+        Report::new(plan, 0, &Tally::default(), Duration::ZERO, None)
+    }
+
     /// Why the run's figures are the driver's own failure rather than the
     /// server's, where its connects ran out of file descriptors: the words the
     /// report prints and the error the command exits with.

@@ -16,19 +16,22 @@
 //! A scenario with an incident (retry-storm, cold-cache) has it begun by the
 //! check itself, its `at` into the window, so the attendee cannot dodge the
 //! trigger; the window then lasts at least until [`simulator_service::scenario::AFTER_INCIDENT`] after the
-//! incident's end, and [`Metric::RecoveryS`] reads the clients' goodput second
-//! by second. A client-side fix is the clients' retry flags the attendee
+//! incident's end, and its recovery (`metrics/client.rs`, `recovery.rs`)
+//! reads the clients' goodput second by second. A client-side fix is the clients' retry flags the attendee
 //! changes (`--client-change`): the ticket's load with those flags, never
 //! another rate.
 //!
-//! In three steps, a file each, any of which may refuse to judge ([`Stop`]):
-//! what must hold before any load (`preflight.rs`), the window (`window.rs`)
-//! and the figures judged on it (`judge.rs`, with the goodput's recovery in
-//! `recovery.rs`); the verdict is `verdict.rs`. While it runs, the check tells
+//! Each condition is a bar: a metric of the one list (`metrics/`, which says
+//! what each reads and how it is computed) and its bound. In three steps, a
+//! file each, any of which may refuse to judge ([`Stop`]): what must hold
+//! before any load (`preflight.rs`), the window (`window.rs`) and the figures
+//! judged on it (`judge.rs`, with the goodput's recovery in `recovery.rs`);
+//! the verdict is `verdict.rs`. While it runs, the check tells
 //! the server how it goes (`progress.rs`), so the live view shows the room its
 //! conditions and verdict.
 
 mod judge;
+pub mod metrics;
 mod preflight;
 mod recovery;
 mod verdict;
@@ -39,6 +42,7 @@ use std::time::Duration;
 use super::progress;
 use simulator_service::scenario::Scenario;
 
+pub use metrics::RECOVERED_SHARE;
 pub use preflight::{cpu_limit_moved, world_moved, MAX_DRAIN_WAIT};
 pub use recovery::{recovery_s, GoodputSecond};
 pub use verdict::{Measured, Verdict};
@@ -58,17 +62,16 @@ pub const MIN_WINDOW: Duration = Duration::from_secs(6);
 /// the mean bytes, heavier than 99 % of seeds, and failed a sound fix).
 pub const CHECK_SEED: u64 = 319;
 
-/// The end of the window [`simulator_service::scenario::Metric::LateHitRatio`] judges: its last 10 s, all
-/// after the 15 s an incident's end leaves to recover ([`simulator_service::scenario::AFTER_INCIDENT`]).
-pub const LATE_HIT_RATIO_S: f64 = 10.0;
-
-/// The share of what the load sent that counts as recovered goodput.
-pub const RECOVERED_SHARE: f64 = 0.95;
-
-/// The window a check of `scenario` runs: `asked`, at least [`MIN_WINDOW`], and
-/// with an incident at least until [`simulator_service::scenario::AFTER_INCIDENT`] after its end.
+/// The window a check of `scenario` runs: `asked`, at least [`MIN_WINDOW`],
+/// with an incident at least until [`simulator_service::scenario::AFTER_INCIDENT`]
+/// after its end, and as long as each of its metrics needs.
 pub fn window_for(scenario: &Scenario, asked: Duration) -> Duration {
-    asked.max(MIN_WINDOW).max(scenario.shortest_window())
+    metrics::named_in(scenario)
+        .map(|m| m.shortest_window())
+        .fold(
+            asked.max(MIN_WINDOW).max(scenario.incident_window()),
+            Duration::max,
+        )
 }
 
 /// Why a step of the check stopped before a verdict on the window: it would
@@ -123,11 +126,12 @@ pub async fn check(
     client_change: &[String],
 ) -> anyhow::Result<Verdict> {
     let target = audience.target.as_str();
+    let bars = metrics::bars(scenario).map_err(anyhow::Error::msg)?;
     let judged = async {
         let load = preflight::preflight(scenario, target, client_change).await?;
         let window = window_for(scenario, window);
-        let ran = window::run_window(scenario, audience, window, &load).await?;
-        judge::judge(scenario, target, &load, &ran).await
+        let ran = window::run_window(scenario, &bars, audience, window, &load).await?;
+        judge::judge(scenario, &bars, target, &load, &ran).await
     };
     let scenario = scenario.visible_name().to_owned();
     match judged.await {

@@ -9,8 +9,10 @@ use anyhow::Context;
 use simulator_api::client;
 use simulator_api::load::Load;
 
+use super::metrics;
 use super::Stop;
-use simulator_service::scenario::{Metric, Scenario};
+use simulator_api::OsFeature;
+use simulator_service::scenario::Scenario;
 
 /// What must hold before the check sends anything: the server answers in the
 /// exercise's scenario, with no incident in force (one begun by hand is waited
@@ -100,10 +102,8 @@ pub(super) async fn preflight(
 /// (`platform/listener.rs`), so without it the condition could never
 /// hold, and the attendee hears so before any load rather than after a window.
 fn figure_missing(scenario: &Scenario, listen_drops: Option<u64>) -> Option<String> {
-    let reads_drops = scenario
-        .check
-        .iter()
-        .any(|c| c.metric == Metric::ListenDrops);
+    let reads_drops =
+        metrics::named_in(scenario).any(|m| m.needs() == Some(OsFeature::ListenerDrops));
     (reads_drops && listen_drops.is_none()).then(|| {
         "its condition on the packets the listener dropped needs the kernel's count for one socket (`SO_MEMINFO`), which this server's kernel did not give (/stats.connections.listen_drops is null)".to_owned()
     })

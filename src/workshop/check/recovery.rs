@@ -1,5 +1,5 @@
 //! The clients' goodput after an incident's end, second by second: how long
-//! until it came back and stayed ([`recovery_s`], `Metric::RecoveryS`).
+//! until it came back and stayed ([`recovery_s`], the metric `recovery_s`).
 //!
 //! Goodput is held to what the load offered in the same seconds: the requests
 //! the driver itself sent (first attempts; retries are not more demand). The

@@ -4,12 +4,13 @@
 use std::time::Duration;
 
 use super::super::progress;
-use simulator_service::scenario::{Condition, Scenario};
+use super::metrics::Bar;
+use simulator_service::scenario::Scenario;
 
 /// One condition, measured.
 #[derive(Debug, Clone)]
 pub struct Measured {
-    pub condition: Condition,
+    pub bar: Bar,
     pub value: f64,
     pub holds: bool,
 }
@@ -74,7 +75,7 @@ impl Verdict {
                 if self.passed() { "solved" } else { "not yet" }.to_owned(),
                 measured
                     .iter()
-                    .map(|m| progress::condition(&m.condition, Some(m.value)))
+                    .map(|m| progress::condition(&m.bar, Some(m.value)))
                     .collect(),
             ),
         };
@@ -103,9 +104,9 @@ impl Verdict {
         for m in measured {
             out.push_str(&format!(
                 "  {:<38} {:>10.3}   {:<10} {}\n",
-                m.condition.metric.label(),
+                m.bar.metric.label(),
                 m.value,
-                m.condition.bound_text(),
+                m.bar.bound_text(),
                 if m.holds { "pass" } else { "FAIL" }
             ));
         }

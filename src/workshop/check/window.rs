@@ -1,7 +1,8 @@
 //! The check's window: its own load for the window's length (the ticket's,
 //! seeded), the scenario's incident begun on time, the server's figures read
-//! as the window begins and, where a condition needs them, twice a second
-//! through it; and the check's progress on the live view.
+//! as the window begins and, where a metric reads them (`metrics::Reads`),
+//! twice a second through it or the check's own retries beside it; and the
+//! check's progress on the live view.
 
 use std::time::Duration;
 
@@ -10,38 +11,36 @@ use simulator_api::load::Load;
 use simulator_clients::{LoadPlan, Report};
 use tokio_util::sync::CancellationToken;
 
+use simulator_api::Stats;
+use tokio::time::Instant;
+
 use super::super::unwritten_watch::{self, Watched};
-use super::super::{neighbour_share, progress, retried_once};
+use super::super::{progress, retried_once};
+use super::metrics::{Bar, Reads};
 use super::{Stop, CHECK_SEED};
-use simulator_service::scenario::{Metric, Scenario};
+use simulator_service::scenario::Scenario;
 
 /// What the check's own load saw.
 pub(super) struct WindowRun {
     pub(super) report: Report,
-    /// The server's cgroup's throttled time (us) as the window began.
-    pub(super) throttled_us_before: Option<u64>,
-    /// The data port's listener's drops as the window began.
-    pub(super) listen_drops_before: Option<u64>,
+    /// `/stats` as the window began, and when it was read.
+    pub(super) before: Stats,
+    pub(super) before_at: Instant,
     /// When the incident the check began ended, in the run's seconds.
     pub(super) incident_end_s: Option<f64>,
-    /// The server's elements answered and not yet written, read through the window.
+    /// The server's figures read twice a second through the window, where a
+    /// metric asks ([`Reads::TwiceASecond`]).
     pub(super) unwritten: Watched,
-    /// The server's threads' run-queue wait and its CPU time (ns) as the window began.
-    pub(super) runqueue_wait_before: Option<u64>,
-    pub(super) cpu_before: Option<u64>,
-    /// The neighbour's work a second alone, and its reading as the window began.
-    pub(super) neighbour_alone_per_s: Option<f64>,
-    pub(super) neighbour_before: Option<neighbour_share::Reading>,
-    /// Persists journalled and started as the window began.
-    pub(super) journalled_before: (u64, u64),
-    /// The check's own retries and what they got.
+    /// The check's own retries and what they got ([`Reads::OwnRetries`]).
     pub(super) retried: retried_once::Retried,
 }
 
-/// The check's load for `window`, with the scenario's incident begun on time
-/// and the progress shown on the live view.
+/// The check's load for `window`, with the scenario's incident begun on time,
+/// what `bars` read gathered beside it, and the progress shown on the live
+/// view.
 pub(super) async fn run_window(
     scenario: &Scenario,
+    bars: &[Bar],
     audience: &progress::Audience,
     window: Duration,
     load: &Load,
@@ -51,37 +50,16 @@ pub(super) async fn run_window(
     plan.seed = plan.seed.or(Some(CHECK_SEED));
     let trigger = begin_incident_on_time(scenario, audience);
     let before = client::stats(target).await?;
-    let neighbour_alone_per_s = neighbour_share::alone_per_s(before.neighbour.as_ref());
-    let neighbour_before = neighbour_share::Reading::of(before.neighbour.as_ref());
-    let (runqueue_wait_before, cpu_before) = (before.runqueue_wait_ns, before.process_cpu_ns);
-    let throttled_us_before = before.cpu_cgroup.as_ref().map(|c| c.throttled_us);
-    let listen_drops_before = before.connections.listen_drops;
-    let journalled_before = (before.journal_entries, before.counts.persists_started);
-    let (reporter, lines) = progress::Reporter::start(scenario, audience, window, before);
-    // Only where a condition reads the pile: each read of /stats costs the
-    // server a little CPU, which an exercise measuring its own runtime's
-    // lateness at half a core would count against its fix (blocking-runtime's
-    // canary p99 after a fix went from 13 to 21-30 ms with reads twice a second).
-    let reads_pile = scenario.check.iter().any(|c| {
-        matches!(
-            c.metric,
-            Metric::AckedUnwrittenPerSlot
-                | Metric::UnwrittenGrowthPerS
-                | Metric::LateHitRatio
-                | Metric::DescriptorGrowthPerS
-                | Metric::ResidentGrowthMibPerS
-        )
+    let before_at = Instant::now();
+    let (reporter, lines) =
+        progress::Reporter::start(scenario, bars, audience, window, before.clone());
+    let reads = |what| bars.iter().any(|b| b.metric.reads() == what);
+    let watch = reads(Reads::TwiceASecond).then(|| unwritten_watch::Watch::start(target));
+    let retries = reads(Reads::OwnRetries).then(|| {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(retried_once::run(target.to_owned(), stop.clone()));
+        (stop, task)
     });
-    let watch = reads_pile.then(|| unwritten_watch::Watch::start(target));
-    let retries = scenario
-        .check
-        .iter()
-        .any(|c| c.metric == Metric::RetriesAnsweredOnce)
-        .then(|| {
-            let stop = CancellationToken::new();
-            let task = tokio::spawn(retried_once::run(target.to_owned(), stop.clone()));
-            (stop, task)
-        });
     let outputs = simulator_clients::Outputs {
         seconds: trigger.is_some(),
         lines: Some(lines),
@@ -110,15 +88,10 @@ pub(super) async fn run_window(
     };
     Ok(WindowRun {
         report,
-        throttled_us_before,
-        listen_drops_before,
+        before,
+        before_at,
         incident_end_s,
         unwritten,
-        runqueue_wait_before,
-        cpu_before,
-        neighbour_alone_per_s,
-        neighbour_before,
-        journalled_before,
         retried,
     })
 }
