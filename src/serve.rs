@@ -69,83 +69,25 @@ pub async fn serve_with(
     after_banner: impl FnOnce(u32, &str),
 ) -> anyhow::Result<()> {
     let (config, scenario) = args.resolve()?;
-    // Before anything is opened: a shell's soft limit is far below a room's
-    // load, unless the world names the container's.
-    let descriptors =
-        simulator_service::platform::descriptors::set_limit(config.descriptor_limit as u64);
-    // Before anything is allocated for serving: all of it counts against the limit.
-    let memory = simulator_service::platform::memory_limit::set_limit(config.memory_limit);
-    // Before the server enters a limit of its own: the neighbour is someone else's.
-    let neighbour = start_neighbour(&config)?;
-    // Before the work is calibrated or served, so all of it counts against the limit.
-    let cpu_limit = enter_cpu_limit(&config)?;
-    probes::register();
-    let listener = serving::bind(config.listen, config.listen_backlog)
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
-    let addr = listener.local_addr()?;
-    // From the configured address, not the bound one: a data port of 0 gives the
-    // operator an ephemeral port too, never a guess at the port after a random one.
-    let (operator, operator_missing) = bind_operator(&config)?;
-    let pid = std::process::id();
-    // The first two lines are a contract: tests and scripts read the addresses.
-    println!("system-simulator listening on http://{addr} (pid {pid})");
-    match (&operator, operator_missing) {
-        (Some(l), _) => println!(
-            "  operator routes (/stats, /metrics, /admin/...) also on http://{}",
-            l.local_addr()?
-        ),
-        (None, Some(why)) => println!("  operator routes on the data port only: {why}"),
-        (None, None) => println!("  operator routes on the data port only (--admin-listen off)"),
-    }
-    // A workshop's server names its exercise, never the cause.
-    let named = match args.answers.unwrap_or_default() {
-        Answers::Shown => scenario.name.as_str(),
-        Answers::Hidden => scenario.visible_name(),
-    };
-    println!(
-        "  scenario {named}: {} permits, persistence {}, persist latency {}, network delay {} each way",
-        config.permits,
-        config.persistence.name(),
-        config.persist_latency,
-        config.network_delay
-    );
-    print_world_beside(&config, cpu_limit.as_ref(), neighbour.as_deref());
-    // Measure the machine now, before any request needs the work's calibration.
-    if config.work != simulator_api::settings::WorkKind::None {
-        simulator_service::request_path::work::bytes_per_work(&config);
-    }
-    let machine = machine::snapshot(
-        std::time::Duration::ZERO,
-        simulator_service::request_path::work::figures(&config),
-    );
-    println!("  {}", machine::banner(&config, &machine));
-    if let Some(memory) = memory {
-        println!("  {memory}");
-    }
-    if let Some(descriptors) = descriptors {
-        println!("  {descriptors}");
-    }
-    for (i, command) in probes::trace_commands(pid, &scenario.scripts)
-        .iter()
-        .enumerate()
-    {
-        let lead = if i == 0 { "trace it:" } else { "" };
-        println!("  {lead:<10} {command}");
-    }
-    let live_at = match &operator {
-        Some(l) => format!("http://{}", l.local_addr()?),
-        None => format!("http://{addr}"),
-    };
-    println!("  live view (project it for the room): {live_at}/live");
-    println!("  stop with Ctrl-C; final counts are printed on exit");
+    let answers = args.answers.unwrap_or_default();
+    let started = StartedUp::start(&config)?;
+    started.print_banner(&config, &scenario, answers)?;
+    let (pid, addr) = (std::process::id(), started.addr);
     after_banner(pid, &format!("http://{addr}"));
     tracing::info!(%addr, pid, ?config.permits, "serving");
+    let StartedUp {
+        listener,
+        operator,
+        cpu_limit,
+        neighbour,
+        ..
+    } = started;
     let report = serving::run(
         listener,
         operator,
         config,
         scenario,
-        args.answers.unwrap_or_default(),
+        answers,
         args.incidents,
         shutdown::signal(),
     )
@@ -156,6 +98,120 @@ pub async fn serve_with(
         n.stop();
     }
     Ok(())
+}
+
+/// What start-up made, before the banner tells of it.
+struct StartedUp {
+    descriptors: Option<simulator_service::platform::descriptors::Descriptors>,
+    memory: Option<simulator_service::platform::memory_limit::MemoryLimit>,
+    neighbour: Option<std::sync::Arc<simulator_service::neighbour::beside::Neighbour>>,
+    cpu_limit: Option<ServerGroup>,
+    listener: tokio::net::TcpListener,
+    addr: std::net::SocketAddr,
+    /// The operator's listener, or why there is none.
+    operator: Option<tokio::net::TcpListener>,
+    operator_missing: Option<String>,
+    machine: simulator_api::Machine,
+}
+
+impl StartedUp {
+    /// Each step in the order it must come: the limits before anything is
+    /// opened or allocated, the neighbour before the server enters a CPU limit
+    /// of its own, the listeners, then the machine measured.
+    fn start(config: &Settings) -> anyhow::Result<Self> {
+        // Before anything is opened: a shell's soft limit is far below a room's
+        // load, unless the world names the container's.
+        let descriptors =
+            simulator_service::platform::descriptors::set_limit(config.descriptor_limit as u64);
+        // Before anything is allocated for serving: all of it counts against the limit.
+        let memory = simulator_service::platform::memory_limit::set_limit(config.memory_limit);
+        // Before the server enters a limit of its own: the neighbour is someone else's.
+        let neighbour = start_neighbour(config)?;
+        // Before the work is calibrated or served, so all of it counts against the limit.
+        let cpu_limit = enter_cpu_limit(config)?;
+        probes::register();
+        let listener = serving::bind(config.listen, config.listen_backlog)
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        // From the configured address, not the bound one: a data port of 0 gives the
+        // operator an ephemeral port too, never a guess at the port after a random one.
+        let (operator, operator_missing) = bind_operator(config)?;
+        // Measure the machine now, before any request needs the work's calibration.
+        if config.work != simulator_api::settings::WorkKind::None {
+            simulator_service::request_path::work::bytes_per_work(config);
+        }
+        let machine = machine::snapshot(
+            std::time::Duration::ZERO,
+            simulator_service::request_path::work::figures(config),
+        );
+        Ok(Self {
+            descriptors,
+            memory,
+            neighbour,
+            cpu_limit,
+            listener,
+            addr,
+            operator,
+            operator_missing,
+            machine,
+        })
+    }
+
+    /// The banner. Its first two lines are a contract: tests and scripts read
+    /// the addresses.
+    fn print_banner(
+        &self,
+        config: &Settings,
+        scenario: &Scenario,
+        answers: Answers,
+    ) -> anyhow::Result<()> {
+        let (addr, pid) = (self.addr, std::process::id());
+        println!("system-simulator listening on http://{addr} (pid {pid})");
+        match (&self.operator, &self.operator_missing) {
+            (Some(l), _) => println!(
+                "  operator routes (/stats, /metrics, /admin/...) also on http://{}",
+                l.local_addr()?
+            ),
+            (None, Some(why)) => println!("  operator routes on the data port only: {why}"),
+            (None, None) => {
+                println!("  operator routes on the data port only (--admin-listen off)")
+            }
+        }
+        // A workshop's server names its exercise, never the cause.
+        let named = match answers {
+            Answers::Shown => scenario.name.as_str(),
+            Answers::Hidden => scenario.visible_name(),
+        };
+        println!(
+            "  scenario {named}: {} permits, persistence {}, persist latency {}, network delay {} each way",
+            config.permits,
+            config.persistence.name(),
+            config.persist_latency,
+            config.network_delay
+        );
+        print_world_beside(config, self.cpu_limit.as_ref(), self.neighbour.as_deref());
+        println!("  {}", machine::banner(config, &self.machine));
+        if let Some(memory) = &self.memory {
+            println!("  {memory}");
+        }
+        if let Some(descriptors) = &self.descriptors {
+            println!("  {descriptors}");
+        }
+        for (i, command) in probes::trace_commands(pid, &scenario.scripts)
+            .iter()
+            .enumerate()
+        {
+            let lead = if i == 0 { "trace it:" } else { "" };
+            println!("  {lead:<10} {command}");
+        }
+        let live_at = match &self.operator {
+            Some(l) => format!("http://{}", l.local_addr()?),
+            None => format!("http://{addr}"),
+        };
+        println!("  live view (project it for the room): {live_at}/live");
+        println!("  stop with Ctrl-C; final counts are printed on exit");
+        Ok(())
+    }
 }
 
 /// The banner's lines on what the world puts around the server: its CPU limit

@@ -142,6 +142,18 @@ pub struct Report {
     pub seconds: Vec<Second>,
 }
 
+/// The report's fields of the pacing: a closed loop's think time and ramp-up
+/// (ns), or an open loop's rate and arrivals.
+fn pacing_fields(pacing: Pacing) -> (Option<u64>, Option<u64>, Option<f64>, Option<Arrivals>) {
+    match pacing {
+        Pacing::Closed {
+            think_time,
+            ramp_up,
+        } => (Some(ns(think_time)), Some(ns(ramp_up)), None, None),
+        Pacing::Open { rate, arrivals } => (None, None, Some(rate), Some(arrivals)),
+    }
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -154,13 +166,7 @@ impl Report {
         elapsed: Duration,
         server: Option<Counts>,
     ) -> Self {
-        let (think_time, ramp_up, rate, arrivals) = match plan.pacing {
-            Pacing::Closed {
-                think_time,
-                ramp_up,
-            } => (Some(ns(think_time)), Some(ns(ramp_up)), None, None),
-            Pacing::Open { rate, arrivals } => (None, None, Some(rate), Some(arrivals)),
-        };
+        let (think_time, ramp_up, rate, arrivals) = pacing_fields(plan.pacing);
         let open_loop = rate.is_some();
         let window = plan.stop.duration.map_or(elapsed, |d| d.min(elapsed));
         let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
@@ -200,11 +206,7 @@ impl Report {
             retries: tally.retries,
             requests_given_up: tally.given_up,
             attempts_per_s: tally.sent as f64 / secs,
-            blocked_share: if tally.completed == 0 {
-                0.0
-            } else {
-                tally.blocked as f64 / tally.completed as f64
-            },
+            blocked_share: tally.blocked as f64 / tally.completed.max(1) as f64,
             summary: Summaries::of(&tally.histograms, open_loop),
             latency_quantize: quantize_rows(&tally.pow2),
             start_spread_ns: ns(tally.start_spread),

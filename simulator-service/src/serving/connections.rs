@@ -37,6 +37,7 @@
 //! HTTP/2 is not offered: the clients and the seed speak HTTP/1.1.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -203,6 +204,49 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(60);
 /// closing with its request unread would reset the connection and lose the reply.
 const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 
+/// What one accept gave.
+enum Accepted {
+    Connection((TcpStream, SocketAddr)),
+    /// It failed (counted, logged, and waited out where `failures` says so).
+    Failed,
+    Stopped,
+}
+
+/// The next connection, or a failure handed to `failures` (paused after
+/// where it says so), or the stop. In a spell of failures it first waits
+/// until a connection is pending: an accept with nothing to take would fail
+/// too, and be counted ([`until_pending`]).
+async fn accept(
+    listener: &TcpListener,
+    failures: &mut AcceptFailures,
+    stop: &CancellationToken,
+) -> Accepted {
+    if failures.in_spell() {
+        tokio::select! {
+            () = stop.cancelled() => return Accepted::Stopped,
+            () = until_pending(listener) => {}
+        }
+    }
+    tokio::select! {
+        () = stop.cancelled() => Accepted::Stopped,
+        accepted = listener.accept() => match accepted {
+            Ok(pair) => {
+                failures.accepted();
+                Accepted::Connection(pair)
+            }
+            Err(err) => {
+                if failures.failed(&err) == Next::Pause {
+                    tokio::select! {
+                        () = stop.cancelled() => return Accepted::Stopped,
+                        () = tokio::time::sleep(ACCEPT_ERROR_PAUSE) => {}
+                    }
+                }
+                Accepted::Failed
+            }
+        },
+    }
+}
+
 /// Serves `router` on `listener` until `stop` is cancelled, then waits for open
 /// connections to finish their current request and close. The caller bounds the
 /// whole by its drain deadline. A failed accept is `failures`' to count, log
@@ -224,29 +268,10 @@ pub async fn serve(
     // connection keeps its own (`head_deadline.rs` says why).
     let http = hyper::server::conn::http1::Builder::new();
     loop {
-        if failures.in_spell() {
-            tokio::select! {
-                () = stop.cancelled() => break,
-                () = until_pending(&listener) => {}
-            }
-        }
-        let (stream, peer) = tokio::select! {
-            () = stop.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => {
-                    failures.accepted();
-                    pair
-                }
-                Err(err) => {
-                    if failures.failed(&err) == Next::Pause {
-                        tokio::select! {
-                            () = stop.cancelled() => break,
-                            () = tokio::time::sleep(ACCEPT_ERROR_PAUSE) => {}
-                        }
-                    }
-                    continue;
-                }
-            },
+        let (stream, peer) = match accept(&listener, &mut failures, &stop).await {
+            Accepted::Connection(pair) => pair,
+            Accepted::Failed => continue,
+            Accepted::Stopped => break,
         };
         stats.saw_accept();
         let address_slot = per_address.as_ref().map(|counts| counts.take(peer.ip()));

@@ -84,6 +84,33 @@ pub fn bind(addr: SocketAddr, backlog: usize) -> std::io::Result<TcpListener> {
     socket.listen(u32::try_from(backlog).unwrap_or(u32::MAX))
 }
 
+/// The operator's own listener, beside the data port's: its own connection
+/// limit, no metering, plain replies. Not awaited at shutdown: nothing on it
+/// holds a request of the data path.
+fn serve_operator(
+    operator: TcpListener,
+    state: &AppState,
+    limits: Limits,
+    stop: CancellationToken,
+) {
+    let limits = Limits {
+        max_connections: OPERATOR_MAX_CONNECTIONS,
+        limit_name: "the operator listener's limit",
+        metered: false,
+        ..limits
+    };
+    let reserve = Arc::new(DescriptorReserve::new(OPERATOR_RESERVE));
+    tokio::spawn(connections::serve(
+        operator,
+        operator_app(state.clone()),
+        limits,
+        Arc::new(|| ConnectionPolicy::PLAIN),
+        Arc::default(),
+        AcceptFailures::operator(state.processor.events().clone(), reserve),
+        stop,
+    ));
+}
+
 /// After the drain deadline, how long connections get to write the replies of
 /// requests that were cut short before they are dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -131,23 +158,7 @@ pub async fn run(
         });
     }
     if let Some(operator) = operator {
-        let limits = Limits {
-            max_connections: OPERATOR_MAX_CONNECTIONS,
-            limit_name: "the operator listener's limit",
-            metered: false,
-            ..limits
-        };
-        // Not awaited at shutdown: nothing on it holds a request of the data path.
-        let reserve = Arc::new(DescriptorReserve::new(OPERATOR_RESERVE));
-        tokio::spawn(connections::serve(
-            operator,
-            operator_app(state.clone()),
-            limits,
-            Arc::new(|| ConnectionPolicy::PLAIN),
-            Arc::default(),
-            AcceptFailures::operator(processor.events().clone(), reserve),
-            stop_accepting.clone(),
-        ));
+        serve_operator(operator, &state, limits, stop_accepting.clone());
     }
     let router = app(state);
     let settings_now = processor.clone();
