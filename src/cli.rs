@@ -180,6 +180,18 @@ mod tests {
     use clap::CommandFactory;
     use simulator_api::Settings;
 
+    /// The server starts its neighbour by this binary's own command: the
+    /// words it runs parse back to `neighbour` with its threads.
+    #[test]
+    fn the_neighbour_the_server_starts_is_this_binarys_neighbour_command() {
+        let program = crate::neighbour::program(12).unwrap();
+        let words = std::iter::once("system-simulator".as_ref()).chain(program.get_args());
+        match Cli::try_parse_from(words).unwrap().command {
+            Command::Neighbour(args) => assert_eq!(args.threads, Some(12)),
+            other => panic!("the neighbour's program parses as {other:?}"),
+        }
+    }
+
     #[test]
     fn help_states_the_real_defaults() {
         let mut cmd = Cli::command();

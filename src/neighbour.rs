@@ -17,6 +17,15 @@ pub struct NeighbourArgs {
     pub threads: Option<u16>,
 }
 
+/// This command run with `threads` threads, as the server starts its world's
+/// neighbour (`simulator_service::neighbour::beside::start`): this binary's own
+/// `neighbour`, which a test in `cli.rs` parses back.
+pub fn program(threads: u32) -> anyhow::Result<std::process::Command> {
+    let mut program = std::process::Command::new(std::env::current_exe()?);
+    program.args(["neighbour", "--threads", &threads.to_string()]);
+    Ok(program)
+}
+
 /// `system-simulator neighbour`: runs until its stdout closes or it is killed.
 pub fn run(args: &NeighbourArgs) -> anyhow::Result<()> {
     simulator_service::platform::process::name_this_thread(PROCESS_NAME);

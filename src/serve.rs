@@ -254,7 +254,8 @@ fn start_neighbour(
     }
     let threads = config.neighbour_threads_per_cpu * machine::affinity_cpus().max(1);
     let threads = threads.min(simulator_service::neighbour::MAX_THREADS) as u32;
-    simulator_service::neighbour::beside::start(threads).map(Some)
+    simulator_service::neighbour::beside::start(crate::neighbour::program(threads)?, threads)
+        .map(Some)
 }
 
 /// The world's CPU limit, as the kernel takes it.

@@ -1,5 +1,6 @@
 //! The server's side of its neighbour: a world with `neighbour_threads_per_cpu`
-//! starts `system-simulator neighbour` (this binary) when the server starts,
+//! starts the program the caller gives (`system-simulator neighbour`, this
+//! binary's own command, `src/neighbour.rs`) when the server starts,
 //! with that many threads for each CPU the server may use, before the server
 //! enters a CPU limit of its own (a neighbour is someone else's process, not in
 //! the server's cgroup). A thread reads the neighbour's `work N` lines, and
@@ -58,17 +59,17 @@ struct Reading {
 
 static THIS_SERVERS: OnceLock<Arc<Neighbour>> = OnceLock::new();
 
-/// Starts the server's neighbour with `threads` threads, measures its rate
-/// alone over its first [`ALONE`] (this waits that long), keeps it for
-/// `/stats`, and returns the guard that ends it.
-pub fn start(threads: u32) -> anyhow::Result<Arc<Neighbour>> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["neighbour", "--threads", &threads.to_string()])
+/// Starts the server's neighbour, `program` with `threads` threads (the
+/// commands' `neighbour`, which the caller names: the service knows no
+/// command), measures its rate alone over its first [`ALONE`] (this waits
+/// that long), keeps it for `/stats`, and returns the guard that ends it.
+pub fn start(mut program: Command, threads: u32) -> anyhow::Result<Arc<Neighbour>> {
+    let mut child = program
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .context("cannot start the neighbour (system-simulator neighbour)")?;
+        .with_context(|| format!("cannot start the neighbour ({program:?})"))?;
     let stdout = child.stdout.take().context("the neighbour's stdout")?;
     let reading = Arc::new(Reading {
         work: AtomicU64::new(0),
