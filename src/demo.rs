@@ -107,9 +107,9 @@ impl DemoArgs {
         );
         let mut load = LoadPlan::running_for(&scenario.load, "http://127.0.0.1:0", Some(duration));
         if let Some(clients) = self.clients {
-            load.clients = clients;
+            load.load.clients = clients;
         }
-        match (&mut load.pacing, self.think_time) {
+        match (&mut load.load.pacing, self.think_time) {
             (Pacing::Closed { think_time, .. }, Some(think)) => *think_time = think,
             (Pacing::Open { .. }, Some(_)) => anyhow::bail!(
                 "scenario {} runs an open-loop load (a rate, no think time): drop --think-time",
@@ -191,7 +191,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let show = std::io::stdout().is_terminal();
     let fix_body = plan
         .fix
-        .config_for(load.clients)
+        .config_for(load.load.clients)
         .map_err(anyhow::Error::msg)?;
 
     println!(
@@ -282,13 +282,11 @@ fn loads(plan: &Plan, url: &str) -> anyhow::Result<(LoadPlan, LoadPlan)> {
         target: url.to_owned(),
         ..plan.load.clone()
     };
-    let fixed_load = plan
-        .scenario
-        .load_with(&plan.fix.load)
-        .map(|changed| LoadPlan {
-            retry: changed.retry,
-            ..load.clone()
-        })?;
+    let fixed_load = plan.scenario.load_with(&plan.fix.load).map(|changed| {
+        let mut fixed = load.clone();
+        fixed.load.retry = changed.retry;
+        fixed
+    })?;
     Ok((load, fixed_load))
 }
 
@@ -416,15 +414,15 @@ goodput (answered within the clients' timeout) and attempts sent, a second; * = 
 
 /// The load in words: `135 clients thinking 1s` or `400 requests/s open loop`.
 fn describe(load: &LoadPlan) -> String {
-    match load.pacing {
+    match load.load.pacing {
         Pacing::Closed { think_time, .. } => format!(
             "{} clients thinking {}",
-            load.clients,
+            load.load.clients,
             humantime::format_duration(think_time)
         ),
         Pacing::Open { rate, .. } => format!(
             "{rate} requests/s open loop over {} connections",
-            load.clients
+            load.load.clients
         ),
     }
 }
@@ -514,9 +512,9 @@ pub fn comparison(runs: &Runs) -> String {
 fn what_happened(runs: &Runs) -> String {
     let (before_model, _) = runs.before;
     let (after_model, _) = runs.after;
-    let offered = match runs.load.pacing {
+    let offered = match runs.load.load.pacing {
         Pacing::Closed { think_time, .. } => {
-            before_model.offered_per_s(runs.load.clients, think_time.as_secs_f64())
+            before_model.offered_per_s(runs.load.load.clients, think_time.as_secs_f64())
         }
         Pacing::Open { rate, .. } => rate,
     };

@@ -15,16 +15,18 @@ use tokio_util::sync::CancellationToken;
 fn plan(target: &str, clients: usize, think_ms: u64, stop: Stop) -> LoadPlan {
     LoadPlan {
         target: target.to_owned(),
-        clients,
-        pacing: Pacing::Closed {
-            think_time: Duration::from_millis(think_ms),
-            ramp_up: Duration::ZERO,
-        },
         stop,
-        payload: PayloadSize::Fixed { bytes: 512 },
-        timeout: Duration::from_secs(10),
         ..LoadPlan::default()
     }
+    .with_load(|load| {
+        load.clients = clients;
+        load.pacing = Pacing::Closed {
+            think_time: Duration::from_millis(think_ms),
+            ramp_up: Duration::ZERO,
+        };
+        load.payload = PayloadSize::Fixed { bytes: 512 };
+        load.timeout = Duration::from_secs(10);
+    })
 }
 
 fn for_duration(d: Duration) -> Stop {
@@ -185,7 +187,7 @@ async fn slow_replies_are_timeouts() {
             requests_per_client: Some(2),
         },
     );
-    p.timeout = Duration::from_millis(100);
+    p.load.timeout = Duration::from_millis(100);
     let report = simulator_clients::run(&p, CancellationToken::new(), false)
         .await
         .unwrap();
@@ -420,19 +422,21 @@ async fn per_request_connections_are_measured_and_a_full_accept_queue_counted() 
     ]);
     let before = stats(&client(), &server.url).await;
     let p = LoadPlan {
-        clients: 30,
-        pacing: Pacing::Open {
-            rate: 30.0,
-            arrivals: simulator_clients::Arrivals::Bursts,
-        },
-        connections: simulator_clients::Connections::PerRequest,
         ..plan(
             &server.url,
             30,
             0,
             for_duration(Duration::from_millis(1500)),
         )
-    };
+    }
+    .with_load(|load| {
+        load.clients = 30;
+        load.pacing = Pacing::Open {
+            rate: 30.0,
+            arrivals: simulator_clients::Arrivals::Bursts,
+        };
+        load.connections = simulator_clients::Connections::PerRequest;
+    });
     let report = simulator_clients::run(&p, CancellationToken::new(), false)
         .await
         .unwrap();

@@ -16,17 +16,19 @@ use tokio_util::sync::CancellationToken;
 fn open_plan(target: &str, connections: usize, rate: f64, seconds: u64) -> LoadPlan {
     LoadPlan {
         target: target.to_owned(),
-        clients: connections,
-        pacing: Pacing::Open {
-            rate,
-            arrivals: Arrivals::Uniform,
-        },
         stop: Stop {
             duration: Some(Duration::from_secs(seconds)),
             requests_per_client: None,
         },
         ..LoadPlan::default()
     }
+    .with_load(|load| {
+        load.clients = connections;
+        load.pacing = Pacing::Open {
+            rate,
+            arrivals: Arrivals::Uniform,
+        };
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,18 +98,20 @@ async fn precise_pacing_sends_the_whole_timetable() {
     }
     let closed = LoadPlan {
         target: server.url.clone(),
-        clients: 4,
-        pacing: Pacing::Closed {
-            think_time: Duration::from_micros(1500),
-            ramp_up: Duration::ZERO,
-        },
         stop: Stop {
             duration: None,
             requests_per_client: Some(50),
         },
         precise_pacing: Some(Duration::from_micros(50)),
         ..LoadPlan::default()
-    };
+    }
+    .with_load(|load| {
+        load.clients = 4;
+        load.pacing = Pacing::Closed {
+            think_time: Duration::from_micros(1500),
+            ramp_up: Duration::ZERO,
+        };
+    });
     let report = simulator_clients::run(&closed, CancellationToken::new(), false)
         .await
         .unwrap();

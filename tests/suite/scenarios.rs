@@ -92,10 +92,10 @@ fn start(name: &str) -> Running {
     let stop = CancellationToken::new();
     let seen = Arc::new(Lifetimes::default());
     let sizes = Arc::new(std::sync::Mutex::new(StdRng::seed_from_u64(3)));
-    let size = move || load.payload.sample(&mut *sizes.lock().unwrap());
-    match load.pacing {
+    let size = move || load.load.payload.sample(&mut *sizes.lock().unwrap());
+    match load.load.pacing {
         Pacing::Closed { think_time, .. } => {
-            for _ in 0..load.clients {
+            for _ in 0..load.load.clients {
                 let (p, stop, seen, size) = (
                     processor.clone(),
                     stop.clone(),

@@ -7,8 +7,8 @@
 //! declaration by [`Load::parse`], so a word cannot mean one thing to the driver
 //! and another to a scenario. [`Load`] is what the words mean (clients, pacing,
 //! element sizes, when it stops, how clients retry), which the server's model,
-//! the demo, the check and the driver's plan (`simulator_clients::LoadPlan::
-//! from_load`) use, with the words kept as typed to show them back (`GET
+//! the demo, the check and the driver's plan (`simulator_clients::LoadPlan`,
+//! which holds it) use, with the words kept as typed to show them back (`GET
 //! /scenarios`).
 //!
 //! A load's flags: `--n`, `--think-time`, `--ramp-up`, `--rate`, `--arrivals`,

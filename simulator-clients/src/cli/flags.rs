@@ -224,7 +224,7 @@ impl Args {
             run_id: self.run_id.clone(),
             bind: self.bind.clone(),
             precise_pacing: self.precise_pacing,
-            ..LoadPlan::from_load(&load, &self.target)
+            ..LoadPlan::new(load, &self.target)
         })
     }
 

@@ -177,7 +177,7 @@ async fn connect_all(
     let mut opening = tokio::task::JoinSet::new();
     for i in 0..plan.local_clients() {
         let mut c = new_connection(plan, i, addr, host);
-        let timeout = plan.timeout;
+        let timeout = plan.load.timeout;
         opening.spawn(async move {
             c.open(timeout).await;
             c
@@ -207,8 +207,8 @@ fn new_connection(
     let bind = (!plan.bind.is_empty()).then(|| plan.bind[i % plan.bind.len()]);
     connection::Connection::new(addr, host.clone())
         .bound_to(bind)
-        .per_request(plan.connections == Connections::PerRequest, host)
-        .sending(plan.send, host)
+        .per_request(plan.load.connections == Connections::PerRequest, host)
+        .sending(plan.load.send, host)
 }
 
 /// Runs `plan` until its stop condition or `cancel`, showing progress when asked.

@@ -99,7 +99,7 @@ impl RunState {
     ) -> Self {
         let deadline = plan.stop.duration.map(|d| start + d);
         let seed = plan.shared_seed().unwrap_or_else(rand::random);
-        let schedule = match (plan.pacing, deadline) {
+        let schedule = match (plan.load.pacing, deadline) {
             (Pacing::Open { rate, arrivals }, Some(end)) => Some(Schedule::new(
                 start,
                 end,
@@ -110,7 +110,7 @@ impl RunState {
             )),
             _ => None,
         };
-        let budget = plan.retry.budget_percent.map(RetryBudget::new);
+        let budget = plan.load.retry.budget_percent.map(RetryBudget::new);
         let precise = plan.precise_pacing.map(|slack| {
             crate::platform::SharedPacer::start(slack)
                 .map_err(|e| {
@@ -153,7 +153,7 @@ impl RunState {
     ) -> Option<Result<Reply, Failure>> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let outcome = tokio::select! {
-            outcome = exchange.send_element(body, self.plan.timeout) => Some(outcome),
+            outcome = exchange.send_element(body, self.plan.load.timeout) => Some(outcome),
             () = self.drain_over() => {
                 self.recorder.unanswered();
                 None
@@ -250,7 +250,7 @@ impl RunState {
             }
         };
         curable
-            && retries < self.plan.retry.retries
+            && retries < self.plan.load.retry.retries
             && self
                 .budget
                 .as_ref()
@@ -269,7 +269,7 @@ impl RunState {
         first: Timing,
         first_left: Instant,
     ) -> Option<()> {
-        if self.plan.retry.retries > 0 {
+        if self.plan.load.retry.retries > 0 {
             body.request_key = Some(self.request_keys.fetch_add(1, Ordering::Relaxed));
         }
         if let Some(budget) = &self.budget {
@@ -304,7 +304,7 @@ impl RunState {
                 return Some(());
             }
             retries += 1;
-            let wait = self.plan.retry.backoff.delay(retries, rng);
+            let wait = self.plan.load.retry.backoff.delay(retries, rng);
             let due = Instant::now() + wait;
             self.wait_until(due).await?;
             left = Instant::now();
@@ -363,9 +363,9 @@ impl Running for RunState {
 pub async fn run_clients<E: Exchange>(shared: Arc<RunState>, mut connect: impl FnMut(usize) -> E) {
     let mut clients = JoinSet::new();
     // Global ids: a shard runs its own, so sizes and ramp-up match the unsplit run.
-    for index in shared.plan.shard().ids(shared.plan.clients) {
+    for index in shared.plan.shard().ids(shared.plan.load.clients) {
         let exchange = connect(index);
-        match shared.plan.pacing {
+        match shared.plan.load.pacing {
             Pacing::Closed { .. } => clients.spawn(closed(Arc::clone(&shared), index, exchange)),
             Pacing::Open { .. } => clients.spawn(open(Arc::clone(&shared), index, exchange)),
         };
@@ -385,13 +385,13 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
     let Pacing::Closed {
         think_time,
         ramp_up,
-    } = plan.pacing
+    } = plan.load.pacing
     else {
         return;
     };
     let mut rng = shared.payload_rng(index);
     let mut jitter = shared.jitter_rng(index);
-    let mut due = shared.start + ramp_up.mul_f64(index as f64 / plan.clients.max(1) as f64);
+    let mut due = shared.start + ramp_up.mul_f64(index as f64 / plan.load.clients.max(1) as f64);
     let mut sent = 0u64;
     while plan.stop.requests_per_client.is_none_or(|max| sent < max) {
         let Some(lag) = shared.wait_until(due).await else {

@@ -11,39 +11,27 @@
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
-pub use simulator_api::load::{
-    Arrivals, Connections, Keys, Pacing, PayloadSize, RetryPolicy, Sending,
-};
+pub use simulator_api::load::{Arrivals, Connections, Pacing, PayloadSize, RetryPolicy};
 use simulator_api::Load;
 
 pub mod shard;
 
 use shard::{Shard, ShardInfo};
 
-/// One load run.
+/// One load run: a load (what the clients do, its flags read once:
+/// `simulator_api::Load`) against a target, and the driver's own options.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
     /// Base URL of the server, e.g. `http://127.0.0.1:7878`.
     pub target: String,
-    /// Closed loop: the number of virtual clients. Open loop: the connection pool.
-    pub clients: usize,
-    pub pacing: Pacing,
+    /// What the clients do. Closed loop: `clients` virtual clients. Open
+    /// loop: a pool of `clients` connections.
+    pub load: Load,
+    /// When the run ends: the load's own stop, unless the run was given
+    /// another ([`LoadPlan::running_for`]).
     pub stop: Stop,
-    pub payload: PayloadSize,
-    /// `--keys`: each request reads a key drawn from these instead.
-    pub keys: Option<Keys>,
-    /// An attempt not answered within this is given up, its connection closed.
-    pub timeout: Duration,
-    /// What a client does after a failed attempt.
-    pub retry: RetryPolicy,
-    /// Whether clients reuse their connection or open one per attempt.
-    pub connections: Connections,
-    /// Each element's bytes sent (`application/octet-stream`), not its size.
-    pub send: Sending,
     /// A send that leaves more than this after its scheduled time counts as late.
     pub late_after: Duration,
-    /// Seeds the Poisson arrivals and payload sizes; `None` draws a fresh seed.
-    pub seed: Option<u64>,
     /// After the planned duration, how long to wait for replies still in flight
     /// (queued at a saturated server) before giving up on them.
     pub max_drain: Duration,
@@ -120,8 +108,8 @@ impl LoadPlan {
     /// The next request's body, drawn from `rng` (a client's payload
     /// generator): its size, then its key with `--keys`.
     pub fn body<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Body {
-        let size = self.payload.sample(rng);
-        let key = self.keys.map(|keys| keys.sample(rng));
+        let size = self.load.payload.sample(rng);
+        let key = self.load.keys.map(|keys| keys.sample(rng));
         Body {
             size,
             key,
@@ -132,23 +120,15 @@ impl LoadPlan {
     /// The run of `load` against `target`, with the driver's own options at their
     /// defaults: what a scenario's load means, and what sim-clients' flags mean
     /// (`Args::plan` starts here).
-    pub fn from_load(load: &Load, target: &str) -> LoadPlan {
+    pub fn new(load: Load, target: &str) -> LoadPlan {
         let (duration, requests_per_client) = load.stop();
         LoadPlan {
             target: target.to_owned(),
-            clients: load.clients,
-            pacing: load.pacing,
+            load,
             stop: Stop {
                 duration,
                 requests_per_client,
             },
-            payload: load.payload,
-            keys: load.keys,
-            seed: load.seed,
-            timeout: load.timeout,
-            retry: load.retry,
-            connections: load.connections,
-            send: load.send,
             late_after: DEFAULT_LATE_AFTER,
             max_drain: DEFAULT_MAX_DRAIN,
             shard: None,
@@ -159,23 +139,31 @@ impl LoadPlan {
         }
     }
 
+    /// The plan with its load changed by `change`: a load's words are read
+    /// once, so a plan made in code (a test's, the demo's) sets its fields.
+    #[must_use]
+    pub fn with_load(mut self, change: impl FnOnce(&mut Load)) -> LoadPlan {
+        change(&mut self.load);
+        self
+    }
+
     /// `load` against `target` for `duration` instead of its own stop (`None`:
     /// until stopped, at most the longest span a setting takes): a scenario's
     /// load as the demo and the check run it, for a window of their own.
     pub fn running_for(load: &Load, target: &str, duration: Option<Duration>) -> LoadPlan {
-        let mut plan = LoadPlan::from_load(load, target);
+        let mut plan = LoadPlan::new(load.clone(), target);
         plan.stop.duration = duration.or(Some(simulator_api::settings::MAX_SPAN));
         plan
     }
 
     pub fn validate(&self) -> Result<(), PlanError> {
-        if self.clients == 0 {
+        if self.load.clients == 0 {
             return Err(PlanError::NoClients);
         }
         if self.stop.duration.is_none() && self.stop.requests_per_client.is_none() {
             return Err(PlanError::NoStop);
         }
-        if let Pacing::Open { rate, .. } = self.pacing {
+        if let Pacing::Open { rate, .. } = self.load.pacing {
             if !(rate > 0.0 && rate <= MAX_RATE) {
                 return Err(PlanError::Rate(rate));
             }
@@ -187,14 +175,14 @@ impl LoadPlan {
             }
         }
         let shard = self.shard();
-        if shard.share(self.clients) == 0 {
+        if shard.share(self.load.clients) == 0 {
             return Err(PlanError::EmptyShard {
                 shard,
-                clients: self.clients,
+                clients: self.load.clients,
             });
         }
         let poisson = matches!(
-            self.pacing,
+            self.load.pacing,
             Pacing::Open {
                 arrivals: Arrivals::Poisson,
                 ..
@@ -222,14 +210,14 @@ impl LoadPlan {
 
     /// The clients (closed loop) or connections (open loop) this process runs.
     pub fn local_clients(&self) -> usize {
-        self.shard().share(self.clients)
+        self.shard().share(self.load.clients)
     }
 
     /// The seed every shard of the run agrees on: `--seed`, or one drawn from the
     /// run's id (FNV-1a, stable across machines and builds); `None` when neither
     /// is given and each process may draw its own.
     pub fn shared_seed(&self) -> Option<u64> {
-        self.seed.or_else(|| self.run_id.as_deref().map(fnv1a))
+        self.load.seed.or_else(|| self.run_id.as_deref().map(fnv1a))
     }
 }
 
@@ -251,7 +239,7 @@ pub struct Stop {
 impl Default for LoadPlan {
     /// A load of no flags against the server's default address.
     fn default() -> Self {
-        LoadPlan::from_load(&Load::default(), "http://127.0.0.1:7878")
+        LoadPlan::new(Load::default(), "http://127.0.0.1:7878")
     }
 }
 
@@ -265,12 +253,16 @@ mod tests {
 
     #[test]
     fn open_loops_need_a_rate_and_a_duration() {
-        let open = |rate| LoadPlan {
-            pacing: Pacing::Open {
-                rate,
-                arrivals: Arrivals::Uniform,
-            },
-            ..LoadPlan::default()
+        let open = |rate| {
+            LoadPlan {
+                ..LoadPlan::default()
+            }
+            .with_load(|load| {
+                load.pacing = Pacing::Open {
+                    rate,
+                    arrivals: Arrivals::Uniform,
+                };
+            })
         };
         assert_eq!(open(100.0).validate(), Ok(()));
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, MAX_RATE * 2.0] {

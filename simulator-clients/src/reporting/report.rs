@@ -166,7 +166,7 @@ impl Report {
         elapsed: Duration,
         server: Option<Counts>,
     ) -> Self {
-        let (think_time, ramp_up, rate, arrivals) = pacing_fields(plan.pacing);
+        let (think_time, ramp_up, rate, arrivals) = pacing_fields(plan.load.pacing);
         let open_loop = rate.is_some();
         let window = plan.stop.duration.map_or(elapsed, |d| d.min(elapsed));
         let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
@@ -176,13 +176,13 @@ impl Report {
             .unwrap_or(std::time::UNIX_EPOCH);
         Report {
             target: plan.target.clone(),
-            mode: plan.pacing.mode().to_owned(),
-            clients: plan.clients,
+            mode: plan.load.pacing.mode().to_owned(),
+            clients: plan.load.clients,
             think_time_ns: think_time,
             ramp_up_ns: ramp_up,
             rate_per_s: rate,
             arrivals,
-            payload: plan.payload,
+            payload: plan.load.payload,
             seed,
             elapsed_ns: ns(elapsed),
             window_ns: ns(window),
@@ -199,9 +199,9 @@ impl Report {
             digests: tally.digests,
             throughput_per_s: in_window as f64 / secs,
             throughput_per_min: in_window as f64 * 60.0 / secs,
-            timeout_ns: ns(plan.timeout),
-            retry: plan.retry,
-            connections: plan.connections,
+            timeout_ns: ns(plan.load.timeout),
+            retry: plan.load.retry,
+            connections: plan.load.connections,
             first_attempts: tally.sent - tally.retries,
             retries: tally.retries,
             requests_given_up: tally.given_up,
@@ -324,17 +324,19 @@ pub(crate) mod tests {
 
     fn open_plan() -> LoadPlan {
         LoadPlan {
-            pacing: Pacing::Open {
-                rate: 250.5,
-                arrivals: Arrivals::Poisson,
-            },
             stop: Stop {
                 duration: Some(Duration::from_secs(1)),
                 requests_per_client: None,
             },
-            payload: PayloadSize::Uniform { low: 1, high: 9 },
             ..LoadPlan::default()
         }
+        .with_load(|load| {
+            load.pacing = Pacing::Open {
+                rate: 250.5,
+                arrivals: Arrivals::Poisson,
+            };
+            load.payload = PayloadSize::Uniform { low: 1, high: 9 };
+        })
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::reporting::hdr::{self, DecodeError};
 use crate::reporting::record::Tally;
 use crate::reporting::report::{Merged, Report};
 use crate::reporting::series::{Line, Second};
+use simulator_api::Load;
 
 /// `sim-clients merge`'s flags.
 #[derive(Debug, clap::Args)]
@@ -292,20 +293,22 @@ fn plan_of(r: &Report) -> LoadPlan {
             ramp_up: Duration::from_nanos(r.ramp_up_ns.unwrap_or(0)),
         },
     };
+    let mut load = Load::default();
+    load.clients = r.clients;
+    load.pacing = pacing;
+    load.payload = r.payload;
+    load.timeout = Duration::from_nanos(r.timeout_ns);
+    load.retry = r.retry;
+    load.connections = r.connections;
+    load.seed = Some(r.seed);
     LoadPlan {
         target: r.target.clone(),
-        clients: r.clients,
-        pacing,
+        load,
         stop: Stop {
             duration: r.planned_duration_ns.map(Duration::from_nanos),
             requests_per_client: r.requests_per_client,
         },
-        payload: r.payload,
-        timeout: Duration::from_nanos(r.timeout_ns),
-        retry: r.retry,
-        connections: r.connections,
         late_after: Duration::from_nanos(r.late_after_ns),
-        seed: Some(r.seed),
         max_drain: Duration::from_nanos(r.max_drain_ns),
         run_id: r.run_id.clone(),
         ..LoadPlan::default()
@@ -406,15 +409,10 @@ mod tests {
     /// with `n` requests, each retried once, in every histogram.
     fn shard(index: u32, n: u64) -> (PathBuf, Report) {
         let plan = LoadPlan {
-            pacing: Pacing::Open {
-                rate: 100.0,
-                arrivals: Arrivals::Uniform,
-            },
             stop: Stop {
                 duration: Some(Duration::from_secs(1)),
                 requests_per_client: None,
             },
-            payload: PayloadSize::Fixed { bytes: 64 },
             run_id: Some("every-figure".into()),
             shard: Some(ShardInfo {
                 index,
@@ -422,7 +420,14 @@ mod tests {
                 source: ShardSource::Flag,
             }),
             ..LoadPlan::default()
-        };
+        }
+        .with_load(|load| {
+            load.pacing = Pacing::Open {
+                rate: 100.0,
+                arrivals: Arrivals::Uniform,
+            };
+            load.payload = PayloadSize::Fixed { bytes: 64 };
+        });
         let recorder = Recorder::new(Duration::from_millis(5), false);
         let ms = Duration::from_millis;
         for k in 1..=n {

@@ -182,19 +182,18 @@ impl SweepPlan {
     }
 
     fn whole_load(&self, clients: usize) -> LoadPlan {
-        LoadPlan {
-            target: self.target.clone(),
-            clients,
-            pacing: Pacing::Closed {
-                think_time: self.think_time,
-                ramp_up: Duration::ZERO,
-            },
-            stop: Stop {
-                duration: Some(self.duration),
-                requests_per_client: None,
-            },
-            ..LoadPlan::default()
-        }
+        let mut plan = LoadPlan::default();
+        plan.target.clone_from(&self.target);
+        plan.load.clients = clients;
+        plan.load.pacing = Pacing::Closed {
+            think_time: self.think_time,
+            ramp_up: Duration::ZERO,
+        };
+        plan.stop = Stop {
+            duration: Some(self.duration),
+            requests_per_client: None,
+        };
+        plan
     }
 }
 

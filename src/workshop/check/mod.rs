@@ -170,17 +170,18 @@ mod tests {
     fn the_check_seed_draws_typical_sizes_for_every_scenario() {
         for scenario in scenario::bundled().unwrap() {
             let plan = LoadPlan::running_for(&scenario.load, "http://127.0.0.1:1", None);
-            if matches!(plan.payload, PayloadSize::Fixed { .. }) {
+            if matches!(plan.load.payload, PayloadSize::Fixed { .. }) {
                 continue;
             }
-            let Pacing::Closed { think_time, .. } = plan.pacing else {
+            let Pacing::Closed { think_time, .. } = plan.load.pacing else {
                 panic!(
                     "{}: a drawn size in an open loop: extend this test",
                     scenario.name
                 );
             };
             let per_client = (10.0 / think_time.as_secs_f64()).ceil() as usize;
-            let bytes = |seed| window_bytes(&plan.payload, plan.clients, per_client, seed);
+            let bytes =
+                |seed| window_bytes(&plan.load.payload, plan.load.clients, per_client, seed);
             let mut others: Vec<u64> = (0..400).map(bytes).collect();
             others.sort_unstable();
             let (q1, q3) = (others[100], others[300]);

@@ -47,7 +47,7 @@ pub(super) async fn run_window(
 ) -> Result<WindowRun, Stop> {
     let target = audience.target.as_str();
     let mut plan = LoadPlan::running_for(load, target, Some(window));
-    plan.seed = plan.seed.or(Some(CHECK_SEED));
+    plan.load.seed = plan.load.seed.or(Some(CHECK_SEED));
     let trigger = begin_incident_on_time(scenario, audience);
     let before = client::stats(target).await?;
     let before_at = Instant::now();

@@ -53,29 +53,33 @@ fn ms(n: u64) -> Duration {
 
 fn closed_plan(clients: usize, think: Duration, ramp_up: Duration, stop: Stop) -> LoadPlan {
     LoadPlan {
-        clients,
-        pacing: Pacing::Closed {
-            think_time: think,
-            ramp_up,
-        },
         stop,
         ..LoadPlan::default()
     }
+    .with_load(|load| {
+        load.clients = clients;
+        load.pacing = Pacing::Closed {
+            think_time: think,
+            ramp_up,
+        };
+    })
 }
 
 fn open_plan(connections: usize, rate: f64, duration: Duration) -> LoadPlan {
     LoadPlan {
-        clients: connections,
-        pacing: Pacing::Open {
-            rate,
-            arrivals: Arrivals::Uniform,
-        },
         stop: Stop {
             duration: Some(duration),
             requests_per_client: None,
         },
         ..LoadPlan::default()
     }
+    .with_load(|load| {
+        load.clients = connections;
+        load.pacing = Pacing::Open {
+            rate,
+            arrivals: Arrivals::Uniform,
+        };
+    })
 }
 
 fn for_duration(d: Duration) -> Stop {
@@ -427,8 +431,6 @@ fn retrying(retries: u32, backoff: &str, budget: Option<f64>) -> RetryPolicy {
 async fn a_retry_after_its_backoff_turns_a_timeout_into_a_success() {
     // Every other attempt times out after 100 ms; one retry, 50 ms later, cures it.
     let plan = LoadPlan {
-        timeout: ms(100),
-        retry: retrying(1, "exp(50ms, 1s)", None),
         ..closed_plan(
             1,
             ms(1000),
@@ -438,7 +440,11 @@ async fn a_retry_after_its_backoff_turns_a_timeout_into_a_success() {
                 requests_per_client: Some(3),
             },
         )
-    };
+    }
+    .with_load(|load| {
+        load.timeout = ms(100);
+        load.retry = retrying(1, "exp(50ms, 1s)", None);
+    });
     let (shared, sends) = run_flaky(plan, 2).await;
     let t = shared.recorder.tally();
     assert_eq!((t.sent, t.retries, t.completed, t.given_up), (6, 3, 3, 0));
@@ -466,7 +472,6 @@ async fn a_retry_after_its_backoff_turns_a_timeout_into_a_success() {
 #[tokio::test(start_paused = true)]
 async fn without_retries_a_timeout_is_a_request_given_up() {
     let plan = LoadPlan {
-        timeout: ms(100),
         ..closed_plan(
             1,
             ms(1000),
@@ -476,7 +481,10 @@ async fn without_retries_a_timeout_is_a_request_given_up() {
                 requests_per_client: Some(4),
             },
         )
-    };
+    }
+    .with_load(|load| {
+        load.timeout = ms(100);
+    });
     let (shared, _) = run_flaky(plan, 2).await;
     let t = shared.recorder.tally();
     assert_eq!((t.sent, t.retries, t.completed, t.given_up), (4, 0, 2, 2));
@@ -486,10 +494,12 @@ async fn without_retries_a_timeout_is_a_request_given_up() {
 async fn the_retry_budget_holds_retries_to_their_share_of_first_attempts() {
     // Every attempt fails; 20 % of first attempts may be retried.
     let plan = LoadPlan {
-        timeout: ms(10),
-        retry: retrying(3, "none", Some(20.0)),
         ..closed_plan(10, ms(100), Duration::ZERO, for_duration(ms(5_000)))
-    };
+    }
+    .with_load(|load| {
+        load.timeout = ms(10);
+        load.retry = retrying(3, "none", Some(20.0));
+    });
     let (shared, _) = run_flaky(plan, 1).await;
     let t = shared.recorder.tally();
     let firsts = t.sent - t.retries;
