@@ -48,13 +48,13 @@ pub enum Command {
     Trace(crate::trace::TraceArgs),
     /// Keep a run: every probe the tap gives and /stats a second, into a file
     /// that `trace NAME --from FILE` replays.
-    Record(crate::trace::record::RecordArgs),
+    Record(crate::recording::record::RecordArgs),
     /// A recording as a timeline that Perfetto's UI opens: a slice a request,
     /// its phases inside, counters and the changes of settings.
-    Export(crate::export::ExportArgs),
+    Export(crate::recording::export::ExportArgs),
     /// A recording served as the live view (its page, charts and diagram's
     /// badges), at its own pace or faster, with a position to move.
-    Replay(crate::replay::ReplayArgs),
+    Replay(crate::recording::replay::ReplayArgs),
     /// The facilitator's view of a workshop room: every attendee's checks, live,
     /// on one page (attendees opt in with `workshop check --room URL --seat NAME`).
     Room(crate::room::RoomArgs),
@@ -76,10 +76,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Serve(args) => crate::serve::serve(*args).await,
         Command::Demo(args) => crate::demo::run(*args).await,
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
-        Command::Trace(args) => crate::trace::run(args).await,
-        Command::Record(args) => crate::trace::record::run(args).await,
-        Command::Export(args) => crate::export::run(&args),
-        Command::Replay(args) => crate::replay::run(args).await,
+        // A recording fed to a script is the recording's (`trace_from.rs`).
+        Command::Trace(args) => match args.from.clone() {
+            Some(path) => crate::recording::trace_from::run(&args, &path),
+            None => crate::trace::run(args).await,
+        },
+        Command::Record(args) => crate::recording::record::run(args).await,
+        Command::Export(args) => crate::recording::export::run(&args),
+        Command::Replay(args) => crate::recording::replay::run(args).await,
         Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Profile(args) => crate::profile::run(args).await,
         Command::Room(args) => crate::room::run(args).await,

@@ -243,16 +243,18 @@ async fn start_recording(
     args: &DemoArgs,
     url: &str,
     name: &str,
-) -> anyhow::Result<Option<crate::trace::record::Beside>> {
+) -> anyhow::Result<Option<crate::recording::record::Beside>> {
     let Some(dir) = &args.record else {
         return Ok(None);
     };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
     let path = dir.join(format!("{name}.isim"));
-    Ok(Some(crate::trace::record::beside(url, None, &path).await?))
+    Ok(Some(
+        crate::recording::record::beside(url, None, &path).await?,
+    ))
 }
 
-async fn kept(recording: Option<crate::trace::record::Beside>) {
+async fn kept(recording: Option<crate::recording::record::Beside>) {
     if let Some(recording) = recording {
         match recording.end().await {
             Ok(kept) => println!("     kept in {kept}"),

@@ -11,8 +11,6 @@
 //! queue and drops, its namespace's `nstat` counters, and its own replies'
 //! writes), read each second (listener: ten times) beside the tap.
 
-pub mod record;
-mod replay;
 mod report;
 pub mod script;
 pub mod scripts;
@@ -88,9 +86,6 @@ pub struct TraceArgs {
 }
 
 pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
-    if let Some(path) = &args.from {
-        return replay::run(&args, path, options_of(&args, 0));
-    }
     let wanted = Duration::from_secs(if args.seconds == 0 { 60 } else { args.seconds });
     let cap = max_duration::from_env()?;
     let seconds = max_duration::cut_and_say("trace", "--seconds", wanted, cap)
@@ -119,7 +114,7 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
 }
 
 /// What a script is told, from `trace`'s flags (the seconds decided apart).
-fn options_of(args: &TraceArgs, seconds: u64) -> Options {
+pub(crate) fn options_of(args: &TraceArgs, seconds: u64) -> Options {
     Options {
         seconds,
         client_timeout_ms: if args.client_timeout == 0 {

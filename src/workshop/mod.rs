@@ -318,7 +318,7 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let recording = match &args.record {
         Some(path) => {
-            Some(crate::trace::record::beside(target, args.admin_token.as_deref(), path).await?)
+            Some(crate::recording::record::beside(target, args.admin_token.as_deref(), path).await?)
         }
         None => None,
     };

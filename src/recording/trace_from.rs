@@ -14,8 +14,8 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use super::script::{Event, Options, Script};
-use crate::recording::{self, Item, Recording, Stop};
+use crate::recording::format::{self as recording, Item, Recording, Stop};
+use crate::trace::script::{Event, Options, Script};
 
 /// What a replay ended with.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -26,12 +26,13 @@ pub struct Fed {
     pub seconds: u64,
 }
 
-pub fn run(args: &super::TraceArgs, path: &Path, options: Options) -> anyhow::Result<()> {
-    if args.name == super::PROFILE || args.name == super::OFFCPU {
+pub fn run(args: &crate::trace::TraceArgs, path: &Path) -> anyhow::Result<()> {
+    let options = crate::trace::options_of(args, 0);
+    if args.name == crate::trace::PROFILE || args.name == crate::trace::OFFCPU {
         anyhow::bail!(
             "{} reads the server's sampler, which a recording does not hold; the scripts a recording replays: {}",
             args.name,
-            super::scripts::names().collect::<Vec<_>>().join(", ")
+            crate::trace::scripts::names().collect::<Vec<_>>().join(", ")
         );
     }
     let recording = recording::open(path)?;
@@ -41,16 +42,16 @@ pub fn run(args: &super::TraceArgs, path: &Path, options: Options) -> anyhow::Re
         asked => asked,
     };
     let options = Options { seconds, ..options };
-    let mut script = super::script_named(&args.name, options)?;
+    let mut script = crate::trace::script_named(&args.name, options)?;
     eprintln!(
         "trace: {} replayed from {} ({} recorded {} at {} UTC; the events and /stats as the recorder read them)",
         args.name,
         path.display(),
         recording.head.recorder,
         recording.head.target,
-        super::clock_at(recording.head.began_unix_ms / 1000),
+        crate::trace::clock_at(recording.head.began_unix_ms / 1000),
     );
-    let fed = feed(&recording, script.as_mut(), &mut super::emit);
+    let fed = feed(&recording, script.as_mut(), &mut crate::trace::emit);
     if fed.lost > 0 {
         eprintln!(
             "trace: the server dropped {} events while the recorder was behind; the figures above miss them",
@@ -117,7 +118,7 @@ pub fn feed(
                 }
                 begin(script, &mut out, &mut begun);
                 if *second > 0 {
-                    script.second(&super::clock_at(unix_ms / 1000), &mut out);
+                    script.second(&crate::trace::clock_at(unix_ms / 1000), &mut out);
                     fed.seconds = *second;
                 }
             }

@@ -9,10 +9,11 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 
 use super::film;
-use crate::recording::events::Packer;
-use crate::recording::file::{Kind, Writer};
-use crate::recording::{
-    self, perfetto, EndBlock, Head, Item, ProbeEntry, Recording, Stop, TickBlock, MEMORY_FLOOR,
+use crate::recording::export::perfetto;
+use crate::recording::format::events::Packer;
+use crate::recording::format::file::{Kind, Writer};
+use crate::recording::format::{
+    self as recording, EndBlock, Head, Item, ProbeEntry, Recording, Stop, TickBlock, MEMORY_FLOOR,
     MEMORY_PER_FILE_BYTE,
 };
 

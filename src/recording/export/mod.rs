@@ -1,5 +1,5 @@
 //! `system-simulator export FILE.isim --format perfetto`: a recording as a
-//! timeline that Perfetto's UI opens (`recording/perfetto.rs`), written to a
+//! timeline that Perfetto's UI opens (`perfetto.rs`), written to a
 //! file reserved before the work (a path that cannot be written is refused at
 //! once); and the flame graph of each CPU profile it holds (`record
 //! --profile`) beside it, as SVG: Perfetto draws no flame graph from JSON.
@@ -11,7 +11,9 @@ use simulator_api::output::Output;
 
 use simulator_service::profile::folded::Folded;
 
-use crate::recording::{self, perfetto};
+pub(crate) mod perfetto;
+
+use crate::recording::format as recording;
 
 /// What `export` takes.
 #[derive(Debug, clap::Args)]

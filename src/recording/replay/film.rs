@@ -28,7 +28,7 @@ use simulator_service::observe::lifetime::Histogram;
 use simulator_service::observe::waits::{keep_slowest, Cut, Cutter};
 use simulator_service::serving::live::sampler::{self, Ended};
 
-use crate::recording::{Item, Recording};
+use crate::recording::format::{Item, Recording};
 
 /// One second of a replay: what the page draws and the tick it is sent in
 /// (its markers filled in as it is sent).
@@ -289,7 +289,7 @@ pub(crate) mod fixture {
     use simulator_service::scenario::Scenario;
     use simulator_service::serving::state::AppState;
 
-    use crate::recording::{Head, Item, Recording, Stop};
+    use crate::recording::format::{Head, Item, Recording, Stop};
 
     pub const BEGAN_MS: u64 = 1_800_000_000_000;
 

@@ -234,7 +234,7 @@ async fn events(State(player): State<Arc<Player>>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::film::{fixture, make};
+    use crate::recording::replay::film::{fixture, make};
 
     fn player(seconds: usize, start: ReplayMove) -> Arc<Player> {
         let film = make(&fixture::recording(&vec![2; seconds])).unwrap();

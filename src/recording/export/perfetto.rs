@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use simulator_api::events::probe;
 
-use super::{Item, Recording};
+use crate::recording::format::{Item, Recording};
 
 /// One trace event, as the format names its fields.
 #[derive(Debug, Serialize)]

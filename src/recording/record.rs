@@ -1,5 +1,5 @@
 //! `system-simulator record`: a run kept in a file (`recording/`). The recorder
-//! is a script like the twins, run by the same loop ([`super::Live`]): it
+//! is a script like the twins, run by the same loop ([`crate::trace::Live`]): it
 //! attaches to every probe, reads `/stats` each second, and writes what it is
 //! fed as it comes (a block of events and a tick each second), so a recorder
 //! killed at any moment leaves a file whole up to its last write.
@@ -16,10 +16,10 @@ use serde_json::Value;
 use simulator_api::events::{probe, EVENTS};
 use simulator_api::{max_duration, Stats};
 
-use super::script::{Event, Script};
-use crate::recording::events::Packer;
-use crate::recording::file::{Kind, Writer};
-use crate::recording::{EndBlock, Head, ProfileBlock, TickBlock, EVENTS_BLOCK};
+use crate::recording::format::events::Packer;
+use crate::recording::format::file::{Kind, Writer};
+use crate::recording::format::{EndBlock, Head, ProfileBlock, TickBlock, EVENTS_BLOCK};
+use crate::trace::script::{Event, Script};
 
 /// What `record` takes.
 #[derive(Debug, clap::Args)]
@@ -58,7 +58,7 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
             seconds: profile_s.min(seconds),
         });
     }
-    let live = super::Live {
+    let live = crate::trace::Live {
         target: &args.target,
         admin_token: args.admin_token.as_deref(),
         stop: None,
@@ -131,7 +131,7 @@ pub async fn beside(
         stop.clone(),
     );
     let task = tokio::spawn(async move {
-        let live = super::Live {
+        let live = crate::trace::Live {
             target: &target,
             admin_token: admin_token.as_deref(),
             stop: Some(&stopped),

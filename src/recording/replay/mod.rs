@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use simulator_api::live::{ReplayMove, REPLAY_SPEEDS};
 use simulator_api::max_duration;
 
-use crate::recording;
+use crate::recording::format as recording;
 
 /// What `replay` takes.
 #[derive(Debug, clap::Args)]
