@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use simulator_service::observe::Events;
+use simulator_service::parts::Events;
 
 fn one_request(events: &Events, id: u64) {
     events.request_start(id, 1024, 0);
@@ -76,7 +76,7 @@ fn main() {
 /// Reads every event of the probe tap until `done`, then says how many.
 #[cfg(feature = "probes")]
 fn read_the_tap(done: &AtomicBool) {
-    use simulator_service::observe::tap;
+    use simulator_service::parts::tap;
     let mut subscription = tap::subscribe(u64::MAX).expect("a subscription to the tap");
     let (mut read, mut lost) = (0u64, 0u64);
     while !done.load(Ordering::Relaxed) {

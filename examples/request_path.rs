@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use simulator_api::{Delay, Settings};
-use simulator_service::request_path::{DataProcessor, Element};
+use simulator_service::parts::{DataProcessor, Element};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);

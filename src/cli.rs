@@ -89,14 +89,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Room(args) => crate::room::run(args).await,
         Command::Neighbour(args) => crate::neighbour::run(&args),
         Command::Settings { markdown } => {
-            simulator_service::platform::stdout::print_listing(&settings_text(markdown))
+            simulator_service::os::print_listing(&settings_text(markdown))
         }
         Command::Scenarios { answers } => {
-            simulator_service::platform::stdout::print_listing(&scenarios_text(answers)?)
+            simulator_service::os::print_listing(&scenarios_text(answers)?)
         }
-        Command::Probes => simulator_service::platform::stdout::print_listing(
-            &simulator_api::events::markdown_table(),
-        ),
+        Command::Probes => {
+            simulator_service::os::print_listing(&simulator_api::events::markdown_table())
+        }
     };
     done.map(|()| std::process::ExitCode::SUCCESS)
 }

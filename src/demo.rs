@@ -26,12 +26,11 @@ use simulator_api::{max_duration, Counts, Fix, Model, Settings, SEED_COUNTS};
 use simulator_clients::{LoadPlan, Pacing, Report};
 use tokio_util::sync::CancellationToken;
 
-use simulator_service::config::SettingFlags;
-use simulator_service::observe::probes;
 use simulator_service::scenario::{self, Scenario};
-use simulator_service::serving;
-use simulator_service::serving::answers::Answers;
-use simulator_service::serving::incidents::IncidentMode;
+use simulator_service::server;
+use simulator_service::server::Answers;
+use simulator_service::server::IncidentMode;
+use simulator_service::server::SettingFlags;
 
 #[derive(Debug, Args)]
 #[command(
@@ -147,17 +146,16 @@ impl DemoArgs {
 struct DemoServer {
     url: String,
     stop: tokio::sync::oneshot::Sender<()>,
-    ended: tokio::task::JoinHandle<
-        Result<simulator_service::request_path::DrainReport, serving::ServeError>,
-    >,
+    ended:
+        tokio::task::JoinHandle<Result<simulator_service::server::DrainReport, server::ServeError>>,
 }
 
 impl DemoServer {
     fn start(plan: &Plan, listen: SocketAddr) -> anyhow::Result<Self> {
-        let listener = serving::bind(listen, plan.settings.listen_backlog)?;
+        let listener = server::bind(listen, plan.settings.listen_backlog)?;
         let url = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let ended = tokio::spawn(serving::run(
+        let ended = tokio::spawn(server::serve(
             listener,
             None,
             plan.settings.clone(),
@@ -180,7 +178,7 @@ impl DemoServer {
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let plan = args.plan()?;
-    probes::register();
+    server::register_probes();
     let first = DemoServer::start(&plan, plan.settings.listen)?;
     let url = first.url.clone();
     announce(&plan, &url);
@@ -335,7 +333,7 @@ fn announce(plan: &Plan, url: &str) {
         "demo: scenario {} ({}): {}\n  the data processor listens on {url} (pid {pid}); attach a tracer now if you like:",
         plan.scenario.name, plan.scenario.seed_words(), plan.scenario.summary
     );
-    for command in probes::trace_commands(pid, &plan.scenario.scripts) {
+    for command in server::trace_commands(pid, &plan.scenario.scripts) {
         println!("  {command}");
     }
     println!("  or watch it in a browser: {url}/live");

@@ -6,9 +6,9 @@
 /// This machine as a server started here would see it (no calibration: a
 /// scenario's CPU work is stated in time).
 pub fn machine() -> simulator_api::Machine {
-    simulator_service::observe::machine::snapshot(
+    simulator_service::server::machine::snapshot(
         std::time::Duration::ZERO,
-        simulator_service::request_path::work::figures(&simulator_api::Settings::default()),
+        simulator_service::server::work_figures(&simulator_api::Settings::default()),
     )
 }
 

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use simulator_service::neighbour::{write_report, MAX_THREADS, PROCESS_NAME, REPORT_EVERY};
+use simulator_service::server::neighbour::{write_report, MAX_THREADS, PROCESS_NAME, REPORT_EVERY};
 
 /// What `neighbour` takes.
 #[derive(Debug, clap::Args)]
@@ -18,7 +18,7 @@ pub struct NeighbourArgs {
 }
 
 /// This command run with `threads` threads, as the server starts its world's
-/// neighbour (`simulator_service::neighbour::beside::start`): this binary's own
+/// neighbour (`simulator_service::server::neighbour::start`): this binary's own
 /// `neighbour`, which a test in `cli.rs` parses back.
 pub fn program(threads: u32) -> anyhow::Result<std::process::Command> {
     let mut program = std::process::Command::new(std::env::current_exe()?);
@@ -28,7 +28,7 @@ pub fn program(threads: u32) -> anyhow::Result<std::process::Command> {
 
 /// `system-simulator neighbour`: runs until its stdout closes or it is killed.
 pub fn run(args: &NeighbourArgs) -> anyhow::Result<()> {
-    simulator_service::platform::process::name_this_thread(PROCESS_NAME);
+    simulator_service::os::name_this_thread(PROCESS_NAME);
     let threads = args.threads.map_or_else(
         || 2 * std::thread::available_parallelism().map_or(1, |n| n.get()),
         usize::from,

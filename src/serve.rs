@@ -13,13 +13,13 @@ use clap::Args;
 use simulator_api::settings::AdminListen;
 use simulator_api::Settings;
 
-use simulator_service::config::{self, SettingFlags};
-use simulator_service::observe::{machine, probes};
-use simulator_service::platform::cgroup::{CpuMax, ServerGroup};
 use simulator_service::scenario::{self, Scenario};
-use simulator_service::serving::answers::Answers;
-use simulator_service::serving::incidents::IncidentMode;
-use simulator_service::serving::{self, shutdown};
+use simulator_service::server;
+use simulator_service::server::machine;
+use simulator_service::server::Answers;
+use simulator_service::server::IncidentMode;
+use simulator_service::server::{self as config, SettingFlags};
+use simulator_service::server::{CpuMax, ServerGroup};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -82,17 +82,17 @@ pub async fn serve_with(
         neighbour,
         ..
     } = started;
-    let report = serving::run(
+    let report = server::serve(
         listener,
         operator,
         config,
         scenario,
         answers,
         args.incidents,
-        shutdown::signal(),
+        server::shutdown_signal(),
     )
     .await?;
-    print!("{}", shutdown::final_report(&report));
+    print!("{}", server::final_report(&report));
     drop(cpu_limit);
     if let Some(n) = neighbour {
         n.stop();
@@ -102,9 +102,9 @@ pub async fn serve_with(
 
 /// What start-up made, before the banner tells of it.
 struct StartedUp {
-    descriptors: Option<simulator_service::platform::descriptors::Descriptors>,
-    memory: Option<simulator_service::platform::memory_limit::MemoryLimit>,
-    neighbour: Option<std::sync::Arc<simulator_service::neighbour::beside::Neighbour>>,
+    descriptors: Option<simulator_service::server::Descriptors>,
+    memory: Option<simulator_service::server::MemoryLimit>,
+    neighbour: Option<std::sync::Arc<simulator_service::server::neighbour::Neighbour>>,
     cpu_limit: Option<ServerGroup>,
     listener: tokio::net::TcpListener,
     addr: std::net::SocketAddr,
@@ -122,15 +122,15 @@ impl StartedUp {
         // Before anything is opened: a shell's soft limit is far below a room's
         // load, unless the world names the container's.
         let descriptors =
-            simulator_service::platform::descriptors::set_limit(config.descriptor_limit as u64);
+            simulator_service::server::set_descriptor_limit(config.descriptor_limit as u64);
         // Before anything is allocated for serving: all of it counts against the limit.
-        let memory = simulator_service::platform::memory_limit::set_limit(config.memory_limit);
+        let memory = simulator_service::server::set_memory_limit(config.memory_limit);
         // Before the server enters a limit of its own: the neighbour is someone else's.
         let neighbour = start_neighbour(config)?;
         // Before the work is calibrated or served, so all of it counts against the limit.
         let cpu_limit = enter_cpu_limit(config)?;
-        probes::register();
-        let listener = serving::bind(config.listen, config.listen_backlog)
+        server::register_probes();
+        let listener = server::bind(config.listen, config.listen_backlog)
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
         // From the configured address, not the bound one: a data port of 0 gives the
@@ -138,11 +138,11 @@ impl StartedUp {
         let (operator, operator_missing) = bind_operator(config)?;
         // Measure the machine now, before any request needs the work's calibration.
         if config.work != simulator_api::settings::WorkKind::None {
-            simulator_service::request_path::work::bytes_per_work(config);
+            simulator_service::server::calibrate_work(config);
         }
         let machine = machine::snapshot(
             std::time::Duration::ZERO,
-            simulator_service::request_path::work::figures(config),
+            simulator_service::server::work_figures(config),
         );
         Ok(Self {
             descriptors,
@@ -197,7 +197,7 @@ impl StartedUp {
         if let Some(descriptors) = &self.descriptors {
             println!("  {descriptors}");
         }
-        for (i, command) in probes::trace_commands(pid, &scenario.scripts)
+        for (i, command) in server::trace_commands(pid, &scenario.scripts)
             .iter()
             .enumerate()
         {
@@ -219,7 +219,7 @@ impl StartedUp {
 fn print_world_beside(
     config: &Settings,
     cpu_limit: Option<&ServerGroup>,
-    neighbour: Option<&simulator_service::neighbour::beside::Neighbour>,
+    neighbour: Option<&simulator_service::server::neighbour::Neighbour>,
 ) {
     if let Some(group) = cpu_limit {
         println!(
@@ -238,7 +238,7 @@ fn print_world_beside(
             "  a neighbour (the scenario's world): pid {} with {} CPU-bound threads, `pgrep -x {}`; {} units of work a second alone",
             n.pid(),
             n.stats().threads,
-            simulator_service::neighbour::PROCESS_NAME,
+            simulator_service::server::neighbour::PROCESS_NAME,
             n.stats().alone_per_s.unwrap_or(0)
         );
     }
@@ -248,13 +248,13 @@ fn print_world_beside(
 /// server may use.
 fn start_neighbour(
     config: &Settings,
-) -> anyhow::Result<Option<std::sync::Arc<simulator_service::neighbour::beside::Neighbour>>> {
+) -> anyhow::Result<Option<std::sync::Arc<simulator_service::server::neighbour::Neighbour>>> {
     if config.neighbour_threads_per_cpu == 0 {
         return Ok(None);
     }
     let threads = config.neighbour_threads_per_cpu * machine::affinity_cpus().max(1);
-    let threads = threads.min(simulator_service::neighbour::MAX_THREADS) as u32;
-    simulator_service::neighbour::beside::start(crate::neighbour::program(threads)?, threads)
+    let threads = threads.min(simulator_service::server::neighbour::MAX_THREADS) as u32;
+    simulator_service::server::neighbour::start(crate::neighbour::program(threads)?, threads)
         .map(Some)
 }
 
@@ -298,7 +298,7 @@ fn bind_operator(
     let Some(at) = config.admin_listen.address(config.listen) else {
         return Ok((None, None));
     };
-    match serving::bind(at, simulator_api::settings::DEFAULT_LISTEN_BACKLOG) {
+    match server::bind(at, simulator_api::settings::DEFAULT_LISTEN_BACKLOG) {
         Ok(listener) => Ok((Some(listener), None)),
         Err(e) if config.admin_listen == AdminListen::Auto => Ok((
             None,

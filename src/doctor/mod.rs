@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use simulator_service::platform::os::{Os, THIS as THIS_OS};
+use simulator_service::os::{Os, THIS as THIS_OS};
 use simulator_service::scenario;
 
 /// What `doctor` takes.
@@ -86,7 +86,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
             let _ = writeln!(out, "     {:<24}      better: {better}", "");
         }
     }
-    if let Some(limit) = simulator_service::platform::descriptors::hard_limit() {
+    if let Some(limit) = simulator_service::os::hard_limit() {
         let _ = writeln!(
             out,
             "\nfile descriptors: up to {limit} for the clients and the server (they raise `ulimit -n` to the hard limit at start; one a client's connection)"
@@ -105,9 +105,9 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         let _ = writeln!(out, "\n{step}");
     }
     if !(args.count || args.room.room.is_some()) {
-        return simulator_service::platform::stdout::print_listing(&out);
+        return simulator_service::os::print_listing(&out);
     }
-    simulator_service::platform::stdout::print_listing(&out)?;
+    simulator_service::os::print_listing(&out)?;
     let tracers = routes
         .iter()
         .zip(["bpftrace", "DTrace", "perf", "tap"])

@@ -211,7 +211,7 @@ pub fn readiness(
         kernel: kernel(),
         cgroup: cgroup_version(),
         cores: machine.cores as u32,
-        file_limit: simulator_service::platform::descriptors::hard_limit(),
+        file_limit: simulator_service::os::hard_limit(),
         root,
         tracers,
         exercises,

@@ -22,7 +22,7 @@ use axum::extract::{ConnectInfo, FromRequestParts, Query};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use simulator_api::room::Viewer;
-use simulator_service::serving::same_machine;
+use simulator_service::parts::same_machine;
 
 use super::board::Room;
 use super::refused::Refused;

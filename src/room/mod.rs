@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use simulator_service::serving::accept_failures::AcceptFailures;
-use simulator_service::serving::connections::{self, ConnectionPolicy, Limits};
+use simulator_service::parts::connections::{self, ConnectionPolicy, Limits};
+use simulator_service::parts::AcceptFailures;
 use tokio_util::sync::CancellationToken;
 
 use board::Room;
@@ -101,7 +101,7 @@ pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
     tokio::spawn({
         let (stop, closed) = (stop.clone(), shared.closed.clone());
         async move {
-            simulator_service::serving::shutdown::signal().await;
+            simulator_service::server::shutdown_signal().await;
             closed.cancel(); // the boards' streams end, so their connections drain
             stop.cancel();
         }
@@ -142,7 +142,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// The room's connection limits, its descriptor limit raised first.
 fn connection_limits(per_address: usize) -> Limits {
-    let raised = simulator_service::platform::descriptors::raise_limit();
+    let raised = simulator_service::os::raise_limit();
     // Descriptors beside the connections: the state file, the kit's files, stdio.
     let fits = raised.map_or(MAX_CONNECTIONS, |d| {
         usize::try_from(d.limit)

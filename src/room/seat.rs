@@ -256,7 +256,7 @@ fn remember(invitation: &Invitation, name: &str, token: &str) {
     let written = file
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| simulator_service::platform::files::write_private(&file, token.as_bytes()));
+        .and_then(|()| simulator_service::os::write_private(&file, token.as_bytes()));
     if let Err(e) = written {
         eprintln!(
             "note: could not keep the seat's token in {} ({e}): the next check cannot report as seat {name}",

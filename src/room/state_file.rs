@@ -54,7 +54,7 @@ pub fn write(path: &Path, room: &Room) -> anyhow::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".new");
     let temporary = std::path::PathBuf::from(temporary);
-    simulator_service::platform::files::write_private(&temporary, &text)
+    simulator_service::os::write_private(&temporary, &text)
         .and_then(|()| std::fs::rename(&temporary, path))
         .with_context(|| format!("writing the room to {}", path.display()))
 }
@@ -75,7 +75,7 @@ mod tests {
         assert_eq!(back.seat_of("t"), Some("alice"));
         assert_eq!((back.key.as_str(), back.started_ms), ("key", 5));
         assert_ne!(
-            simulator_service::platform::files::is_private(&path).unwrap(),
+            simulator_service::os::is_private(&path).unwrap(),
             Some(false)
         );
         // A room from before readiness (its seats have no `ready`) reads as one

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use anyhow::bail;
 
-use simulator_service::platform::cgroup::{CpuGroup, CpuMax};
+use simulator_service::os::{CpuGroup, CpuMax};
 
 /// Where to confine a server; nothing by default.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
@@ -38,7 +38,7 @@ fn parse_cores(text: &str) -> Result<f64, String> {
 }
 
 /// A cgroup made for one server, removed on drop.
-pub type Cgroup = simulator_service::platform::cgroup::OwnCpuGroup;
+pub type Cgroup = simulator_service::os::OwnCpuGroup;
 
 impl Confinement {
     pub fn is_none(&self) -> bool {
@@ -50,8 +50,7 @@ impl Confinement {
     pub fn applied_to(&self, machine: &simulator_api::Machine) -> simulator_api::Machine {
         let mut confined = machine.clone();
         if let Some(list) = &self.server_cpus {
-            confined.affinity_cpus =
-                simulator_service::observe::machine::count_cpu_list(list).max(1);
+            confined.affinity_cpus = simulator_service::os::count_cpu_list(list).max(1);
         }
         if let Some(quota) = self.server_cpu_quota {
             confined.cpu_quota_cores =

@@ -109,7 +109,7 @@ pub async fn measure(
     out.push_str(&format!("\n{}\n", world_line(scenario)));
     // A confinement that cannot show the exercise is known before any server
     // starts (under a tighter quota cgroup v1 refuses the server's own group).
-    let here = simulator_service::observe::machine::snapshot(Duration::ZERO, Default::default());
+    let here = simulator_service::server::machine::snapshot(Duration::ZERO, Default::default());
     if let Some(why) = super::fit::cannot_judge(scenario, &confinement.applied_to(&here)) {
         return Ok(not_measured(out, confinement, &why));
     }

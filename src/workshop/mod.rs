@@ -28,9 +28,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use crate::serve::ServeArgs;
-use simulator_service::observe::probes;
 use simulator_service::scenario::{self, Scenario};
-use simulator_service::serving::answers::Answers;
+use simulator_service::server::Answers;
 
 #[derive(Debug, Args)]
 pub struct WorkshopArgs {
@@ -157,7 +156,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         WorkshopCommand::List { markdown: false } => list(),
         WorkshopCommand::List { markdown: true } => {
-            simulator_service::platform::stdout::print_listing(&markdown_list()?)?;
+            simulator_service::os::print_listing(&markdown_list()?)?;
             Ok(ExitCode::SUCCESS)
         }
         WorkshopCommand::Start { exercise, serve } => start(&exercise, *serve).await,
@@ -205,7 +204,7 @@ fn list() -> anyhow::Result<ExitCode> {
         out,
         "\nstart one with `system-simulator workshop start NAME`; docs/workshop/ has the pages"
     )?;
-    simulator_service::platform::stdout::print_listing(&out)?;
+    simulator_service::os::print_listing(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -370,7 +369,7 @@ fn print_ticket(s: &Scenario, pid: u32, data_url: &str) {
     println!("\nput the ticket's load on it (another terminal):");
     println!("  cargo run --release -- clients --target {data_url} {load}");
     println!("look inside (root):");
-    for command in probes::trace_commands(pid, &s.scripts) {
+    for command in simulator_service::server::trace_commands(pid, &s.scripts) {
         println!("  {command}");
     }
     if let Some(incident) = s.incident.first() {

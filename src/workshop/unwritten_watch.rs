@@ -68,7 +68,7 @@ pub fn slope_from(reads: &[(f64, u64)], from_s: f64) -> f64 {
         .filter(|(t, _)| *t >= from_s)
         .copied()
         .collect();
-    simulator_service::observe::resident::slope(&late)
+    simulator_service::parts::slope(&late)
 }
 
 /// The cache's reads that hit a fresh entry, and the others: misses, and

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use simulator_service::observe::probes::probe_names;
+use simulator_service::server::probe_names;
 
 fn asset(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -7,8 +7,8 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use simulator_api::Delay;
 use simulator_api::{Settings, SettingsUpdate};
-use simulator_service::request_path::Element;
-use simulator_service::request_path::{DataProcessor, RequestError};
+use simulator_service::parts::Element;
+use simulator_service::parts::{DataProcessor, RequestError};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 

@@ -557,3 +557,78 @@ fn the_run_alone_group_is_picked_by_the_rule_runs_alone_checks() {
 fn a_cpu_judged_test_named_for_the_shared_pool_fails() {
     crate::common::runs_alone();
 }
+
+/// The engine's front door: the public modules its `lib.rs` declares.
+fn front_door() -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(root().join("simulator-service/src/lib.rs")).unwrap();
+    lib.lines()
+        .filter_map(|line| line.strip_prefix("pub mod "))
+        .map(|rest| rest.trim_end_matches([';', '{', ' ']).to_owned())
+        .collect()
+}
+
+/// Where `code` names the engine past its front door: each
+/// `simulator_service::NAME` whose NAME is not a module of `door`. String
+/// literals are left out (a profile's frame names the engine's functions).
+fn past_the_door(code: &str, door: &BTreeSet<String>) -> Vec<String> {
+    let code = code_of(code);
+    let outside_strings: String = code.split('"').step_by(2).collect::<Vec<_>>().join(" ");
+    paths_after(&outside_strings, "simulator_service::")
+        .filter_map(|path| path.split("::").next().map(str::to_owned))
+        .filter(|name| !name.is_empty() && !door.contains(name))
+        .collect()
+}
+
+/// Every `.rs` file under `dir`, whole (tests too: they come in by the door).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_commands_and_the_tests_reach_the_engine_by_its_front_door_only() {
+    let door = front_door();
+    assert!(
+        door.contains("server") && !door.contains("serving"),
+        "the door: {door:?}"
+    );
+    let mut past = Vec::new();
+    for dir in ["src", "tests", "examples"] {
+        for file in rust_files(&root().join(dir)) {
+            // This file's own example of a path past the door.
+            if file.ends_with("tests/suite/layout.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for name in past_the_door(&text, &door) {
+                past.push(format!("{}: simulator_service::{name}", file.display()));
+            }
+        }
+    }
+    assert!(
+        past.is_empty(),
+        "past the engine's front door ({door:?}):\n{}",
+        past.join("\n")
+    );
+}
+
+#[test]
+fn a_path_past_the_front_door_is_found_and_a_frame_name_in_a_string_is_not() {
+    let door: BTreeSet<String> = ["server".to_owned(), "parts".to_owned()].into();
+    let code = "use simulator_service::server::bind;\n\
+                use simulator_service::serving::http::app;\n\
+                const FRAME: &str = \"simulator_service::request_path::index\";\n\
+                // simulator_service::observe in a comment\n";
+    assert_eq!(past_the_door(code, &door), vec!["serving".to_owned()]);
+}

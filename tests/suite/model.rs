@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use simulator_api::settings::PersistenceKind;
 use simulator_api::{Delay, Settings, SettingsUpdate};
-use simulator_service::request_path::{DataProcessor, Element};
+use simulator_service::parts::{DataProcessor, Element};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
-use simulator_service::observe::probes::probe_names;
+use simulator_service::server::probe_names;
 
 /// usdt's macro runs on the build machine, so the registers of a probe site
 /// cannot be chosen there for the target: it writes the site once for each

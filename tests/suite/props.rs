@@ -16,13 +16,13 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use simulator_api::Delay;
 use simulator_api::{Settings, SettingsUpdate};
-use simulator_service::request_path::admission::MAX_PERMITS;
-use simulator_service::request_path::DataProcessor;
-use simulator_service::request_path::Element;
+use simulator_service::parts::app;
+use simulator_service::parts::parse_element;
+use simulator_service::parts::AppState;
+use simulator_service::parts::DataProcessor;
+use simulator_service::parts::Element;
+use simulator_service::parts::MAX_PERMITS;
 use simulator_service::scenario::Scenario;
-use simulator_service::serving::body::parse_element;
-use simulator_service::serving::http::app;
-use simulator_service::serving::state::AppState;
 use tower::ServiceExt;
 
 /// JSON values of the kinds a person (or a fuzzer) would put in a config body.

@@ -8,10 +8,10 @@ use axum::extract::connect_info::MockConnectInfo;
 use axum::http::{Request, StatusCode};
 use simulator_api::value::Secret;
 use simulator_api::Settings;
-use simulator_service::request_path::DataProcessor;
+use simulator_service::parts::app;
+use simulator_service::parts::AppState;
+use simulator_service::parts::DataProcessor;
 use simulator_service::scenario::Scenario;
-use simulator_service::serving::http::app;
-use simulator_service::serving::state::AppState;
 use tower::ServiceExt;
 
 fn router(peer: &str, token: Option<&str>) -> axum::Router {

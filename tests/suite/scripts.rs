@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use simulator_service::observe::probes::probe_names;
+use simulator_service::server::probe_names;
 
 const BUNDLED: [&str; 17] = [
     "cgroup-cpu",

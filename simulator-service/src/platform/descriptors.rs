@@ -148,6 +148,7 @@ pub fn exhausted(err: &std::io::Error) -> bool {
 
 /// The error accept(2) gives at the limit (EMFILE), for the tests of what
 /// meets it.
+#[cfg(test)]
 pub fn out_of_descriptors_error() -> std::io::Error {
     #[cfg(unix)]
     {

@@ -83,7 +83,6 @@ use work::Work;
 
 pub use drain::DrainReport;
 pub use element::Element;
-pub use figures::Figures;
 
 /// Why a request ended without its reply. Either way request-done has fired.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use simulator_api::output::Output;
 
-use simulator_service::profile::folded::Folded;
+use simulator_service::profile::Folded;
 
 pub(crate) mod perfetto;
 

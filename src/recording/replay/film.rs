@@ -24,9 +24,9 @@ use std::time::Duration;
 use simulator_api::events::probe;
 use simulator_api::live::{LiveMarker, LiveSecond, LiveTick};
 use simulator_api::{Settings, Stats};
-use simulator_service::observe::lifetime::Histogram;
-use simulator_service::observe::waits::{keep_slowest, Cut, Cutter};
-use simulator_service::serving::live::sampler::{self, Ended};
+use simulator_service::parts::live::sampler::{self, Ended};
+use simulator_service::parts::waits::{keep_slowest, Cut, Cutter};
+use simulator_service::parts::LifetimeHistogram as Histogram;
 
 use crate::recording::format::{Item, Recording};
 
@@ -285,9 +285,9 @@ impl Pending {
 pub(crate) mod fixture {
     use simulator_api::events::probe;
     use simulator_api::Settings;
-    use simulator_service::request_path::DataProcessor;
+    use simulator_service::parts::AppState;
+    use simulator_service::parts::DataProcessor;
     use simulator_service::scenario::Scenario;
-    use simulator_service::serving::state::AppState;
 
     use crate::recording::format::{Head, Item, Recording, Stop};
 

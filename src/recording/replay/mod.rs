@@ -103,7 +103,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<()> {
                 }
             };
             tokio::select! {
-                () = simulator_service::serving::shutdown::signal() => {}
+                () = simulator_service::server::shutdown_signal() => {}
                 () = capped => {}
             }
             closed.cancel();

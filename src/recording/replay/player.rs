@@ -20,14 +20,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use simulator_api::live::{LiveHello, ReplayMove, ReplayState, REPLAY_SPEEDS};
 use simulator_api::ErrorBody;
-use simulator_service::serving::live::{page, sampler, stream};
+use simulator_service::parts::live::{page, sampler, stream};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::film::Film;
 
 /// Seconds a viewer may fall behind before its stream ends (the live view's).
-const VIEWER_BACKLOG: usize = simulator_service::serving::live::VIEWER_BACKLOG;
+const VIEWER_BACKLOG: usize = simulator_service::parts::live::VIEWER_BACKLOG;
 
 /// The film, where it is, and its viewers.
 #[derive(Debug)]

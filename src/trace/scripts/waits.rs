@@ -13,7 +13,7 @@
 //! script would keep in maps per request id.
 
 use crate::trace::script::{Event, Options, Script};
-use simulator_service::observe::waits::{keep_slowest, Cut, Cutter, LOCK, PARTS, PROBES};
+use simulator_service::parts::waits::{keep_slowest, Cut, Cutter, LOCK, PARTS, PROBES};
 
 /// Requests the summary prints, slowest first.
 pub const SLOWEST: usize = 5;

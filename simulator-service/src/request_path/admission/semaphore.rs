@@ -131,6 +131,7 @@ impl PersistGate {
 
     /// Takes a permit if one is free right now (the original's `try_acquire`).
     /// `None` means the request must block.
+    #[cfg(test)]
     pub fn try_admit(&self) -> Option<GatePermit> {
         self.try_admit_many(1)
     }
@@ -147,6 +148,7 @@ impl PersistGate {
     }
 
     /// Waits, in arrival order, until a permit is free (the original's `acquire`).
+    #[cfg(test)]
     pub async fn admit(&self) -> Result<GatePermit, GateError> {
         self.admit_many(1).await
     }

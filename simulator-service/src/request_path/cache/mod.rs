@@ -156,10 +156,6 @@ impl Cache {
         self.lock().lru.as_ref().map_or(0, LruCache::len)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn lock(&self) -> MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -86,6 +86,7 @@ impl Journal {
     }
 
     /// Where the journal is.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -148,6 +149,7 @@ impl Journal {
     }
 
     /// Entries kept open to retry later, now.
+    #[cfg(test)]
     pub fn kept(&self) -> usize {
         self.kept.load(Ordering::Relaxed)
     }

@@ -48,7 +48,7 @@ pub fn stats() -> Stats {
         incidents: Vec::new(),
         incident: None,
         store: "simulated".into(),
-        model: simulator_service::model::predict(&config, &scenario),
+        model: simulator_service::server::predict(&config, &scenario),
         config,
     }
 }
