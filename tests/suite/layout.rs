@@ -14,37 +14,29 @@ use std::path::{Path, PathBuf};
 /// Every `.rs` file under `dir`, keyed by its module path (`observe::events`).
 fn modules(dir: &Path) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let rel: PathBuf = path.strip_prefix(dir).unwrap().with_extension("");
-                let mut parts: Vec<String> = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect();
-                if matches!(
-                    parts.last().map(String::as_str),
-                    Some("mod" | "lib" | "main")
-                ) {
-                    parts.pop();
-                }
-                // A test module in a file of its own (`worker/tests.rs`).
-                if parts.last().map(String::as_str) == Some("tests") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).unwrap();
-                // A file's own tests may import anything.
-                let text = match text.find("#[cfg(test)]\nmod tests") {
-                    Some(at) => text[..at].to_owned(),
-                    None => text,
-                };
-                found.insert(parts.join("::"), text);
-            }
+    for path in rust_files(dir) {
+        let rel: PathBuf = path.strip_prefix(dir).unwrap().with_extension("");
+        let mut parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if matches!(
+            parts.last().map(String::as_str),
+            Some("mod" | "lib" | "main")
+        ) {
+            parts.pop();
         }
+        // A test module in a file of its own (`worker/tests.rs`).
+        if parts.last().map(String::as_str) == Some("tests") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        // A file's own tests may import anything.
+        let text = match text.find("#[cfg(test)]\nmod tests") {
+            Some(at) => text[..at].to_owned(),
+            None => text,
+        };
+        found.insert(parts.join("::"), text);
     }
     found
 }
