@@ -25,7 +25,7 @@ scenarios/*.toml names its margins beside it.
   python3 tools/margins.py --from target/tmp/figures-*.txt   # what the tests measured
   python3 tools/margins.py --rebound scenarios --from F...   # old figures, today's bounds
 
-The test that measures the figures (tests/suite/exercises.rs: each exercise on
+The test that measures the figures (tests/suite/workshop/exercises.rs: each exercise on
 the whole machine, on one core and at half a core) saves what
 `workshop figures` printed under target/tmp/, so every run of the full test
 tier adds to the spread. Half a core needs root (a cgroup of our own).
@@ -44,7 +44,7 @@ import tomllib
 CONFINEMENTS = {
     "whole": [],
     "one-core": ["--server-cpus", "0"],
-    # As tests/suite/exercises.rs confines it: on CPU 1, capped at half of it.
+    # As tests/suite/workshop/exercises.rs confines it: on CPU 1, capped at half of it.
     "half-core": ["--server-cpus", "1", "--server-cpu-quota", "0.5"],
 }
 

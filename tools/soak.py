@@ -16,7 +16,7 @@ checks:
 Prints a summary and, with --json FILE, every figure. Exits 1 when a check fails.
 
   python3 tools/soak.py                      # 30 minutes, release build (not in CI)
-  python3 tools/soak.py --duration 2m        # what tests/suite/soak.rs runs in CI
+  python3 tools/soak.py --duration 2m        # what tests/suite/server/soak.rs runs in CI
 
 Run from the repository root after `cargo build --release` (or pass --bin).
 Traffic goes only to 127.0.0.1.

@@ -3,7 +3,7 @@
 
 `tools/test` (the full tier, what CI runs) writes every test's time to
 target/nextest/full/junit.xml (.config/nextest.toml). This prints the tests
-that run alone (`exercises::each::*` and names ending `_alone`: one after
+that run alone (`workshop::exercises::each::*` and names ending `_alone`: one after
 another, the machine to themselves) and the shared ones (four at a time), each
 phase's sum, and the slowest of each, so the next cut of CI's time starts from
 what a run measured rather than from a guess.
@@ -17,7 +17,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-ALONE = re.compile(r"^exercises::each::|_alone$")
+ALONE = re.compile(r"^workshop::exercises::each::|_alone$")
 
 
 def main():

@@ -2,7 +2,7 @@
 //!
 //! The pages print the durations a workshop needs (a 60 s load, a 20 s trace); a
 //! person trying a page quickly, and the test that runs every command of the docs
-//! as printed (tests/suite/pages_run.rs), set `SIMULATOR_MAX_DURATION=3s` instead of
+//! as printed (tests/suite/guards/pages_run.rs), set `SIMULATOR_MAX_DURATION=3s` instead of
 //! editing the commands. Every tool that runs for a while honours it the same way:
 //! the load (`clients`, `sim-clients`, each step of `sweep`), the demo's phases and
 //! `scripts/trace --seconds` (a shell twin of this, in the script). Each says on

@@ -20,7 +20,7 @@
 //! ```
 //!
 //! The front door is the five public modules below; the folders behind it are
-//! private, and `tests/suite/layout.rs` fails on a use of the commands crate
+//! private, and `tests/suite/guards/layout.rs` fails on a use of the commands crate
 //! or its tests that names one. The commands that start it, load it and judge
 //! it live in the `system-simulator` crate, which owns `main.rs`; nothing here
 //! knows them. The folders are the architecture (`docs/architecture.md` draws

@@ -106,7 +106,7 @@ pub struct Scenario {
     #[serde(default)]
     pub exercise: String,
     /// Words that name the cause or its mechanism, which an attendee must not
-    /// read before the hints: tests/suite/workshop_pages.rs holds the exercise's
+    /// read before the hints: tests/suite/workshop/workshop_pages.rs holds the exercise's
     /// name, its headline, its ticket and its page above the first hint to them.
     /// Never served.
     #[serde(default)]

@@ -5,7 +5,7 @@
 //! measuring load never shares the server's runtime), the win condition measured
 //! (`check/`), the fix applied live, measured again. The result is a Markdown
 //! block that `--write` puts between the page's `figures` markers; the page-claims
-//! test (`tests/suite/exercises.rs`) runs a shortened version and checks that every
+//! test (`tests/suite/workshop/exercises.rs`) runs a shortened version and checks that every
 //! page's figures still say the same: which bounds hold before and after, and the
 //! direction and rough size of each change.
 //!

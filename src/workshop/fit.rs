@@ -1,7 +1,7 @@
 //! Whether this machine can show an exercise as its page tells it, and what to
 //! say plainly when it cannot, instead of a wrong lesson.
 //!
-//! Measured (tests/suite/exercises.rs): every exercise shows its symptom and
+//! Measured (tests/suite/workshop/exercises.rs): every exercise shows its symptom and
 //! its cure with the server on one core and capped at half a core by a cgroup
 //! quota with a 10 ms period, and the CPU work is calibrated in CPU time, so a
 //! slower laptop costs the same (its closed-loop load slows with the server, so
@@ -12,7 +12,7 @@
 //! the fix (blocking-runtime at 0.5 cores: the canary's p99 stayed 47 ms after
 //! spawn-blocking-limited). With a 10 ms period the stalls are 5-10 ms, now and
 //! then two in a row, and the cure shows in the tail's size. So the suite holds
-//! the half-core canary to its bound plus two periods (tests/suite/exercises.rs;
+//! the half-core canary to its bound plus two periods (tests/suite/workshop/exercises.rs;
 //! the figures, before and after, are the guide's tested range:
 //! docs/workshop/reference.md).
 //!

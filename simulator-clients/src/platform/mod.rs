@@ -1,6 +1,6 @@
 //! What differs from one operating system to another in the load driver, kept
 //! here so the rest of the crate names no OS (the server crate's
-//! `tests/suite/platform.rs` holds both crates to that): `--precise-pacing`'s
+//! `tests/suite/guards/platform.rs` holds both crates to that): `--precise-pacing`'s
 //! shared timer (`precise_timer.rs`, a Linux timerfd; elsewhere a pacer that
 //! cannot start, and the plan refuses the flag up front), the socket option
 //! that lets connect choose the port (`socket.rs`), the kernel's view of the

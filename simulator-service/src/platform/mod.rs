@@ -1,5 +1,5 @@
 //! What differs from one operating system to another, kept here so the rest of
-//! the crate names no OS (`tests/suite/platform.rs` holds it to that): which OS
+//! the crate names no OS (`tests/suite/guards/platform.rs` holds it to that): which OS
 //! this is and which of the kernel's figures it gives (`os.rs`); the CPU
 //! cgroups of a world's quota and of the workshop's confinement (`cgroup.rs`,
 //! Linux's); the data port's listening socket as the kernel holds it

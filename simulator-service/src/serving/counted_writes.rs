@@ -8,7 +8,7 @@
 //! A write here is a call that the socket took bytes from (`Ready(Ok)`); the
 //! script counts a call into the kernel, which also counts a `writev` that found
 //! the socket's buffer full. Replies here are small and their sockets' buffers
-//! empty, so the two agree (tests/suite/scripts_live/sockets.rs holds them together).
+//! empty, so the two agree (tests/suite/tracing/scripts_live/sockets.rs holds them together).
 //! The counts go to the listener's per-thread parts (`observe::shards`): the
 //! cost on the serving path is a clock read and an uncontended lock per write.
 

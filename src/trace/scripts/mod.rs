@@ -1,14 +1,14 @@
 //! The bundled scripts' logic over the probe tap, one module a script (or a
 //! family), and the one list of them (`SCRIPTS`): each listens to the probes its `.bt` twin attaches to, aggregates as
 //! the twin does, and prints what the twin prints (`report.rs` keeps bpftrace's
-//! layout). `tests/suite/scripts_live/tap.rs` holds each equal to its twin, attached to
+//! layout). `tests/suite/tracing/scripts_live/tap.rs` holds each equal to its twin, attached to
 //! the same server under the same load. The kernel-side scripts have twins too,
 //! which read the kernel's own counts of the server through `/stats` (its CPU
 //! time, its cgroup's `cpu.stat`, its listener's queue and drops, its network
 //! namespace's TCP counters, its threads' run-queue wait) and the server's own
 //! counts (its writes): cpu-usage, cgroup-cpu, listener, delayed-ack and
 //! runqlat, held to their scripts by
-//! `tests/suite/scripts_live/tap.rs` and `sockets.rs`.
+//! `tests/suite/tracing/scripts_live/tap.rs` and `sockets.rs`.
 //!
 //! Timing differs in one way: a tracer reads the kernel's clock in its probe
 //! handler, a twin reads the tap's timestamp, taken in the server just before the

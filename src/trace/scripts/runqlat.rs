@@ -7,7 +7,7 @@
 //! What only a tracer sees, it says it cannot show: each wait's length (the
 //! script's histogram) and the tasks the threads waited behind (its table, from
 //! `sched_switch`). The kernel's sums agree with the script's within a few per
-//! cent (`tests/suite/scripts_live.rs`): the script's ON-CPU-MS is the time
+//! cent (`tests/suite/tracing/scripts_live.rs`): the script's ON-CPU-MS is the time
 //! between switches, the kernel's CPU time is the same time accounted at ticks
 //! and switches.
 

@@ -52,7 +52,7 @@ pub const NEIGHBOURED_LOAD: [&str; 6] = ["--n", "16", "--rate", "60", "--arrival
 
 /// A server the kernel throttles whenever it works: a tenth of a core (10 ms a
 /// 100 ms period, in a cgroup the server makes: root) and 30 ms of CPU per element
-/// on a pool of a thread per CPU online (tests/suite/cpu_limit.rs, scripts_live.rs).
+/// on a pool of a thread per CPU online (tests/suite/server/cpu_limit.rs, scripts_live.rs).
 pub const THROTTLED: [&str; 10] = [
     "--cpu-quota",
     "10ms",
@@ -254,7 +254,7 @@ impl Drop for Server {
 /// loopback up, deleted on drop. Inside it `ss` lists only the sockets opened
 /// there, so a tool that finds "the server listening on a port" finds the test's
 /// one whatever else the machine runs (pages' terminals are namespaced for the same
-/// reason: tests/suite/pages_run/session.rs). The processes keep the machine's pids.
+/// reason: tests/suite/guards/pages_run/session.rs). The processes keep the machine's pids.
 pub struct Netns {
     pub name: String,
 }
@@ -473,7 +473,7 @@ pub fn in_ci() -> bool {
 }
 
 /// The end of the name of every test judged by the CPU it gets, besides the
-/// exercises' own (`exercises::each::NAME`): what .config/nextest.toml's
+/// exercises' own (`workshop::exercises::each::NAME`): what .config/nextest.toml's
 /// run-alone group picks them by.
 pub const ALONE_SUFFIX: &str = "_alone";
 
@@ -487,7 +487,7 @@ pub fn runs_alone() {
     let thread = std::thread::current();
     let name = thread.name().unwrap_or("");
     assert!(
-        name.ends_with(ALONE_SUFFIX) || name.starts_with("exercises::each::"),
+        name.ends_with(ALONE_SUFFIX) || name.starts_with("workshop::exercises::each::"),
         "test `{name}` is judged by the CPU it gets, so it must run alone: end its name in `{ALONE_SUFFIX}` (.config/nextest.toml picks the run-alone tests by it)"
     );
 }

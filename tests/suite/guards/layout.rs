@@ -205,7 +205,7 @@ fn architecture() -> String {
 fn rules() -> Vec<Rule> {
     rows_after(
         &architecture(),
-        "<!-- tests/suite/layout.rs reads this table -->",
+        "<!-- tests/suite/guards/layout.rs reads this table -->",
     )
     .into_iter()
     .map(|row| {
@@ -227,7 +227,8 @@ fn rules() -> Vec<Rule> {
 
 /// The marker of docs/architecture.md's first table, the one that gives every
 /// folder and top-level file its row.
-const ROWS_MARKER: &str = "<!-- tests/suite/layout.rs reads this table: a row for every folder";
+const ROWS_MARKER: &str =
+    "<!-- tests/suite/guards/layout.rs reads this table: a row for every folder";
 
 /// Every folder (`src/trace/`) and top-level file (`src/cli.rs`) of each
 /// crate's sources, named from the workspace's root.
@@ -403,7 +404,7 @@ fn no_folder_imports_what_docs_architecture_says_it_never_does() {
 }
 
 /// The marker of docs/architecture.md's table of layers, a row a crate.
-const LAYERS_MARKER: &str = "<!-- tests/suite/layout.rs reads these layers";
+const LAYERS_MARKER: &str = "<!-- tests/suite/guards/layout.rs reads these layers";
 
 /// Each crate's layers from `doc`: a folder's depth, 0 at the top.
 fn layers(doc: &str) -> BTreeMap<String, BTreeMap<String, usize>> {
@@ -536,7 +537,7 @@ fn the_run_alone_group_is_picked_by_the_rule_runs_alone_checks() {
     assert_eq!(
         filter,
         [
-            "test(/^exercises::each::/)",
+            "test(/^workshop::exercises::each::/)",
             &format!("test(/{}$/)", crate::common::ALONE_SUFFIX)
         ]
     );
@@ -599,7 +600,7 @@ fn the_commands_and_the_tests_reach_the_engine_by_its_front_door_only() {
     for dir in ["src", "tests", "examples"] {
         for file in rust_files(&root().join(dir)) {
             // This file's own example of a path past the door.
-            if file.ends_with("tests/suite/layout.rs") {
+            if file.ends_with("tests/suite/guards/layout.rs") {
                 continue;
             }
             let text = std::fs::read_to_string(&file).unwrap();

@@ -4,7 +4,7 @@
 //! same cut replayed from a recording of the run prints the same. No root.
 
 use crate::common;
-use crate::scripts_live::tracer::Traced;
+use crate::tracing::scripts_live::tracer::Traced;
 
 use std::process::Command;
 
@@ -78,7 +78,7 @@ async fn waits_on_exercise_12_names_the_compaction_and_its_parts_sum_to_each_lif
         "--duration",
         "5s",
     ];
-    let printed = crate::recording::load_then_stop(&server, &load, started).await;
+    let printed = crate::tracing::recording::load_then_stop(&server, &load, started).await;
     let live = &printed[0];
 
     let slowest = listed(live);

@@ -2,7 +2,7 @@
 //! `system-simulator profile`), as an unprivileged user, names the hot
 //! function before the fix and not after; and the route's refusals.
 //! The kernel's profiles of the same (`scripts/profile.bt`, `profile.d`) are
-//! tested in `scripts_live::profile`.
+//! tested in `tracing::scripts_live::profile`.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

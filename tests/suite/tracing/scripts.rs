@@ -1,6 +1,6 @@
 //! The bundled D and bpftrace scripts, read as text: each `.d` has a `.bt` twin that
 //! prints the same labels from the same probes, and every script documents itself.
-//! `tests/suite/scripts_live.rs` runs them for real.
+//! `tests/suite/tracing/scripts_live.rs` runs them for real.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

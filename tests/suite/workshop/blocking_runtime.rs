@@ -24,7 +24,7 @@
 //! cannot reach and a fix beside a build does. The canary's bound is the check's
 //! 20 ms: before 30-40 ms here (1.5x over), after 2-8 ms (2.5x under); /healthz
 //! likewise. The ratios are to the same run's "before", so a slower machine moves
-//! both sides; this test runs on the whole machine, and tests/suite/exercises.rs
+//! both sides; this test runs on the whole machine, and tests/suite/workshop/exercises.rs
 //! holds the same win condition with the server on one core and at half a core.
 //!
 //! Tier C (the full suite only): 30 s of load judged by the CPU it gets, so it

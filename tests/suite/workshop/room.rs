@@ -7,7 +7,7 @@
 //! With `ROOM_SCREENSHOTS=DIR` the browser test also writes the facilitator's,
 //! a seat's and the projector's pages there (docs/workshop/README.md shows them:
 //! `ROOM_SCREENSHOTS=docs/workshop/room cargo test --test suite -- --include-ignored
-//! room::eight`).
+//! workshop::room::eight`).
 
 use crate::common;
 

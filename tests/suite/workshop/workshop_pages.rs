@@ -2,7 +2,7 @@
 //! docs/workshop/NN-NAME.md, carrying its ticket word for word, its world, its
 //! load, its win condition, naming every fix, and holding a figures block made by
 //! `workshop figures` with a table per fix. That the figures still hold is
-//! measured in tests/suite/exercises.rs, with the exercise's whole-machine run.
+//! measured in tests/suite/workshop/exercises.rs, with the exercise's whole-machine run.
 
 use crate::common;
 

@@ -1,7 +1,7 @@
 //! Every exercise measured once per confinement, and every question the suite
 //! asks of an exercise's before and after answered from those runs.
 //!
-//! For each bundled exercise a test of its own (`exercises::each::NAME`, tier C,
+//! For each bundled exercise a test of its own (`workshop::exercises::each::NAME`, tier C,
 //! run alone) runs `workshop figures NAME --duration 6s` three times: on the whole
 //! machine, with the server on one core (`--server-cpus 0`) and with the server
 //! on the other core capped at half of it (`--server-cpus 1 --server-cpu-quota
@@ -10,7 +10,7 @@
 //!
 //! - everywhere, the win condition as `workshop check` gives it: failing before
 //!   every fix, passing after it (or, for a fix its scenario marks as a trade-off,
-//!   still failing). `tests/suite/pages_run.rs` holds every fix a page applies
+//!   still failing). `tests/suite/guards/pages_run.rs` holds every fix a page applies
 //!   before its `workshop check` to be one of these fixes, so this is also the
 //!   verdict of the page's check as printed;
 //! - on the whole machine, the page's own figures: which bounds hold (for every
@@ -74,7 +74,7 @@
 //! (`work_cpu`), so a laptop 3x slower per core runs the same exercise as this
 //! one; what the confined runs add is fewer cores and less CPU than a core.
 //!
-//! Run one: `tools/test -E 'test(=exercises::each::slow_backend)'`.
+//! Run one: `tools/test -E 'test(=workshop::exercises::each::slow_backend)'`.
 
 use std::process::Command;
 
@@ -496,7 +496,7 @@ macro_rules! each_exercise {
             assert_eq!(
                 tested,
                 scenario::names(),
-                "each_exercise! in tests/suite/exercises.rs lists every bundled exercise, in order"
+                "each_exercise! in tests/suite/workshop/exercises.rs lists every bundled exercise, in order"
             );
         }
     };

@@ -12,7 +12,7 @@
 //! Tier C (the full suite only): a 12 s load, then a browser.
 
 use crate::common;
-use crate::scripts_live::tracer::Traced;
+use crate::tracing::scripts_live::tracer::Traced;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

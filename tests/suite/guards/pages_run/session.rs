@@ -1,4 +1,4 @@
-//! A page's terminal for tests/suite/pages_run.rs: one bash, in a network namespace of
+//! A page's terminal for tests/suite/guards/pages_run.rs: one bash, in a network namespace of
 //! its own (so the pages' fixed ports 7878 and 7879 are free and nothing else on
 //! the machine answers them), fed the page's commands one by one as a person
 //! would type them. Variables set by one command stay for the next.

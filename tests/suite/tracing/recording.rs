@@ -6,7 +6,7 @@
 //! told, and nothing panics. No root: the tap and `/stats` only.
 
 use crate::common;
-use crate::scripts_live::tracer::Traced;
+use crate::tracing::scripts_live::tracer::Traced;
 
 use std::path::Path;
 use std::process::Command;

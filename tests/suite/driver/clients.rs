@@ -267,7 +267,7 @@ async fn a_server_restart_mid_run_is_counted_and_the_run_goes_on() {
 }
 
 #[test]
-#[ignore = "tier C: the demo, two runs of load (tests/suite/pages_run.rs runs it as the README prints it too)"]
+#[ignore = "tier C: the demo, two runs of load (tests/suite/guards/pages_run.rs runs it as the README prints it too)"]
 fn the_demo_shows_the_bottleneck_and_the_fix() {
     let out = Command::new(BIN)
         .args([

@@ -3,7 +3,7 @@
 //! (a stopped load cannot make it pass: the check brings its own), passes once the
 //! fix is in, and refuses a server in another scenario and a window with another
 //! load running beside it. That it fails before and passes after *every*
-//! documented fix is `tests/suite/exercises.rs`, which measures each fix for the
+//! documented fix is `tests/suite/workshop/exercises.rs`, which measures each fix for the
 //! pages' figures through the same check.
 
 use crate::common;

@@ -269,7 +269,7 @@ async fn the_gate_scripts_twins_report_what_bpftrace_reports() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: bpftrace and DTrace attached as root beside the tap twin"]
 async fn the_cache_twin_reports_what_bpftrace_and_dtrace_report() {
-    use crate::scripts_live::{stale_cache_server, CACHE_LOAD};
+    use crate::tracing::scripts_live::{stale_cache_server, CACHE_LOAD};
     if !Tool::Bpftrace.available() {
         return;
     }
@@ -632,7 +632,7 @@ fn runqlat_agrees(traced_ms: f64, twin_ms: f64) -> bool {
 /// the twin reads the kernel's schedstat sums through `/stats`, the script sums
 /// the scheduler's tracepoints, and their milliseconds waited agree within
 /// 10 % a second under the load, over the same window and the same threads as
-/// `scripts_live::runqlat_agrees_with_schedstat` takes them ([`runqlat_window`]).
+/// `tracing::scripts_live::runqlat_agrees_with_schedstat` takes them ([`runqlat_window`]).
 /// Alone: beside other tracers the kernel skips a BPF program that
 /// would run while another runs on its CPU, and the script sums less (0.85 of
 /// the twin in a CI run's shared phase, 2026-11-28, with the first waits).

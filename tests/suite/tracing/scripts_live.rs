@@ -757,7 +757,7 @@ both_tools! {
             return;
         }
         let server = Server::start(&["--scenario", "cpu-hot-spot"]);
-        let mut driver = crate::profile::load(&server.url, 40);
+        let mut driver = crate::tracing::profile::load(&server.url, 40);
         let pid = server.pid;
         // scripts/trace profile folds the tracer's stacks when it ends.
         let output = tokio::task::spawn_blocking(move || {
@@ -768,7 +768,7 @@ both_tools! {
         let _ = driver.kill();
         let _ = driver.wait();
         let folded = simulator_service::profile::Folded::parse(&output).expect("folded stacks");
-        let (hot, path) = (crate::profile::HOT, crate::profile::REQUEST_PATH);
+        let (hot, path) = (crate::tracing::profile::HOT, crate::tracing::profile::REQUEST_PATH);
         eprintln!(
             "{tool:?}: {} samples in the request path, {:.3} of them {hot}'s",
             folded.samples_in(path),
@@ -809,7 +809,7 @@ both_tools! {
         let mut towers: Vec<(u64, &str)> = folded
             .stacks
             .iter()
-            .filter(|(stack, _)| stack.contains(crate::profile::REQUEST_PATH))
+            .filter(|(stack, _)| stack.contains(crate::tracing::profile::REQUEST_PATH))
             .map(|(stack, us)| (*us, innermost_of_ours(stack)))
             .collect();
         towers.sort_unstable();
@@ -997,7 +997,7 @@ async fn the_seed_count_script_runs_unchanged_and_counts_correctly() {
 /// The line the exercise pages print, typed exactly so while the ticket's load
 /// runs from a second system-simulator process (the load driver, the same
 /// binary): options after the name, no pid, no --keep-cpus-busy, in a network
-/// namespace as a page's terminal is (tests/suite/pages_run.rs). It finds the
+/// namespace as a page's terminal is (tests/suite/guards/pages_run.rs). It finds the
 /// server by its listening socket and says which pid it chose, keeps the CPUs
 /// busy by itself where DTrace for Linux needs it, and a trace of `--seconds 20`
 /// ends by itself, its summary saying 20 seconds, with the persists it saw.

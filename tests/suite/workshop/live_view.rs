@@ -428,7 +428,7 @@ async fn the_entry_badge_shows_the_listen_queue_and_its_drops() {
 /// `TcpExtDelayedACKs`), about one a request under the ticket's load (8
 /// clients, a 41 ms round each: 190 a second). The picture on its page:
 /// `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test -E
-/// 'test(=live_view::the_kernel_chart_counts_the_delayed_acks)'`.
+/// 'test(=workshop::live_view::the_kernel_chart_counts_the_delayed_acks)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 10 s of load read in a real browser (Chromium)"]
 async fn the_kernel_chart_counts_the_delayed_acks() {
@@ -462,7 +462,7 @@ async fn the_kernel_chart_counts_the_delayed_acks() {
 /// `/stats.runqueue_wait_ns`), 700-900 a second beside its neighbour under the
 /// ticket's load, and no throttled time beside it: no quota of its own. The
 /// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test
-/// -E 'test(=live_view::the_kernel_chart_draws_the_run_queue_wait)'`.
+/// -E 'test(=workshop::live_view::the_kernel_chart_draws_the_run_queue_wait)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 10 s of load beside a neighbour read in a real browser (Chromium)"]
 async fn the_kernel_chart_draws_the_run_queue_wait() {
@@ -492,7 +492,7 @@ async fn the_kernel_chart_draws_the_run_queue_wait() {
 /// Exercise 11 in the browser: the profile button asks the server for 5 s of
 /// its stacks and draws the flame graph, whose widest tower under load is the
 /// hot function. The picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live
-/// tools/test -E 'test(=live_view::the_profile_button_draws_the_flame_graph)'`.
+/// tools/test -E 'test(=workshop::live_view::the_profile_button_draws_the_flame_graph)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: a profile under load read in a real browser (Chromium)"]
 async fn the_profile_button_draws_the_flame_graph() {
@@ -500,7 +500,7 @@ async fn the_profile_button_draws_the_flame_graph() {
         return skip_or_fail(&why);
     }
     let server = Server::start(&["--answers", "hidden", "--scenario", "cpu-hot-spot"]);
-    let mut load = crate::profile::load(&server.url, 60);
+    let mut load = crate::tracing::profile::load(&server.url, 60);
     let page = Browser::start(1600, 2400).await;
     page.goto(&format!("{}/live?span=60", server.url)).await;
     page.eval("document.getElementById('profile-go').click(); return true;")
@@ -521,7 +521,7 @@ async fn the_profile_button_draws_the_flame_graph() {
     let svg = drawn.as_str().unwrap_or_default();
     assert!(svg.contains("<svg"), "no SVG in the frame: {drawn}");
     assert!(
-        svg.contains(crate::profile::HOT),
+        svg.contains(crate::tracing::profile::HOT),
         "the hot function is not drawn"
     );
     page.eval("document.getElementById('profile-panel').scrollIntoView(); return true;")
@@ -535,7 +535,7 @@ async fn the_profile_button_draws_the_flame_graph() {
 /// request of a second stands out every few seconds, each stall beside the bar
 /// of the compaction that held the index's lock, while the p50 stays low. The
 /// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test
-/// -E 'test(=live_view::the_longest_request_chart_lines_each_stall_up_with_its_compaction)'`.
+/// -E 'test(=workshop::live_view::the_longest_request_chart_lines_each_stall_up_with_its_compaction)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 15 s of a stalling exercise read in a real browser (Chromium)"]
 async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
@@ -657,7 +657,7 @@ async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
 /// a second sits near 0.9 until the incident (its markers on both charts) and
 /// stays at 0 after it, while the fills abandoned a second run at the misses'
 /// rate. The picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live
-/// tools/test -E 'test(=live_view::the_cache_charts_show_a_cache_that_never_warms_again)'`.
+/// tools/test -E 'test(=workshop::live_view::the_cache_charts_show_a_cache_that_never_warms_again)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 20 s of a cache outage read in a real browser (Chromium)"]
 async fn the_cache_charts_show_a_cache_that_never_warms_again() {
@@ -770,7 +770,7 @@ async fn the_clients_box_counts_failed_accepts_and_the_descriptors_at_their_limi
 /// within 30 s (it grows by about 3.9 a second; 8 is half of 5 s of it), and
 /// its legend gives the growth; after the fix it levels off. The picture on
 /// its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test full -E
-/// 'test(=live_view::the_memory_chart_climbs_while_the_replies_are_kept)'`.
+/// 'test(=workshop::live_view::the_memory_chart_climbs_while_the_replies_are_kept)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "tier C: 10 s of load read in a real browser (Chromium)"]
 async fn the_memory_chart_climbs_while_the_replies_are_kept() {

@@ -1,6 +1,6 @@
 //! Every command in README.md, docs/*.md and docs/workshop/*.md runs as printed.
 //!
-//! Each page gets a terminal of its own (tests/suite/pages_run/session.rs: a bash in a
+//! Each page gets a terminal of its own (tests/suite/guards/pages_run/session.rs: a bash in a
 //! network namespace, so the pages' ports 7878 and 7879 are its own) in a sandbox
 //! that looks like a clone: `scripts/`, `tools/`, `scenarios/`, `deploy/` and `docs/` of this
 //! repository, and `target/release/` holding the binaries this test run built.
@@ -24,7 +24,7 @@
 //!   (the `PUT /admin/config` bodies since its server started, laid over each
 //!   other, and `--client-change`) must be one of the checked scenario's fixes
 //!   exactly. The verdict after each of those fixes, on the whole machine, one
-//!   core and half a core, is tests/suite/exercises.rs's, which has the machine to
+//!   core and half a core, is tests/suite/workshop/exercises.rs's, which has the machine to
 //!   itself; here the pages run beside other tests, where a CPU-judged verdict
 //!   says little.
 //!
@@ -181,7 +181,7 @@ fn sandbox(dir: &Path) -> String {
     std::fs::create_dir_all(&shims).unwrap();
     let cargo = format!(
         "#!/usr/bin/env bash\n\
-         # The pages' cargo in tests/suite/pages_run.rs: runs the binaries this test run built.\n\
+         # The pages' cargo in tests/suite/guards/pages_run.rs: runs the binaries this test run built.\n\
          case \"${{1:-}}\" in\n\
            build) exit 0 ;;\n\
            run) shift; bin=system-simulator\n\
@@ -298,7 +298,7 @@ impl PageRun<'_> {
                     .session
                     .run(text, Some(SHORT), Duration::from_secs(180));
                 // A verdict, either way: the verdict after each of the scenario's
-                // fixes is the exercise harness's (tests/suite/exercises.rs, with
+                // fixes is the exercise harness's (tests/suite/workshop/exercises.rs, with
                 // the machine to itself), and the page's fix must be one of them.
                 let verdict =
                     done.code == 0 || (done.code == 1 && done.stdout.contains("not yet:"));
@@ -311,7 +311,7 @@ impl PageRun<'_> {
                 }
                 if self.fixed && done.code != 0 {
                     eprintln!(
-                        "{}:{line}: not yet after the page's fix (beside the shared tests; the fix's verdict is exercises::each's):\n{}",
+                        "{}:{line}: not yet after the page's fix (beside the shared tests; the fix's verdict is workshop::exercises::each's):\n{}",
                         self.page, done.stdout
                     );
                 }
@@ -395,7 +395,7 @@ fn fix_is_the_scenarios(
     match matching {
         true => Ok(()),
         false => Err(format!(
-            "the page checks {name} after {} and clients {clients:?}, which is none of its fixes (`system-simulator scenarios`): tests/suite/exercises.rs judges those",
+            "the page checks {name} after {} and clients {clients:?}, which is none of its fixes (`system-simulator scenarios`): tests/suite/workshop/exercises.rs judges those",
             serde_json::Value::from(applied.clone())
         )),
     }

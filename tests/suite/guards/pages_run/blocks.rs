@@ -1,4 +1,4 @@
-//! The command blocks of a Markdown page, as tests/suite/pages_run.rs runs them.
+//! The command blocks of a Markdown page, as tests/suite/guards/pages_run.rs runs them.
 //!
 //! A block is an indented code block (four spaces, after a blank line) or a fenced
 //! one tagged `sh`, `bash` or `console`; untagged and other fences are diagrams,

@@ -19,8 +19,8 @@
 //! every fix of the scenario (the client-side `--retry-budget 10%` among them,
 //! given to `workshop check` as `--client-change` gives it), on the whole machine
 //! and on one core and half a core, is `workshop figures`' in
-//! tests/suite/exercises.rs; page 07's `workshop check --client-change` runs as
-//! printed in tests/suite/pages_run.rs. Tier C (the full suite only), 45 s:
+//! tests/suite/workshop/exercises.rs; page 07's `workshop check --client-change` runs as
+//! printed in tests/suite/guards/pages_run.rs. Tier C (the full suite only), 45 s:
 //! `tools/test -E 'test(/^retry_storm::/)'`.
 
 use crate::common;

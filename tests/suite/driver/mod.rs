@@ -1,0 +1,7 @@
+//! The load driver, `sim-clients`, against the real server: its counts and
+//! pacing, the open loop and its files, scale-out shards, and the seed's sweep.
+
+mod clients;
+mod open_loop;
+mod scale_out;
+mod sweep;
