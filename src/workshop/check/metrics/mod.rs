@@ -235,6 +235,37 @@ impl Bar {
     }
 }
 
+/// A bar as a person writes one, `p99_ms < 50` or `ok_share > 0.99`: the
+/// metric's name, `<` or `>`, a number. The words of a scenario's `[[check]]`
+/// in one line, and what a load's pass bar will be written in.
+impl std::str::FromStr for Bar {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Bar, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let [name, relation, number] = words[..] else {
+            return Err(format!(
+                "`{text}` is no bar: write a metric, < or >, and a number (`p99_ms < 50`)"
+            ));
+        };
+        let limit: f64 = number
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
+            .ok_or_else(|| format!("`{text}`: `{number}` is no number"))?;
+        let (below, above) = match relation {
+            "<" => (Some(limit), None),
+            ">" => (None, Some(limit)),
+            other => return Err(format!("`{text}`: `{other}` is neither < nor >")),
+        };
+        Bar::of(&Condition {
+            metric: name.to_owned(),
+            below,
+            above,
+        })
+    }
+}
+
 /// `p99_ms < 50`.
 impl fmt::Display for Bar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -350,5 +381,19 @@ mod tests {
         assert!(wrong.contains("`p99`, which is no metric") && wrong.contains("p99_ms"));
         let both = Bar::of(&condition("p99_ms", Some(50.0), Some(1.0))).unwrap_err();
         assert!(both.contains("exactly one of below and above"), "{both}");
+    }
+
+    #[test]
+    fn a_bar_written_in_one_line_parses_back_to_itself_and_nonsense_says_why() {
+        for text in ["p99_ms < 50", "ok_share > 0.99", "listen_drops < 1"] {
+            let bar: Bar = text.parse().unwrap();
+            assert_eq!(bar.to_string(), text);
+        }
+        let wrong = |text: &str| text.parse::<Bar>().unwrap_err();
+        assert!(wrong("p99_ms<50").contains("no bar"));
+        assert!(wrong("p99_ms <= 50").contains("neither < nor >"));
+        assert!(wrong("p99_ms < fast").contains("no number"));
+        assert!(wrong("p99_ms < NaN").contains("no number"));
+        assert!(wrong("p99 < 50").contains("which is no metric"));
     }
 }
