@@ -11,7 +11,7 @@
 //! is its work between the reads of `/stats` around the window over the time
 //! between them.
 
-use simulator_api::{NeighbourStats, Stats};
+use simulator_api::NeighbourStats;
 
 use super::{Metric, SoFar, Window};
 
@@ -127,9 +127,8 @@ impl Metric for NeighbourShare {
         "the neighbour's work, share of it alone"
     }
     fn measure(&self, w: &Window) -> f64 {
-        let neighbour = |s: &Stats| s.neighbour.clone();
-        match (neighbour(w.before), neighbour(w.after)) {
-            (Some(before), Some(after)) => neighbour_share(&before, &after, w.between_reads_s),
+        match (&w.before.neighbour, &w.after.neighbour) {
+            (Some(before), Some(after)) => neighbour_share(before, after, w.between_reads_s),
             _ => f64::NAN,
         }
     }
