@@ -535,10 +535,15 @@ async fn the_profile_button_draws_the_flame_graph() {
 /// request of a second stands out every few seconds, each stall beside the bar
 /// of the compaction that held the index's lock, while the p50 stays low. The
 /// picture on its page: `LIVE_VIEW_SCREENSHOTS=docs/workshop/live tools/test
-/// -E 'test(=workshop::live_view::the_longest_request_chart_lines_each_stall_up_with_its_compaction)'`.
+/// -E 'test(=workshop::live_view::the_longest_request_chart_lines_each_stall_up_with_its_compaction_alone)'`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "tier C: 15 s of a stalling exercise read in a real browser (Chromium)"]
-async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction() {
+#[ignore = "tier C: 15 s of a stalling exercise read in a real browser (Chromium), alone"]
+async fn the_longest_request_chart_lines_each_stall_up_with_its_compaction_alone() {
+    // Alone: which request of a second is slowest depends on the CPU the
+    // server gets. Beside the shared tests in CI, requests queued on the
+    // workers the lock blocked were the slowest of every second (737 and 740
+    // ms, none of it for the lock), so no second's slowest had waited for it.
+    common::runs_alone();
     if let Some(why) = browser::missing() {
         return skip_or_fail(&why);
     }
