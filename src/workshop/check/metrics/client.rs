@@ -130,7 +130,7 @@ impl Metric for RecoveryS {
 
 /// The share of the check's own retries answered with their first attempt's
 /// reply (the same request id, not stored again): each a stored element sent
-/// under a key of its own, then again under that key a moment after its
+/// under a key of its own, then again under that key up to 2 s after its
 /// reply, as a client whose reply was lost does (`retried_once.rs`).
 pub struct RetriesAnsweredOnce;
 
