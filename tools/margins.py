@@ -24,6 +24,8 @@ scenarios/*.toml names its margins beside it.
   python3 tools/margins.py --runs 2                   # whole machine, one core, half a core
   python3 tools/margins.py --from target/tmp/figures-*.txt   # what the tests measured
   python3 tools/margins.py --rebound scenarios --from F...   # old figures, today's bounds
+  python3 tools/margins.py --from F... --write-release scenarios --note "..."
+      # each scenario file's "Margins on the release build" paragraph, rewritten
 
 The test that measures the figures (tests/suite/workshop/exercises.rs: each exercise on
 the whole machine, on one core and at half a core) saves what
@@ -218,6 +220,68 @@ def measure(binary, confinement, duration, save):
     return out.stdout
 
 
+RELEASE_HEAD = "# Margins on the release build"
+
+
+def release_paragraph(scenario, summary, note):
+    """The comment paragraph a scenario file keeps of its margins on the release
+    build an attendee runs (issue 99): how clearly its check fails before a fix,
+    and each condition's least room after a cure, with where it was seen."""
+    before, after, _ = summary
+    lines = [f"{RELEASE_HEAD.removeprefix('# ')} ({note}; a margin is how far the worst value stays on its side of the bound)."]
+    if scenario in before:
+        m, what, where = before[scenario]
+        lines.append(f"Before a fix, {what} at the least clear: {ratio_text(m)} ({short(where)}).")
+    for (name, label), (m, value, where, fix, bound) in sorted(after.items()):
+        if name != scenario:
+            continue
+        if fix:
+            lines.append(f"After a cure, {label} {bound}: {value} at worst, {ratio_text(m)} ({fix}, {short(where)}).")
+        else:
+            trade_off = label.removeprefix("(trade-off ").removesuffix(" still fails)")
+            lines.append(f"The trade-off {trade_off} still fails: {value}, {ratio_text(m)} ({short(where)}).")
+    text = " ".join(lines)
+    out, line = [], "#"
+    for word in text.split(" "):
+        if len(line) + 1 + len(word) > 79 and line != "#":
+            out.append(line)
+            line = "#"
+        line += " " + word
+    out.append(line)
+    return out
+
+
+def short(where):
+    """A confinement as a paragraph names it."""
+    if "capped at" in where:
+        return "half a core"
+    if "CPU" in where:
+        return "one core"
+    return "whole machine" if "whole" in where else where
+
+
+def write_release(directory, summary, note):
+    """Puts each measured scenario's release paragraph in its file, before the
+    comments of its first `[[check]]`, replacing the one it had."""
+    measured = set(summary[0]) | {name for (name, _) in summary[1]}
+    for scenario in sorted(measured):
+        path = os.path.join(directory, f"{scenario}.toml")
+        lines = open(path).read().split("\n")
+        if any(l.startswith(RELEASE_HEAD) for l in lines):
+            start = next(i for i, l in enumerate(lines) if l.startswith(RELEASE_HEAD))
+            end = start
+            while end < len(lines) and lines[end].startswith("#"):
+                end += 1
+            del lines[start:end + 1]  # and the blank line after it
+        first = next(i for i, l in enumerate(lines) if l.strip() == "[[check]]")
+        while first > 0 and lines[first - 1].startswith("#"):
+            first -= 1
+        lines[first:first] = release_paragraph(scenario, summary, note) + [""]
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        print(f"wrote the release margins of {path}", file=sys.stderr)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--from", dest="files", nargs="+", metavar="FILE",
@@ -232,6 +296,10 @@ def main():
     p.add_argument("--rebound", metavar="DIR",
                    help="judge by the bounds and trade-offs of the scenarios in DIR (e.g. scenarios/), "
                         "not the ones printed when the figures were measured")
+    p.add_argument("--write-release", metavar="DIR",
+                   help="write each scenario's margins into DIR/NAME.toml as its release-build paragraph")
+    p.add_argument("--note", default="tools/margins.py",
+                   help="how the figures were measured, for --write-release (command, date, machine)")
     args = p.parse_args()
     rebound.dir = args.rebound
 
@@ -255,7 +323,10 @@ def main():
                 rows += parse(text, c)
     if not rows:
         sys.exit("no figures found")
-    report(summarise(rows), blocks)
+    summary = summarise(rows)
+    report(summary, blocks)
+    if args.write_release:
+        write_release(args.write_release, summary, args.note)
 
 
 if __name__ == "__main__":

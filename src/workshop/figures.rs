@@ -106,7 +106,9 @@ pub async fn measure(
         scenario.name,
         window.as_secs()
     );
-    out.push_str(&format!("\n{}\n", world_line(scenario)));
+    // The world's table ends its own last line; each fix's heading opens with
+    // the one blank line Markdown needs.
+    out.push_str(&format!("\n{}", world_line(scenario)));
     // A confinement that cannot show the exercise is known before any server
     // starts (under a tighter quota cgroup v1 refuses the server's own group).
     let here = simulator_service::server::machine::snapshot(Duration::ZERO, Default::default());

@@ -131,7 +131,7 @@ const FIXES_A_CPU_HOLDS_ALONE: usize = 4;
 /// - size-variance's blocked share 0.105 (bound 0.19; 0.136 alone);
 /// - slow-backend's persists a second 283 (bound 220; 284 alone), p99 20.7 ms
 ///   (bound 50), its trade-off failing by 1.90x (1.77x alone);
-/// - spawn-per-request's persists a second 263 (bound 240; 1.10x, as alone).
+/// - spawn-per-request's persists a second 263 (bound 240 then, 210 now; as alone).
 ///
 /// Before a fix each failed as clearly as alone. Not at once: the exercises
 /// whose lesson is CPU (blocking-runtime's canary reached 32.9 ms against 20 at

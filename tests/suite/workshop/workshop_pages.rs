@@ -438,3 +438,36 @@ fn every_page_puts_its_pass_bar_before_the_hints_and_folds_what_follows_the_solu
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Issue 99: every scenario file states its margins on the release build an
+/// attendee runs beside the debug build's (`tools/margins.py
+/// --write-release`), and each of its conditions has its row there.
+#[test]
+fn every_scenario_file_states_its_margins_on_the_release_build() {
+    let mut missing = Vec::new();
+    for s in scenario::bundled().unwrap() {
+        let path = format!("{}/scenarios/{}.toml", env!("CARGO_MANIFEST_DIR"), s.name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Some(at) = text.find("# Margins on the release build (") else {
+            missing.push(format!("{}: no release paragraph", s.name));
+            continue;
+        };
+        let paragraph: String = text[at..]
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| l.trim_start_matches('#').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        for c in &s.check {
+            let bound = match (c.below, c.above) {
+                (Some(b), _) => format!("< {b}"),
+                (_, Some(a)) => format!("> {a}"),
+                _ => unreachable!("a condition has one bound"),
+            };
+            if !paragraph.contains(&format!("{bound}:")) {
+                missing.push(format!("{}: no row for `{} {bound}`", s.name, c.metric));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
