@@ -43,6 +43,9 @@ pub enum Command {
     Probes,
     /// The workshop's exercises: list them, start one, check a fix.
     Workshop(crate::workshop::WorkshopArgs),
+    /// A rehearsal of the unknown: a fault drawn by a seed (or none), a
+    /// customer's complaint, a diagnosis scored and a fix judged.
+    Drill(crate::workshop::drill::DrillArgs),
     /// A bundled script's report without root or a tracer: the server's probe
     /// tap (GET /admin/tap) runs through the script's logic here.
     Trace(crate::trace::TraceArgs),
@@ -73,6 +76,7 @@ pub enum Command {
 pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     let done = match cli.command {
         Command::Workshop(args) => return crate::workshop::run(args).await,
+        Command::Drill(args) => return crate::workshop::drill::run(args).await,
         Command::Serve(args) => crate::serve::serve(*args).await,
         Command::Demo(args) => crate::demo::run(*args).await,
         Command::Clients(args) => simulator_clients::cli::run(*args).await,
@@ -173,6 +177,7 @@ impl Command {
         match self {
             Command::Serve(_) | Command::Room(_) => "info",
             Command::Workshop(w) if w.starts_a_server() => "info",
+            Command::Drill(d) if d.starts_a_server() => "info",
             _ => "warn",
         }
     }

@@ -6,7 +6,8 @@
 //! - `serve.rs`: `serve`, the service over HTTP until Ctrl-C, and its banner.
 //! - `demo.rs`: the README's first command, a scenario before and after a fix.
 //! - `workshop/`: the exercises (`workshop list`, `start`, `check`: the win
-//!   condition, `figures`: a page's table).
+//!   condition, `figures`: a page's table), and the drill (`drill/`: a fault
+//!   drawn by a seed and named by nobody).
 //! - `room/`: the facilitator's view of the room (`room`), which attendees'
 //!   checks report to when they opt in.
 //! - `trace/`: the bundled scripts over the probe tap (`trace NAME`), for

@@ -52,6 +52,12 @@ impl ServeArgs {
     /// The scenario, then the file, then the flags; validated.
     pub fn resolve(&self) -> anyhow::Result<(Settings, Scenario)> {
         let scenario = Scenario::load(self.scenario.as_deref().unwrap_or(scenario::DEFAULT))?;
+        self.resolve_over(scenario)
+    }
+
+    /// `scenario` (one made in memory: the drill's), then the file, then the
+    /// flags; validated.
+    pub fn resolve_over(&self, scenario: Scenario) -> anyhow::Result<(Settings, Scenario)> {
         let settings = config::resolve(&scenario, self.config.as_deref(), &self.settings.0)?;
         Ok((settings, scenario))
     }
@@ -68,7 +74,17 @@ pub async fn serve_with(
     args: ServeArgs,
     after_banner: impl FnOnce(u32, &str),
 ) -> anyhow::Result<()> {
-    let (config, scenario) = args.resolve()?;
+    let resolved = args.resolve()?;
+    serve_resolved(args, resolved, after_banner).await
+}
+
+/// `serve` in settings and a scenario already resolved (the drill's, made in
+/// memory and never written to a file).
+pub async fn serve_resolved(
+    args: ServeArgs,
+    (config, scenario): (Settings, Scenario),
+    after_banner: impl FnOnce(u32, &str),
+) -> anyhow::Result<()> {
     let answers = args.answers.unwrap_or_default();
     let started = StartedUp::start(&config)?;
     started.print_banner(&config, &scenario, answers)?;

@@ -117,6 +117,17 @@ pub struct Scenario {
     /// The workshop ticket: the symptom as a user would report it, no spoilers.
     #[serde(default)]
     pub ticket: String,
+    /// The drill's ticket when this cause is drawn: the symptom in a
+    /// customer's words that fit several causes (vaguer than `ticket`, which
+    /// an attendee of the exercises would recognise). Never served with the
+    /// scenario's name.
+    #[serde(default)]
+    pub complaint: String,
+    /// The resource the cause lives in (`cpu`, `memory`, `runtime`, ...): a
+    /// drill's diagnosis that names another cause of the same resource is
+    /// partly right.
+    #[serde(default)]
+    pub resource: String,
     /// The win condition `workshop check` measures under the load: every
     /// condition must hold.
     #[serde(default)]

@@ -15,6 +15,7 @@
 
 pub mod check;
 pub mod confine;
+pub mod drill;
 pub mod figures;
 pub mod fit;
 pub mod progress;

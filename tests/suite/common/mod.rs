@@ -97,6 +97,21 @@ impl Server {
         Self::spawn(&["workshop", "start", name], listen, &[], &[], false)
     }
 
+    /// `drill start --seed SEED`: the drill's server, as an attendee starts it,
+    /// from the directory `cwd` (to see what it writes there).
+    pub fn start_drill(seed: &str, cwd: &std::path::Path) -> Server {
+        let mut command = Command::new(BIN);
+        command.current_dir(cwd);
+        Self::spawn_as(
+            command,
+            &["drill", "start", "--seed", seed],
+            "127.0.0.1:0",
+            &[],
+            &[],
+            false,
+        )
+    }
+
     /// A server on a given loopback address, e.g. to restart one on its old port.
     pub fn start_on(listen: &str, args: &[&str]) -> Server {
         Self::spawn(&["serve"], listen, args, &[], false)

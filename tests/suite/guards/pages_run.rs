@@ -141,9 +141,9 @@ fn kind(command: &str) -> Kind {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match (program.as_str(), args.as_slice()) {
         _ if command.trim_start().starts_with("for ") => Kind::Other,
-        ("system-simulator", ["serve", ..]) | ("system-simulator", ["workshop", "start", ..]) => {
-            Kind::Server
-        }
+        ("system-simulator", ["serve", ..])
+        | ("system-simulator", ["workshop", "start", ..])
+        | ("system-simulator", ["drill", "start", ..]) => Kind::Server,
         ("system-simulator", ["workshop", "check", ..]) => Kind::Check,
         ("system-simulator", ["clients", "sweep", ..]) | ("sim-clients", ["sweep", ..]) => {
             Kind::Sweep

@@ -6,6 +6,7 @@
 
 mod blocking_runtime;
 mod check_exit;
+mod drill;
 mod exercises;
 mod kit;
 mod live_view;

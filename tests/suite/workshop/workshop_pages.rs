@@ -153,7 +153,7 @@ fn no_page_names_its_fix_above_the_hints() {
 
 /// Whether `word` stands in `text` as words of their own, in any case: not
 /// inside a longer word, so `lock` is not found in `block` nor `SYN` in `SYNC`.
-fn stands_in(text: &str, word: &str) -> bool {
+pub(super) fn stands_in(text: &str, word: &str) -> bool {
     let (text, word) = (text.to_lowercase(), word.to_lowercase());
     let joins = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
     text.match_indices(word.as_str()).any(|(at, _)| {
@@ -202,7 +202,7 @@ fn cut_between(text: &str, open: &str, close: &str, kept: &str) -> String {
 }
 
 /// The cause's words and every fix's name found in `text`.
-fn causes_told(scenario: &scenario::Scenario, text: &str) -> Vec<String> {
+pub(super) fn causes_told(scenario: &scenario::Scenario, text: &str) -> Vec<String> {
     let fixes = scenario.fixes.iter().map(|f| &f.name);
     scenario
         .cause_words
@@ -230,6 +230,7 @@ fn no_exercise_is_named_or_titled_or_ticketed_by_its_cause() {
             ("name", s.visible_name().replace('-', " ")),
             ("headline", s.headline.clone()),
             ("ticket", s.ticket.clone()),
+            ("drill's complaint", s.complaint.clone()),
         ] {
             let told = causes_told(&s, &text);
             if !told.is_empty() {

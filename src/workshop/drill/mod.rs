@@ -1,0 +1,187 @@
+//! `system-simulator drill`: a rehearsal of the unknown (issue 99). Every
+//! exercise tells its attendee where they are; a drill does not. A seed draws
+//! one of the exercises' causes, or nothing at all, and the attendee gets a
+//! complaint in a customer's words, the load that shows it, and a server that
+//! names nothing: they measure, name the cause, and fix it live.
+//!
+//! - `drill start [--seed S]`: the drawn server (`draw.rs`, dressed as a
+//!   production service by `dress.rs`), its complaint and the load;
+//! - `drill diagnose --seed S CAUSE`: the diagnosis scored right, partly right
+//!   (the same resource) or wrong (`diagnosis.rs`);
+//! - `drill check --seed S`: the fix judged by the drawn cause's own win
+//!   condition (for nothing drawn, a healthy service's), exit 0 when it holds;
+//! - `drill causes`: the names a diagnosis may use.
+//!
+//! A facilitator gives the room one seed for one draw. The draw is a function
+//! of the seed and the binary, so an attendee who reads the source can compute
+//! it: a drill is a rehearsal, not an exam.
+
+pub mod diagnosis;
+pub mod draw;
+pub mod dress;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use simulator_service::scenario::Scenario;
+use simulator_service::server::Answers;
+
+use super::{check, progress};
+use crate::serve::ServeArgs;
+use draw::Draw;
+
+#[derive(Debug, Args)]
+pub struct DrillArgs {
+    #[command(subcommand)]
+    pub command: DrillCommand,
+}
+
+impl DrillArgs {
+    /// `drill start`: this command runs a server.
+    pub fn starts_a_server(&self) -> bool {
+        matches!(self.command, DrillCommand::Start { .. })
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DrillCommand {
+    /// Start a server whose fault is drawn by the seed (or nothing is wrong),
+    /// and print the customer's complaint and the load that shows it.
+    Start {
+        /// The draw's seed: the same seed draws the same fault on every
+        /// laptop [default: a fresh one, printed].
+        #[arg(long)]
+        seed: Option<String>,
+        #[command(flatten)]
+        serve: Box<ServeArgs>,
+    },
+    /// Name the cause: scored right, partly right (another cause of the same
+    /// resource) or wrong.
+    Diagnose {
+        /// The seed the drill started with.
+        #[arg(long)]
+        seed: String,
+        /// A cause's name or its exercise's (`drill causes`), or `none`.
+        cause: String,
+    },
+    /// Judge the fix with the drawn cause's own win condition; exit 0 when it
+    /// holds and 1 when not. Its figures name what it measures: diagnose first.
+    Check {
+        /// The seed the drill started with.
+        #[arg(long)]
+        seed: String,
+        /// The server's base URL.
+        #[arg(long, default_value = "http://127.0.0.1:7878")]
+        target: String,
+        /// How long the check's own load runs (at least 6 s, longer where the
+        /// drawn check needs it).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        duration: Duration,
+    },
+    /// The causes a diagnosis may name, by resource.
+    Causes,
+}
+
+/// Runs a `drill` subcommand; the exit status is the check's verdict.
+pub async fn run(args: DrillArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        DrillCommand::Start { seed, serve } => start(seed, *serve).await,
+        DrillCommand::Diagnose { seed, cause } => {
+            let drawn = Draw::of(&seed)?;
+            let score = diagnosis::score(drawn.cause.as_ref(), diagnosis::named(&cause)?.as_ref());
+            println!("your diagnosis, {cause}: {score}");
+            Ok(ExitCode::SUCCESS)
+        }
+        DrillCommand::Check {
+            seed,
+            target,
+            duration,
+        } => {
+            let drilled = Draw::of(&seed)?.scenario()?;
+            started_with(&drilled, &seed, &target).await?;
+            judge(&drilled, &target, duration).await
+        }
+        DrillCommand::Causes => {
+            print!("{}", diagnosis::vocabulary()?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `drill start`: the drawn server, its complaint printed after the banner.
+async fn start(seed: Option<String>, mut serve: ServeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(other) = &serve.scenario {
+        anyhow::bail!("a drill draws its own fault; drop --scenario {other}");
+    }
+    let seed = seed.unwrap_or_else(draw::fresh_seed);
+    let drilled = Draw::of(&seed)?.scenario()?;
+    // Nothing the server serves may name the draw.
+    serve.answers = Some(Answers::Hidden);
+    let resolved = serve.resolve_over(drilled.clone())?;
+    crate::serve::serve_resolved(serve, resolved, |pid, data_url| {
+        print_complaint(&drilled, &seed, pid, data_url);
+    })
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The complaint and what to run, printed after the server's banner.
+fn print_complaint(s: &Scenario, seed: &str, pid: u32, data_url: &str) {
+    let load = crate::local::shell_line(s.load.words());
+    let target = match data_url {
+        "http://127.0.0.1:7878" => String::new(),
+        other => format!(" --target {other}"),
+    };
+    println!("\n=== drill {seed} ===\n{}", s.ticket.trim());
+    println!("\nthe load that shows it (another terminal):");
+    println!("  cargo run --release -- clients --target {data_url} {load}");
+    println!("look inside as you would in any exercise: `doctor`, `trace`, /stats, /live, `profile`; the server is pid {pid}");
+    println!("name the cause (the names: `system-simulator drill causes`):");
+    println!("  cargo run --release -- drill diagnose --seed {seed} CAUSE");
+    println!("when you think it is fixed (stop your load first; the check brings its own):");
+    println!("  cargo run --release -- drill check --seed {seed}{target}\n");
+}
+
+/// Refuses a server that was not started with `seed`: its restart-only
+/// settings (the dressing's server limits, drawn by the seed) differ from
+/// the seed's. Another seed's server could run another fault, and judging it
+/// by this seed's check would say nothing.
+async fn started_with(drilled: &Scenario, seed: &str, target: &str) -> anyhow::Result<()> {
+    let stats = simulator_api::client::stats(target).await.map_err(|e| {
+        anyhow::anyhow!("no drill answers at {target} ({e}): `drill start --seed {seed}`")
+    })?;
+    let expected = drilled.settings();
+    let restart_only = dress::RESTART_KEYS;
+    let differs = stats
+        .config
+        .texts()
+        .into_iter()
+        .zip(expected.texts())
+        .any(|(found, seeds)| restart_only.contains(&found.0) && found.1 != seeds.1);
+    if stats.scenario != draw::NAME || differs {
+        anyhow::bail!(
+            "the server at {target} was not started with `drill start --seed {seed}`: its settings are another draw's (or it is no drill)"
+        );
+    }
+    Ok(())
+}
+
+/// `drill check`: the drawn cause's win condition against `target`.
+async fn judge(drilled: &Scenario, target: &str, asked: Duration) -> anyhow::Result<ExitCode> {
+    let window = check::window_for(drilled, asked);
+    println!(
+        "drill check against {target}: {} s of the complaint's load",
+        window.as_secs()
+    );
+    let audience = progress::Audience::server(target);
+    let verdict = check::check(drilled, &audience, window, &[]).await?;
+    progress::tell_verdict(&audience, &verdict.as_progress(window)).await;
+    drop(audience);
+    print!("{}", verdict.render());
+    Ok(if verdict.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
