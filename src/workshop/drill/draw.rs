@@ -4,7 +4,7 @@
 //!
 //! The draw is a pure function of the seed, so a room whose facilitator gives
 //! everyone one seed gets one fault, and a test can find the seed of each
-//! cause. The hash is FNV-1a, written here in a few lines: the standard
+//! cause. The hash is FNV-1a, a few lines in `dress.rs`: the standard
 //! library's hashers may change between Rust releases and rand's seeded
 //! generators between its versions, and a room mixes builds.
 
@@ -37,7 +37,7 @@ impl Draw {
     /// likely as another.
     pub fn of(seed: &str) -> anyhow::Result<Self> {
         let names = scenario::names();
-        let pick = (fnv1a(seed.as_bytes()) % (names.len() as u64 + 1)) as usize;
+        let pick = (dress::fnv1a(seed.as_bytes()) % (names.len() as u64 + 1)) as usize;
         let cause = match names.get(pick) {
             Some(name) => scenario::bundled_named(name)?,
             None => None,
@@ -121,13 +121,6 @@ pub fn fresh_seed() -> String {
     )
 }
 
-/// FNV-1a, 64 bits: the same draw for the same seed on every build.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// A seed that draws `answer` (a cause's name or [`NOTHING`]): the first of
 /// `drill-0`, `drill-1`, ... that does. For tests and for a facilitator who
 /// wants one fault for the room.
@@ -154,8 +147,8 @@ mod tests {
             assert_eq!(Draw::of(&seed).unwrap().answer(), answer);
         }
         // The hash itself is fixed: these are FNV-1a's published test values.
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(dress::fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(dress::fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         // Over many seeds each answer comes about as often as another.
         let mut counts = std::collections::HashMap::new();
         for n in 0..3400 {

@@ -73,7 +73,14 @@ fn dressing(seed: &str, under: &Settings) -> SettingsUpdate {
     dress
 }
 
-/// Draws values from a seed: each pick a fresh FNV-1a hash of the seed and
+/// FNV-1a, 64 bits: the same draw for the same seed on every build.
+pub(super) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Draws values from a seed: each pick a fresh hash (FNV-1a, as the draw's) of the seed and
 /// the pick's number, so adding a key later changes none of the others.
 struct Picker<'a> {
     seed: &'a str,
@@ -92,11 +99,7 @@ impl<'a> Picker<'a> {
     /// A number below `n`.
     fn index(&mut self, n: usize) -> usize {
         self.picks += 1;
-        let hash = format!("{}/{}", self.seed, self.picks)
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
+        let hash = fnv1a(format!("{}/{}", self.seed, self.picks).as_bytes());
         (hash % n as u64) as usize
     }
 }
