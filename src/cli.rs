@@ -74,6 +74,7 @@ pub enum Command {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    simulator_api::client::name_caller(&command_words(std::env::args().skip(1)));
     let done = match cli.command {
         Command::Workshop(args) => return crate::workshop::run(args).await,
         Command::Drill(args) => return crate::workshop::drill::run(args).await,
@@ -103,6 +104,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
     };
     done.map(|()| std::process::ExitCode::SUCCESS)
+}
+
+/// The words that name the command, before its first flag (`trace
+/// permit-wait`, `workshop check`): how the servers it calls name it in their
+/// trail (`simulator_api::trail`). At most three, so a value never rides along.
+fn command_words(args: impl Iterator<Item = String>) -> String {
+    args.take_while(|a| !a.starts_with('-'))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn settings_text(markdown: bool) -> String {

@@ -5,7 +5,7 @@
 //! (`events/`: every one declared once in `defs.rs`, with the counters they move), a
 //! scenario's incident (`incident.rs`), a load, its flags declared once for the
 //! driver's command line and a scenario's words (`load/`), and the HTTP bodies
-//! (`bodies.rs`), and the workshop room's (`room.rs`), and the record an element carries
+//! (`bodies.rs`), the trail a drill is scored from (`trail.rs`), and the workshop room's (`room.rs`), and the record an element carries
 //! (`record.rs`); with the feature `client`, the server's API as a typed
 //! client (`client/`). The clients depend on this crate and never on the server, so
 //! the two cannot drift apart silently: a field one writes and the other does not
@@ -28,6 +28,7 @@ pub mod output;
 pub mod record;
 pub mod room;
 pub mod settings;
+pub mod trail;
 pub mod value;
 
 pub use bodies::{

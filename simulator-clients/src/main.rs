@@ -13,6 +13,8 @@ use simulator_clients::cli::{self, Args};
 /// server says more).
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    // The server's trail tells the load from the attendee's looks.
+    simulator_api::client::name_caller("clients");
     let ran = cli::runtime(args.threads)
         .map_err(anyhow::Error::from)
         .and_then(|runtime| runtime.block_on(cli::run(args)));

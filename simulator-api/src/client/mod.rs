@@ -47,6 +47,26 @@ impl EndpointError {
     }
 }
 
+/// The command this process is, as the server's trail notes its requests
+/// (`trace permit-wait`, `clients`, `workshop check`); none until named.
+static CALLER: std::sync::RwLock<Option<String>> = std::sync::RwLock::new(None);
+
+/// Names this process to the servers it calls ([`crate::trail::CALLER_HEADER`]):
+/// the trail tells the attendee's looks from the load and the judge. Only
+/// printable ASCII is sent.
+pub fn name_caller(name: &str) {
+    let clean: String = name
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(crate::trail::TRAIL_TEXT_MAX)
+        .collect();
+    *CALLER.write().unwrap_or_else(|p| p.into_inner()) = Some(clean);
+}
+
+fn caller() -> Option<String> {
+    CALLER.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
 /// `GET /stats`.
 pub async fn stats(target: &str) -> Result<Stats, EndpointError> {
     call(target, Method::GET, "/stats", Bytes::new()).await
@@ -343,10 +363,13 @@ fn request_to(
     host: hyper::header::HeaderValue,
     token: Option<&str>,
 ) -> hyper::http::request::Builder {
-    let request = hyper::Request::builder()
+    let mut request = hyper::Request::builder()
         .method(method)
         .uri(path)
         .header(hyper::header::HOST, host);
+    if let Some(caller) = caller() {
+        request = request.header(crate::trail::CALLER_HEADER, caller);
+    }
     match token {
         Some(token) => request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}")),
         None => request,

@@ -2,7 +2,9 @@
 //! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`), take a
 //! running check's progress for the live view (`PUT /admin/check`), and profile
 //! the server's CPU (`GET /admin/profile`, `crate::profile`), where its threads
-//! wait (`GET /admin/threads`).
+//! wait (`GET /admin/threads`). The trail's routes (`GET`/`POST /admin/trail`,
+//! `POST /admin/diagnosis`) are `trail/routes.rs`'s; a change and a check's edges are
+//! noted in the trail here, where they are made.
 //!
 //! `PUT /admin/config` is how a workshop applies a fix (the seed's: more permits)
 //! while scripts are attached, and, with `{"scenario": NAME}`, switches to another
@@ -31,7 +33,9 @@ use super::body::TimedBody;
 use super::error::{bad_json, ApiError};
 use super::incidents::IncidentError;
 use super::state::AppState;
+use super::trail::{self, routes as trail_routes, Step};
 use crate::scenario::Scenario;
+use simulator_api::trail::TrailKind;
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -44,6 +48,11 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/admin/threads", get(threads))
         .route("/admin/tap", get(tap_stream))
         .route("/admin/tap/{id}", delete(tap_end))
+        .route(
+            "/admin/trail",
+            get(trail_routes::read).post(trail_routes::add_note),
+        )
+        .route("/admin/diagnosis", post(trail_routes::diagnose))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
 
@@ -138,6 +147,18 @@ async fn update_config(
         .map(|(key, value)| format!("{key}={value}"))
         .collect();
     tracing::info!(changed = %changed.join(" "), "configuration changed");
+    let step = Step {
+        kind: TrailKind::Change,
+        tool: "",
+        what: format!(
+            "{}{}",
+            switched.clone().unwrap_or_default(),
+            changed.join(" ")
+        ),
+        by: trail::caller(&headers),
+        passed: None,
+    };
+    state.trails.note(&state.live, step);
     state.live.mark(
         "config",
         format!("{}{}", switched.unwrap_or_default(), changed.join(" ")),
@@ -187,8 +208,16 @@ fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-async fn reset(State(state): State<AppState>) -> Json<Stats> {
+async fn reset(State(state): State<AppState>, headers: HeaderMap) -> Json<Stats> {
     state.processor.events().counts().reset();
+    let step = Step {
+        kind: TrailKind::Change,
+        tool: "",
+        what: "counters reset".to_owned(),
+        by: trail::caller(&headers),
+        passed: None,
+    };
+    state.trails.note(&state.live, step);
     tracing::info!("counters reset");
     state.live.mark("reset", "counters reset");
     Json(state.stats())
@@ -230,7 +259,22 @@ async fn report_check(
             progress.conditions.len()
         )));
     }
-    state.live.report_check(progress.clone());
+    let by = trail::caller(&headers);
+    let step = |what: String, passed| Step {
+        kind: TrailKind::Check,
+        tool: "",
+        what,
+        by: by.clone(),
+        passed,
+    };
+    if let Some(verdict) = &progress.verdict {
+        let step = step(verdict.clone(), progress.passed);
+        state.trails.note(&state.live, step);
+    }
+    if state.live.report_check(progress.clone()) {
+        let step = step("begins".to_owned(), None);
+        state.trails.note(&state.live, step);
+    }
     Ok(Json(progress))
 }
 

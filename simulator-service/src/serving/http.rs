@@ -52,7 +52,11 @@ fn operator_routes(state: AppState) -> Router<AppState> {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/scenarios", get(scenarios))
         .merge(live::stream::routes())
-        .merge(admin::routes(state))
+        .merge(admin::routes(state.clone()))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state,
+            super::trail::routes::note_looks,
+        ))
 }
 
 async fn create_request(

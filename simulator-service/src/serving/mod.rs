@@ -2,7 +2,7 @@
 //!
 //! `http.rs` holds the routes and `admin.rs` the admin ones (`same_machine.rs`:
 //! whom they trust without a token), `live/` the live
-//! view (`GET /live`), `tap.rs` the probe tap's stream (`GET /admin/tap`), `body.rs` reads request
+//! view (`GET /live`), `tap.rs` the probe tap's stream (`GET /admin/tap`), `trail/` what the operator looked at and changed (`GET /admin/trail`), `body.rs` reads request
 //! bodies, `state.rs` what the handlers share, `connections.rs` the accept loop,
 //! its limits and how it treats each connection (`head_first.rs`: a reply in two
 //! writes; `handshake.rs`: a new connection's CPU and where it is spent), what it
@@ -56,6 +56,7 @@ pub mod shutdown;
 pub mod state;
 #[cfg(feature = "probes")]
 pub mod tap;
+pub mod trail;
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,7 @@ use super::answers::Answers;
 use super::connections::ConnectionStats;
 use super::incidents::Incidents;
 use super::live::Live;
+use super::trail::Trails;
 use crate::model;
 use crate::observe::runtime::RuntimeWatch;
 use crate::observe::{machine, process};
@@ -47,6 +48,8 @@ pub struct Shared {
     pub incidents: Incidents,
     /// The live view's history (`GET /live`).
     pub live: Arc<Live>,
+    /// What the operator looked at and changed, with times (`GET /admin/trail`).
+    pub trails: Arc<Trails>,
 }
 
 impl AppState {
@@ -59,6 +62,7 @@ impl AppState {
             runtime: Arc::default(),
             answers: Answers::Shown,
             live: Arc::default(),
+            trails: Arc::default(),
         }))
     }
 

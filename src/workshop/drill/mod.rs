@@ -6,11 +6,16 @@
 //!
 //! - `drill start [--seed S]`: the drawn server (`draw.rs`, dressed as a
 //!   production service by `dress.rs`), its complaint and the load;
-//! - `drill diagnose --seed S CAUSE`: the diagnosis scored right, partly right
-//!   (the same resource) or wrong (`diagnosis.rs`);
+//! - `drill diagnose --seed S CAUSE`: the diagnosis noted by the server (the
+//!   first is the one of record) and scored right, partly right (the same
+//!   resource) or wrong (`diagnosis.rs`);
 //! - `drill check --seed S`: the fix judged by the drawn cause's own win
 //!   condition (for nothing drawn, a healthy service's), exit 0 when it holds;
-//! - `drill causes`: the names a diagnosis may use.
+//! - `drill causes`: the names a diagnosis may use;
+//! - `drill note WORDS`: the attendee's own step in the server's trail (a
+//!   tracer run as root, which the server cannot see);
+//! - `drill report --seed S`: the trail read as a path (`report.rs`): the
+//!   times to the first look, the diagnosis and the fix, and the anti-methods.
 //!
 //! A facilitator gives the room one seed for one draw. The draw is a function
 //! of the seed and the binary, so an attendee who reads the source can compute
@@ -19,11 +24,15 @@
 pub mod diagnosis;
 pub mod draw;
 pub mod dress;
+pub mod report;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use hyper::Method;
+use simulator_api::client;
+use simulator_api::trail::{DiagnosisAnswer, DiagnosisRequest, Trail};
 use simulator_service::scenario::Scenario;
 use simulator_service::server::Answers;
 
@@ -56,14 +65,34 @@ pub enum DrillCommand {
         #[command(flatten)]
         serve: Box<ServeArgs>,
     },
-    /// Name the cause: scored right, partly right (another cause of the same
-    /// resource) or wrong.
+    /// Name the cause: the server notes it, and the first one named is
+    /// scored right, partly right (another cause of the same resource) or
+    /// wrong.
     Diagnose {
         /// The seed the drill started with.
         #[arg(long)]
         seed: String,
         /// A cause's name or its exercise's (`drill causes`), or `none`.
         cause: String,
+        #[command(flatten)]
+        server: DrillServer,
+    },
+    /// Add your own words to the trail, now: what you ran that the server
+    /// cannot see (a tracer as root, `top`, `ss`).
+    Note {
+        /// What you ran or saw.
+        words: String,
+        #[command(flatten)]
+        server: DrillServer,
+    },
+    /// The trail the server kept: every look, change, check and diagnosis
+    /// with its time, the time to each milestone, and the anti-methods seen.
+    Report {
+        /// The seed the drill started with.
+        #[arg(long)]
+        seed: String,
+        #[command(flatten)]
+        server: DrillServer,
     },
     /// Judge the fix with the drawn cause's own win condition; exit 0 when it
     /// holds and 1 when not. Its figures name what it measures: diagnose first.
@@ -71,9 +100,8 @@ pub enum DrillCommand {
         /// The seed the drill started with.
         #[arg(long)]
         seed: String,
-        /// The server's base URL.
-        #[arg(long, default_value = "http://127.0.0.1:7878")]
-        target: String,
+        #[command(flatten)]
+        server: DrillServer,
         /// How long the check's own load runs (at least 6 s, longer where the
         /// drawn check needs it).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
@@ -83,24 +111,52 @@ pub enum DrillCommand {
     Causes,
 }
 
+/// The drill's server, for the commands that speak to it.
+#[derive(Debug, Clone, Args)]
+pub struct DrillServer {
+    /// The server's base URL.
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    pub target: String,
+    /// The server's admin token, when it was started with one.
+    #[arg(long, env = "ISIM_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+}
+
 /// Runs a `drill` subcommand; the exit status is the check's verdict.
 pub async fn run(args: DrillArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         DrillCommand::Start { seed, serve } => start(seed, *serve).await,
-        DrillCommand::Diagnose { seed, cause } => {
+        DrillCommand::Diagnose {
+            seed,
+            cause,
+            server,
+        } => diagnose(&seed, &cause, &server).await,
+        DrillCommand::Note { words, server } => {
+            let body = serde_json::to_vec(&simulator_api::trail::TrailNote { note: words })?;
+            admin(&server, Method::POST, "/admin/trail", body).await?;
+            println!("noted in the trail");
+            Ok(ExitCode::SUCCESS)
+        }
+        DrillCommand::Report { seed, server } => {
             let drawn = Draw::of(&seed)?;
-            let score = diagnosis::score(drawn.cause.as_ref(), diagnosis::named(&cause)?.as_ref());
-            println!("your diagnosis, {cause}: {score}");
+            started_with(&drawn.scenario()?, &seed, &server.target).await?;
+            let trail: Trail = serde_json::from_str(
+                &admin(&server, Method::GET, "/admin/trail", Vec::new()).await?,
+            )?;
+            print!(
+                "{}",
+                report::render(&trail, &report::findings(&trail, &drawn))
+            );
             Ok(ExitCode::SUCCESS)
         }
         DrillCommand::Check {
             seed,
-            target,
+            server,
             duration,
         } => {
             let drilled = Draw::of(&seed)?.scenario()?;
-            started_with(&drilled, &seed, &target).await?;
-            judge(&drilled, &target, duration).await
+            started_with(&drilled, &seed, &server.target).await?;
+            judge(&drilled, &server.target, duration).await
         }
         DrillCommand::Causes => {
             print!("{}", diagnosis::vocabulary()?);
@@ -126,6 +182,43 @@ async fn start(seed: Option<String>, mut serve: ServeArgs) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
+/// `drill diagnose`: the cause named to the server, which notes it; the
+/// first one named is the one of record, and its score is printed.
+async fn diagnose(seed: &str, cause: &str, server: &DrillServer) -> anyhow::Result<ExitCode> {
+    let drawn = Draw::of(seed)?;
+    diagnosis::named(cause)?;
+    started_with(&drawn.scenario()?, seed, &server.target).await?;
+    let body = serde_json::to_vec(&DiagnosisRequest {
+        cause: cause.to_owned(),
+    })?;
+    let answer: DiagnosisAnswer =
+        serde_json::from_str(&admin(server, Method::POST, "/admin/diagnosis", body).await?)?;
+    let score = diagnosis::score(
+        drawn.cause.as_ref(),
+        diagnosis::named(&answer.of_record)?.as_ref(),
+    );
+    match answer.this_one_counts {
+        true => println!("your diagnosis, {cause}: {score}"),
+        false => println!(
+            "noted; the diagnosis the report scores is your first, {}: {score}",
+            answer.of_record
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One admin call to the drill's server, its answer's text.
+async fn admin(
+    server: &DrillServer,
+    method: Method,
+    path: &str,
+    body: Vec<u8>,
+) -> anyhow::Result<String> {
+    let token = server.admin_token.as_deref();
+    let text = client::exchange(&server.target, method, path, body.into(), token).await?;
+    Ok(text)
+}
+
 /// The complaint and what to run, printed after the server's banner.
 fn print_complaint(s: &Scenario, seed: &str, pid: u32, data_url: &str) {
     let load = crate::local::shell_line(s.load.words());
@@ -140,7 +233,10 @@ fn print_complaint(s: &Scenario, seed: &str, pid: u32, data_url: &str) {
     println!("name the cause (the names: `system-simulator drill causes`):");
     println!("  cargo run --release -- drill diagnose --seed {seed} CAUSE");
     println!("when you think it is fixed (stop your load first; the check brings its own):");
-    println!("  cargo run --release -- drill check --seed {seed}{target}\n");
+    println!("  cargo run --release -- drill check --seed {seed}{target}");
+    println!("the server keeps your trail; add what it cannot see (a tracer as root), and read it at the end:");
+    println!("  cargo run --release -- drill note{target} \"ran bpftrace ...\"");
+    println!("  cargo run --release -- drill report --seed {seed}{target}\n");
 }
 
 /// Refuses a server that was not started with `seed`: its restart-only

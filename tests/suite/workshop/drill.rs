@@ -85,3 +85,138 @@ async fn nothing_a_drills_server_shows_names_its_draw() {
     }
     assert!(told.is_empty(), "{}", told.join("\n"));
 }
+
+/// Runs this binary with `args` and returns what it printed; it must succeed.
+fn run_ok(args: &[&str]) -> String {
+    let out = std::process::Command::new(BIN).args(args).output().unwrap();
+    stdout_of_success(&out)
+}
+
+/// The lines of a drill's report that follow its trail, as (clock, kind, what).
+fn trail_lines(report: &str) -> Vec<(String, String, String)> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with("the trail"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let clock = words.next().unwrap().to_owned();
+            let kind = words.next().unwrap().to_owned();
+            (clock, kind, words.collect::<Vec<_>>().join(" "))
+        })
+        .collect()
+}
+
+/// Seconds since the server started, from a report's `m:ss`.
+fn seconds(clock: &str) -> u64 {
+    let (m, s) = clock.split_once(':').unwrap();
+    m.parse::<u64>().unwrap() * 60 + s.parse::<u64>().unwrap()
+}
+
+/// A scripted attendee counts, then looks at the permits' waits, then fixes
+/// and names the cause: the report shows those steps in that order with their
+/// times, and names no anti-method. Another changes a setting before any look:
+/// the report names the random change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trail_shows_a_scripted_attendees_steps_in_order_and_names_a_random_change() {
+    let seed = seed_for("semaphore-starvation").unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = Server::start_drill(&seed, cwd.path());
+    let target = server.url.clone();
+    let client = client();
+    run_ok(&["trace", "count", "--target", &target, "--seconds", "1"]);
+    run_ok(&[
+        "trace",
+        "permit-wait",
+        "--target",
+        &target,
+        "--seconds",
+        "1",
+    ]);
+    let fixed = put_json(
+        &client,
+        &format!("{target}/admin/config"),
+        r#"{"permits": 64}"#,
+    )
+    .await;
+    assert_eq!(fixed.status, 200, "{}", fixed.body);
+    let said = run_ok(&[
+        "drill",
+        "diagnose",
+        "--seed",
+        &seed,
+        "--target",
+        &target,
+        "semaphore-starvation",
+    ]);
+    assert!(said.contains("semaphore-starvation: right"), "{said}");
+    let again = run_ok(&[
+        "drill", "diagnose", "--seed", &seed, "--target", &target, "none",
+    ]);
+    assert!(
+        again.contains("your first, semaphore-starvation: right"),
+        "{again}"
+    );
+    let report = run_ok(&["drill", "report", "--seed", &seed, "--target", &target]);
+    let steps = trail_lines(&report);
+    let at = |kind: &str, what: &str| {
+        steps
+            .iter()
+            .position(|(_, k, w)| k == kind && w.starts_with(what))
+            .unwrap_or_else(|| panic!("no {kind} {what} in the trail:\n{report}"))
+    };
+    let order = [
+        at("look", "trace count"),
+        at("look", "trace permit-wait"),
+        at("change", "permits=64"),
+        at("diagnosis", "semaphore-starvation"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}\n{report}");
+    let times: Vec<u64> = order.iter().map(|&i| seconds(&steps[i].0)).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "{times:?}\n{report}"
+    );
+    // Each trace ran for a second after the server was up.
+    assert!(times[1] >= 1 && times[3] >= 2, "{times:?}\n{report}");
+    assert!(
+        report.contains("(semaphore-starvation: right)"),
+        "the first diagnosis is scored: {report}"
+    );
+    let bookkeeping = steps
+        .iter()
+        .any(|(_, k, w)| (k == "look" || k == "load") && w.contains("(drill "));
+    assert!(
+        !bookkeeping,
+        "the drill's own reads are bookkeeping: {report}"
+    );
+    assert!(!report.contains("anti-method"), "{report}");
+    assert!(report.contains("the trail cannot see them"), "{report}");
+    drop(server);
+
+    let rash = Server::start_drill(&seed, cwd.path());
+    let changed = put_json(
+        &client,
+        &format!("{}/admin/config", rash.url),
+        r#"{"permits": 200}"#,
+    )
+    .await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    run_ok(&[
+        "drill",
+        "note",
+        "--target",
+        &rash.url,
+        "ran bpftrace permit-wait.bt",
+    ]);
+    let report = run_ok(&["drill", "report", "--seed", &seed, "--target", &rash.url]);
+    assert!(
+        report.contains("anti-method     random change: `permits=200`"),
+        "{report}"
+    );
+    assert!(
+        report.contains("note      ran bpftrace permit-wait.bt"),
+        "{report}"
+    );
+}

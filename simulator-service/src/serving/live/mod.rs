@@ -140,8 +140,8 @@ impl Live {
     }
 
     /// What `workshop check` reported last: a marker when a check begins and when
-    /// it gives its verdict.
-    pub fn report_check(&self, progress: CheckProgress) {
+    /// it gives its verdict. True when this report begins a check.
+    pub fn report_check(&self, progress: CheckProgress) -> bool {
         let begins = {
             let history = self.lock();
             match &history.check {
@@ -149,13 +149,15 @@ impl Live {
                 None => true,
             }
         };
-        if begins && progress.verdict.is_none() {
+        let progress_began = progress.verdict.is_none();
+        if begins && progress_began {
             self.mark("check", format!("check {} begins", progress.scenario));
         }
         if let Some(verdict) = &progress.verdict {
             self.mark("check", format!("check: {verdict}"));
         }
         self.lock().check = Some(progress);
+        begins && progress_began
     }
 
     /// Adds a second, drops what fell out of the history, and sends the tick to

@@ -1,0 +1,93 @@
+//! The trail (`GET /admin/trail`): what a server saw its operator do, with
+//! times. Each look through the server (`/stats`, `/metrics`, the live view,
+//! the probe tap, a profile), each change of settings, each check's start and
+//! verdict, each diagnosis (`POST /admin/diagnosis`) and each note the
+//! attendee adds (`POST /admin/trail`). A drill's report is read from it
+//! (issue 99). Root's tracers attach to the process, not to the server's
+//! routes, so the server never sees them: a note is how they get in.
+
+use serde::{Deserialize, Serialize};
+
+/// The header this project's own commands name themselves in
+/// (`trace permit-wait`, `clients`, `workshop check`): the trail tells the
+/// attendee's looks from the load and the judge.
+pub const CALLER_HEADER: &str = "isim-caller";
+
+/// The most entries a trail keeps; later ones are counted in
+/// [`Trail::dropped`]. A look repeated back to back is one entry.
+pub const TRAIL_MAX: usize = 1000;
+
+/// The longest note, diagnosis or caller's name the server takes, in bytes.
+pub const TRAIL_TEXT_MAX: usize = 200;
+
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrailKind {
+    /// A look through the server: `tool` names the way (`stats`, `tap`, ...).
+    Look,
+    /// A change of settings (live, or a scenario switched), or a reset.
+    Change,
+    /// A check began, or gave its verdict (`passed`).
+    Check,
+    /// A cause named (`POST /admin/diagnosis`); the first is the one scored.
+    Diagnosis,
+    /// The attendee's own words (`POST /admin/trail`): a tracer run as root.
+    Note,
+}
+
+/// One step of the trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrailEntry {
+    /// Seconds since the server started, at the first of its `times`.
+    pub t: f64,
+    pub at_ms: u64,
+    pub kind: TrailKind,
+    /// For a look, the way: `stats`, `metrics`, `live`, `tap`, `profile`,
+    /// `threads`, `heap`, `scenarios`; empty otherwise.
+    pub tool: String,
+    /// What was looked at, changed, judged or named: `trace permit-wait`,
+    /// `permits=64`, `solved`, `noisy-neighbour`.
+    pub what: String,
+    /// Who asked: this project's command (the [`CALLER_HEADER`]), else the
+    /// user agent's first word (`curl`, `browser`), else `unknown`.
+    pub by: String,
+    /// The same look back to back is one entry: how many, and the last's time.
+    pub times: u32,
+    pub last_t: f64,
+    /// For a check's verdict: whether it held.
+    #[serde(default)]
+    pub passed: Option<bool>,
+}
+
+/// `GET /admin/trail`: the whole trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trail {
+    pub started_ms: u64,
+    /// Seconds since the server started, as the trail was read.
+    pub now: f64,
+    pub entries: Vec<TrailEntry>,
+    /// Entries past [`TRAIL_MAX`], not kept.
+    pub dropped: u64,
+}
+
+/// `POST /admin/diagnosis`: a cause named, by its name, its exercise's, or
+/// `none`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosisRequest {
+    pub cause: String,
+}
+
+/// The answer to a diagnosis: the one of record (the first) and whether this
+/// one was it. The server does not score it: it does not know the draw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosisAnswer {
+    pub of_record: String,
+    pub this_one_counts: bool,
+}
+
+/// `POST /admin/trail`: a note in the attendee's words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrailNote {
+    pub note: String,
+}
