@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::live::CheckProgress;
+use crate::trail::{DrillFindings, TrailEntry, TRAIL_TEXT_MAX};
 
 /// `POST /room/join`: a seat asks for its token with the room's password.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +96,9 @@ pub struct Board {
     pub not_ready: usize,
     /// Newest first: the last [`TIMELINE_SHOWN`] this viewer may see.
     pub timeline: Vec<TimelineEntry>,
+    /// The drill's seed the facilitator gave the room (`room --drill-seed`).
+    #[serde(default)]
+    pub drill_seed: Option<String>,
 }
 
 /// How many of the timeline's entries a board carries.
@@ -115,6 +119,70 @@ pub struct SeatRow {
     /// none before it sends one.
     #[serde(default)]
     pub ready: Option<SeatReadiness>,
+    /// The seat's last drill report, its trail left out (`GET
+    /// /room/trails` has it); none before `drill` reports.
+    #[serde(default)]
+    pub drill: Option<SeatDrill>,
+}
+
+/// `POST /room/drill`: a seat's drill as its server's trail tells it (`drill
+/// report`, `drill diagnose` and `drill check` with the room's line). A
+/// later report replaces an earlier one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DrillReport {
+    pub seat: String,
+    /// The seed the seat's drill started with.
+    pub seed: String,
+    pub findings: DrillFindings,
+    /// The trail's first [`ROOM_TRAIL_MAX`] steps, the drill's own
+    /// bookkeeping left out.
+    pub trail: Vec<TrailEntry>,
+}
+
+/// The most steps of a trail the room keeps for a seat.
+pub const ROOM_TRAIL_MAX: usize = 100;
+
+impl DrillReport {
+    /// Why the room refuses this report, if it does.
+    pub fn bounds_error(&self) -> Option<String> {
+        if self.trail.len() > ROOM_TRAIL_MAX {
+            return Some(format!(
+                "a drill's trail has at most {ROOM_TRAIL_MAX} steps in a room"
+            ));
+        }
+        let long = |t: &String| t.len() > TRAIL_TEXT_MAX;
+        if long(&self.seed)
+            || self
+                .trail
+                .iter()
+                .any(|e| long(&e.what) || long(&e.by) || long(&e.tool))
+        {
+            return Some(format!(
+                "a drill's texts are at most {TRAIL_TEXT_MAX} bytes"
+            ));
+        }
+        self.findings.bounds_error()
+    }
+}
+
+/// A seat's drill on the board: when it last reported, and what its trail says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatDrill {
+    pub at_ms: u64,
+    pub seed: String,
+    pub findings: DrillFindings,
+    /// How many steps its trail has (`GET /room/trails` gives them).
+    pub steps: usize,
+}
+
+/// `GET /room/trails`: the trails of the seats this viewer may see, for the
+/// debrief, side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatTrail {
+    pub seat: String,
+    pub seed: String,
+    pub findings: DrillFindings,
+    pub trail: Vec<TrailEntry>,
 }
 
 /// On `exercise` since `since_ms` without solving it, past the room's limit.
@@ -200,6 +268,8 @@ pub enum Happening {
     /// A readiness report: `ready`, or the first problem.
     Ready,
     NotReady,
+    /// A drill report: its diagnosis and whether its fix passed.
+    Drill,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

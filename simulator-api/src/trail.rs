@@ -91,3 +91,54 @@ pub struct DiagnosisAnswer {
 pub struct TrailNote {
     pub note: String,
 }
+
+/// What a drill's trail says (`drill report`, the room's drill column): the
+/// milestones in seconds since the drill's server started, the diagnosis of
+/// record scored, the changes a check showed did nothing, and the
+/// anti-methods seen, each a sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DrillFindings {
+    pub first_look_s: Option<f64>,
+    pub diagnosed_s: Option<f64>,
+    /// The diagnosis of record (the first named).
+    pub diagnosis: Option<String>,
+    /// `right`, `partly right: ...` or `wrong`.
+    pub score: Option<String>,
+    /// The first check that passed.
+    pub fixed_s: Option<f64>,
+    /// Changes after which the next check still failed.
+    pub changed_nothing: Vec<String>,
+    pub anti_methods: Vec<String>,
+}
+
+/// The most entries of a list in [`DrillFindings`] the room takes.
+pub const FINDINGS_LIST_MAX: usize = 32;
+
+impl DrillFindings {
+    /// Why a room refuses these findings, if it does: a list over
+    /// [`FINDINGS_LIST_MAX`] or a text over [`TRAIL_TEXT_MAX`] bytes (twice
+    /// that for an anti-method's sentence).
+    pub fn bounds_error(&self) -> Option<String> {
+        let lists = [self.changed_nothing.len(), self.anti_methods.len()];
+        if lists.iter().any(|&n| n > FINDINGS_LIST_MAX) {
+            return Some(format!(
+                "a drill's findings list at most {FINDINGS_LIST_MAX} entries"
+            ));
+        }
+        let texts = self
+            .diagnosis
+            .iter()
+            .chain(&self.score)
+            .chain(&self.changed_nothing)
+            .chain(&self.anti_methods);
+        texts
+            .into_iter()
+            .any(|t| t.len() > 2 * TRAIL_TEXT_MAX)
+            .then(|| {
+                format!(
+                    "a drill's findings' texts are at most {} bytes",
+                    2 * TRAIL_TEXT_MAX
+                )
+            })
+    }
+}

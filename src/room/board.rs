@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::{Deserialize, Serialize};
 use simulator_api::live::CheckProgress;
 use simulator_api::room::{
-    seat_name_error, CellState, FailedCondition, Happening, ReadyReport, SeatReadiness, SeatReport,
-    TimelineEntry,
+    seat_name_error, CellState, DrillReport, FailedCondition, Happening, ReadyReport,
+    SeatReadiness, SeatReport, TimelineEntry,
 };
 
 /// The most seats a room takes: a room of hundreds is several rooms.
@@ -63,6 +63,9 @@ pub struct Room {
     pub revealed: bool,
     pub(super) seats: BTreeMap<String, Seat>,
     pub(super) timeline: VecDeque<TimelineEntry>,
+    /// The drill's seed the facilitator gave the room, shown on the board.
+    #[serde(default)]
+    pub drill_seed: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,6 +83,9 @@ pub(super) struct Seat {
     /// The address it joined from; none from the room's own machine.
     #[serde(default)]
     pub(super) joined_from: Option<std::net::IpAddr>,
+    /// The seat's last drill report and when it came.
+    #[serde(default)]
+    pub(super) drill: Option<(u64, DrillReport)>,
 }
 
 /// A seat's exercise, with what the board's summaries are made of.
@@ -108,6 +114,7 @@ impl Room {
             revealed: false,
             seats: BTreeMap::new(),
             timeline: VecDeque::new(),
+            drill_seed: None,
         }
     }
 
@@ -172,6 +179,7 @@ impl Room {
             cells: BTreeMap::new(),
             ready: None,
             joined_from: None,
+            drill: None,
         });
         entry.token = Some(token.clone());
         entry.joined_from = from;
@@ -234,6 +242,35 @@ impl Room {
             readiness: report.readiness,
         });
         self.happened(now_ms, &name, None, what, detail);
+        Ok(())
+    }
+
+    /// `POST /room/drill`: a seat's drill taken, or why not. A later report
+    /// replaces an earlier one; the timeline notes it when its findings moved
+    /// (a diagnosis, a fix), not each time it is sent.
+    pub fn drill(&mut self, token: &str, report: DrillReport, now_ms: u64) -> Result<(), Refusal> {
+        let name = report.seat.clone();
+        self.owned_by(&name, token)?;
+        if let Some(why) = report.bounds_error() {
+            return Err(Refusal::BadReport(why));
+        }
+        let found = &report.findings;
+        let mut detail = match (&found.diagnosis, &found.score) {
+            (Some(cause), Some(score)) => format!("named {cause}: {score}"),
+            _ => "no diagnosis yet".to_owned(),
+        };
+        if found.fixed_s.is_some() {
+            detail.push_str("; fix passed");
+        }
+        let seat = self.seats.get_mut(&name).expect("owned_by found it");
+        let moved = seat
+            .drill
+            .as_ref()
+            .is_none_or(|(_, was)| was.findings != report.findings || was.seed != report.seed);
+        seat.drill = Some((now_ms, report));
+        if moved {
+            self.happened(now_ms, &name, None, Happening::Drill, detail);
+        }
         Ok(())
     }
 

@@ -636,3 +636,91 @@ fn read_back(room: &Room) -> Room {
     crate::room::state_file::write(&path, room).unwrap();
     crate::room::state_file::read(&path).unwrap().unwrap()
 }
+
+fn drill_report(
+    seat: &str,
+    diagnosis: Option<&str>,
+    steps: usize,
+) -> simulator_api::room::DrillReport {
+    use simulator_api::trail::{DrillFindings, TrailEntry, TrailKind};
+    let step = |i: usize| TrailEntry {
+        t: i as f64,
+        at_ms: 0,
+        kind: TrailKind::Look,
+        tool: "stats".into(),
+        what: "/stats".into(),
+        by: "curl".into(),
+        times: 1,
+        last_t: i as f64,
+        passed: None,
+    };
+    simulator_api::room::DrillReport {
+        seat: seat.into(),
+        seed: "plum-42".into(),
+        findings: DrillFindings {
+            first_look_s: Some(1.0),
+            diagnosed_s: diagnosis.map(|_| 90.0),
+            diagnosis: diagnosis.map(str::to_owned),
+            score: diagnosis.map(|_| "right".to_owned()),
+            fixed_s: None,
+            changed_nothing: Vec::new(),
+            anti_methods: Vec::new(),
+        },
+        trail: (0..steps).map(step).collect(),
+    }
+}
+
+#[test]
+fn a_drill_report_is_the_seats_own_bounded_noted_when_it_moves_and_its_trail_seen_as_its_row() {
+    use simulator_api::room::{Happening, ROOM_TRAIL_MAX};
+    let mut room = room();
+    joined(&mut room, "ada", 0);
+    joined(&mut room, "bob", 0);
+    assert!(matches!(
+        room.drill("token-of-bob", drill_report("ada", None, 3), 1),
+        Err(Refusal::OtherSeat { .. })
+    ));
+    let long = drill_report("ada", None, ROOM_TRAIL_MAX + 1);
+    assert!(matches!(
+        room.drill("token-of-ada", long, 1),
+        Err(Refusal::BadReport(_))
+    ));
+    let drills = |room: &Room| {
+        room.timeline
+            .iter()
+            .filter(|e| e.what == Happening::Drill)
+            .count()
+    };
+    room.drill("token-of-ada", drill_report("ada", None, 3), 2)
+        .unwrap();
+    room.drill("token-of-ada", drill_report("ada", None, 4), 3)
+        .unwrap();
+    assert_eq!(drills(&room), 1, "the same findings again are not news");
+    room.drill("token-of-ada", drill_report("ada", Some("cpu-quota"), 5), 4)
+        .unwrap();
+    assert_eq!(drills(&room), 2);
+    let looking = |viewer, seat| Looking {
+        viewer,
+        seat,
+        now_ms: 5,
+        stuck_after_ms: 10 * MIN,
+    };
+    let row = &room
+        .board(&exercises(), looking(Viewer::Facilitator, None))
+        .seats[0];
+    assert_eq!(row.drill.as_ref().unwrap().steps, 5);
+    assert_eq!(room.trails(looking(Viewer::Facilitator, None)).len(), 1);
+    assert_eq!(
+        room.trails(looking(Viewer::Seat, Some("bob"))).len(),
+        0,
+        "ada's is hers"
+    );
+    assert_eq!(room.trails(looking(Viewer::Projector, None)).len(), 0);
+    room.revealed = true;
+    assert_eq!(
+        room.trails(looking(Viewer::Seat, Some("bob")))[0]
+            .trail
+            .len(),
+        5
+    );
+}

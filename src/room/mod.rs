@@ -65,6 +65,11 @@ pub struct RoomArgs {
     /// laptops reach the room through one address (a NAT).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_connections_per_address: u16,
+    /// The drill's seed for the room: the board shows it, so every laptop
+    /// starts the same draw (`system-simulator drill start --seed SEED`), and
+    /// each seat's drill reports to its column (kept in the state file).
+    #[arg(long, value_name = "SEED")]
+    pub drill_seed: Option<String>,
 }
 
 pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
@@ -80,6 +85,16 @@ pub async fn run(args: RoomArgs) -> anyhow::Result<()> {
             "--password: one word without '/' or spaces (it goes in a URL)"
         );
         room.password.clone_from(password);
+    }
+    if let Some(seed) = &args.drill_seed {
+        anyhow::ensure!(
+            !seed.is_empty()
+                && seed.len() <= simulator_api::trail::TRAIL_TEXT_MAX
+                && seed.chars().all(|c| c.is_ascii_graphic()),
+            "--drill-seed: one word of printable characters, at most {} bytes",
+            simulator_api::trail::TRAIL_TEXT_MAX
+        );
+        room.drill_seed = Some(seed.clone());
     }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -284,6 +299,9 @@ fn print_banner(args: &RoomArgs, room: &Room, bound: SocketAddr, url: &str, rest
         room.password
     );
     println!("and every `workshop check` they run reports to the room.");
+    if let Some(seed) = &room.drill_seed {
+        println!("the drill: each laptop runs `system-simulator drill start --seed {seed}`, and its `drill report` fills the drill column.");
+    }
 }
 
 fn print_kit(kit: &kit::Kit, url: &str) {

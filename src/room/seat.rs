@@ -144,17 +144,48 @@ pub async fn report_ready(
     args: &RoomArgs,
     readiness: &simulator_api::room::Readiness,
 ) -> Result<String, String> {
+    send_once(args, "/room/ready", |seat| {
+        simulator_api::room::ReadyReport {
+            seat: seat.to_owned(),
+            readiness: readiness.clone(),
+        }
+    })
+    .await
+}
+
+/// A drill's findings and trail for its column (`drill report` with the
+/// room's line): the seat's row's URL when the room took them.
+pub async fn report_drill(
+    args: &RoomArgs,
+    seed: &str,
+    findings: &simulator_api::trail::DrillFindings,
+    trail: &[simulator_api::trail::TrailEntry],
+) -> Result<String, String> {
+    send_once(args, "/room/drill", |seat| {
+        simulator_api::room::DrillReport {
+            seat: seat.to_owned(),
+            seed: seed.to_owned(),
+            findings: findings.clone(),
+            trail: trail.to_vec(),
+        }
+    })
+    .await
+}
+
+/// Joins (or finds this seat's token) and POSTs the body `made` makes for
+/// the seat's name to `path`: the seat's row's URL when the room took it.
+async fn send_once<T: serde::Serialize>(
+    args: &RoomArgs,
+    path: &str,
+    made: impl FnOnce(&str) -> T,
+) -> Result<String, String> {
     let (url, name) = match (args.room.as_deref(), args.seat.as_deref()) {
         (Some(url), Some(name)) => (url, name),
         _ => return Err("the room's line gives ISIM_ROOM and ISIM_SEAT".into()),
     };
     let mut seat = seat(url, name).await?;
-    let report = simulator_api::room::ReadyReport {
-        seat: name.to_owned(),
-        readiness: readiness.clone(),
-    };
-    let body = Bytes::from(serde_json::to_vec(&report).expect("a readiness serialises"));
-    send(&mut seat, "/room/ready", body).await?;
+    let body = serde_json::to_vec(&made(name)).map_err(|e| e.to_string())?;
+    send(&mut seat, path, Bytes::from(body)).await?;
     Ok(row_link(&seat))
 }
 

@@ -20,7 +20,7 @@ use axum::routing::{delete, get, post, put};
 use axum::{Form, Json, Router};
 use futures::stream::{self, Stream};
 use simulator_api::room::{
-    Board, JoinAnswer, JoinRequest, ReadyReport, Reveal, SeatReport, Viewer,
+    Board, DrillReport, JoinAnswer, JoinRequest, ReadyReport, Reveal, SeatReport, SeatTrail, Viewer,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -118,6 +118,8 @@ pub fn routes(shared: Arc<Shared>) -> Router {
         .route("/room/join", post(join))
         .route("/room/report", post(report))
         .route("/room/ready", post(ready))
+        .route("/room/drill", post(drill))
+        .route("/room/trails", get(trails))
         .route("/room/reveal", put(reveal))
         .route("/room/seats/{seat}", delete(free))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -259,6 +261,37 @@ async fn ready(
     shared.room().ready(token, report, now_ms())?;
     shared.changed();
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /room/drill`: a seat's drill (`drill report` with the room's line).
+async fn drill(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Json(report): Json<DrillReport>,
+) -> Result<StatusCode, Refused> {
+    let token = bearer(&headers).ok_or_else(|| {
+        Refused::unauthorized("a drill report carries its seat's token (Authorization: Bearer)")
+    })?;
+    shared.room().drill(token, report, now_ms())?;
+    shared.changed();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /room/trails`: the drills' trails this viewer may see, side by side
+/// on the debrief; the board carries each seat's findings only.
+async fn trails(
+    State(shared): State<Arc<Shared>>,
+    asker: Asker,
+) -> Result<Json<Vec<SeatTrail>>, Refused> {
+    let room = shared.room();
+    let (viewer, seat) = asker.viewer(&room)?;
+    let looking = super::view::Looking {
+        viewer,
+        seat: seat.as_deref(),
+        now_ms: now_ms(),
+        stuck_after_ms: shared.stuck_after.as_millis() as u64,
+    };
+    Ok(Json(room.trails(looking)))
 }
 
 async fn reveal(

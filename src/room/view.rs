@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use simulator_api::room::{
-    Board, Cell, CellState, ConditionCount, ExerciseSummary, SeatRow, Stuck, TimelineEntry, Viewer,
-    TIMELINE_SHOWN,
+    Board, Cell, CellState, ConditionCount, ExerciseSummary, SeatDrill, SeatRow, SeatTrail, Stuck,
+    TimelineEntry, Viewer, TIMELINE_SHOWN,
 };
 
 use super::board::{number, CellRecord, Room, Seat};
@@ -25,11 +25,7 @@ pub struct Looking<'a> {
 impl Room {
     /// The board as `looking` may see it.
     pub fn board(&self, exercises: &[String], looking: Looking<'_>) -> Board {
-        let sees = |seat: &str| match looking.viewer {
-            Viewer::Facilitator => true,
-            Viewer::Seat => self.revealed || looking.seat == Some(seat),
-            Viewer::Projector => self.revealed,
-        };
+        let sees = |seat: &str| self.sees(looking, seat);
         let seats = self
             .seats
             .iter()
@@ -68,7 +64,36 @@ impl Room {
             ready: self.readiness_count(true),
             not_ready: self.readiness_count(false),
             timeline,
+            drill_seed: self.drill_seed.clone(),
         }
+    }
+
+    /// Whether `looking` may see seat `seat`'s row: the facilitator every
+    /// one, a seat its own, everyone every row once revealed.
+    fn sees(&self, looking: Looking<'_>, seat: &str) -> bool {
+        match looking.viewer {
+            Viewer::Facilitator => true,
+            Viewer::Seat => self.revealed || looking.seat == Some(seat),
+            Viewer::Projector => self.revealed,
+        }
+    }
+
+    /// `GET /room/trails`: the drills' trails of the seats `looking` may see,
+    /// for the debrief.
+    pub fn trails(&self, looking: Looking<'_>) -> Vec<SeatTrail> {
+        self.seats
+            .iter()
+            .filter(|(name, _)| self.sees(looking, name))
+            .filter_map(|(name, seat)| {
+                let (_, report) = seat.drill.as_ref()?;
+                Some(SeatTrail {
+                    seat: name.clone(),
+                    seed: report.seed.clone(),
+                    findings: report.findings.clone(),
+                    trail: report.trail.clone(),
+                })
+            })
+            .collect()
     }
 
     /// Seats whose last readiness report said `ready`: counts, which every
@@ -205,6 +230,12 @@ fn row(name: &str, seat: &Seat, exercises: &[String], looking: Looking<'_>) -> S
         stuck,
         cells,
         ready: seat.ready.clone(),
+        drill: seat.drill.as_ref().map(|(at_ms, report)| SeatDrill {
+            at_ms: *at_ms,
+            seed: report.seed.clone(),
+            findings: report.findings.clone(),
+            steps: report.trail.len(),
+        }),
     }
 }
 

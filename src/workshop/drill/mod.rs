@@ -37,6 +37,7 @@ use simulator_service::scenario::Scenario;
 use simulator_service::server::Answers;
 
 use super::{check, progress};
+use crate::room::seat::RoomArgs as SeatArgs;
 use crate::serve::ServeArgs;
 use draw::Draw;
 
@@ -76,6 +77,8 @@ pub enum DrillCommand {
         cause: String,
         #[command(flatten)]
         server: DrillServer,
+        #[command(flatten)]
+        room: SeatArgs,
     },
     /// Add your own words to the trail, now: what you ran that the server
     /// cannot see (a tracer as root, `top`, `ss`).
@@ -93,6 +96,8 @@ pub enum DrillCommand {
         seed: String,
         #[command(flatten)]
         server: DrillServer,
+        #[command(flatten)]
+        room: SeatArgs,
     },
     /// Judge the fix with the drawn cause's own win condition; exit 0 when it
     /// holds and 1 when not. Its figures name what it measures: diagnose first.
@@ -102,6 +107,8 @@ pub enum DrillCommand {
         seed: String,
         #[command(flatten)]
         server: DrillServer,
+        #[command(flatten)]
+        room: SeatArgs,
         /// How long the check's own load runs (at least 6 s, longer where the
         /// drawn check needs it).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
@@ -130,33 +137,33 @@ pub async fn run(args: DrillArgs) -> anyhow::Result<ExitCode> {
             seed,
             cause,
             server,
-        } => diagnose(&seed, &cause, &server).await,
+            room,
+        } => {
+            diagnose(&seed, &cause, &server).await?;
+            tell_room(&seed, &server, &room, false).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         DrillCommand::Note { words, server } => {
             let body = serde_json::to_vec(&simulator_api::trail::TrailNote { note: words })?;
             admin(&server, Method::POST, "/admin/trail", body).await?;
             println!("noted in the trail");
             Ok(ExitCode::SUCCESS)
         }
-        DrillCommand::Report { seed, server } => {
-            let drawn = Draw::of(&seed)?;
-            started_with(&drawn.scenario()?, &seed, &server.target).await?;
-            let trail: Trail = serde_json::from_str(
-                &admin(&server, Method::GET, "/admin/trail", Vec::new()).await?,
-            )?;
-            print!(
-                "{}",
-                report::render(&trail, &report::findings(&trail, &drawn))
-            );
+        DrillCommand::Report { seed, server, room } => {
+            tell_room(&seed, &server, &room, true).await?;
             Ok(ExitCode::SUCCESS)
         }
         DrillCommand::Check {
             seed,
             server,
+            room,
             duration,
         } => {
             let drilled = Draw::of(&seed)?.scenario()?;
             started_with(&drilled, &seed, &server.target).await?;
-            judge(&drilled, &server.target, duration).await
+            let verdict = judge(&drilled, &server.target, duration).await?;
+            tell_room(&seed, &server, &room, false).await?;
+            Ok(verdict)
         }
         DrillCommand::Causes => {
             print!("{}", diagnosis::vocabulary()?);
@@ -182,9 +189,43 @@ async fn start(seed: Option<String>, mut serve: ServeArgs) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
+/// The trail read as the drill's report: printed when `print`, and sent to
+/// the room's drill column when the room's line is given (best effort: a
+/// room that cannot take it costs one warning).
+async fn tell_room(
+    seed: &str,
+    server: &DrillServer,
+    room: &SeatArgs,
+    print: bool,
+) -> anyhow::Result<()> {
+    let drawn = Draw::of(seed)?;
+    if print {
+        started_with(&drawn.scenario()?, seed, &server.target).await?;
+    } else if room.room.is_none() {
+        return Ok(());
+    }
+    let text = admin(server, Method::GET, "/admin/trail", Vec::new()).await?;
+    let trail: Trail = serde_json::from_str(&text)?;
+    let found = report::findings(&trail, &drawn);
+    if print {
+        print!("{}", report::render(&trail, &found));
+    }
+    if room.room.is_some() {
+        let steps: Vec<_> = report::steps(&trail)
+            .take(simulator_api::room::ROOM_TRAIL_MAX)
+            .cloned()
+            .collect();
+        match crate::room::seat::report_drill(room, seed, &found, &steps).await {
+            Ok(link) => println!("the room's drill column has it: {link}"),
+            Err(why) => eprintln!("note: the room does not show this drill: {why}"),
+        }
+    }
+    Ok(())
+}
+
 /// `drill diagnose`: the cause named to the server, which notes it; the
 /// first one named is the one of record, and its score is printed.
-async fn diagnose(seed: &str, cause: &str, server: &DrillServer) -> anyhow::Result<ExitCode> {
+async fn diagnose(seed: &str, cause: &str, server: &DrillServer) -> anyhow::Result<()> {
     let drawn = Draw::of(seed)?;
     diagnosis::named(cause)?;
     started_with(&drawn.scenario()?, seed, &server.target).await?;
@@ -204,7 +245,7 @@ async fn diagnose(seed: &str, cause: &str, server: &DrillServer) -> anyhow::Resu
             answer.of_record
         ),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// One admin call to the drill's server, its answer's text.

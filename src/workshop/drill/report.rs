@@ -14,29 +14,10 @@
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-use simulator_api::trail::{Trail, TrailEntry, TrailKind};
+use simulator_api::trail::{DrillFindings, Trail, TrailEntry, TrailKind};
 
 use super::diagnosis::{self, Score};
 use super::draw::Draw;
-
-/// What a drill's trail says, as `drill report` prints it and the room
-/// shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Findings {
-    /// Seconds since the server started, of each milestone.
-    pub first_look_s: Option<f64>,
-    pub diagnosed_s: Option<f64>,
-    /// The diagnosis of record and its score (`right`, `partly right: ...`,
-    /// `wrong`).
-    pub diagnosis: Option<String>,
-    pub score: Option<String>,
-    pub fixed_s: Option<f64>,
-    /// Changes after which the next check still failed.
-    pub changed_nothing: Vec<String>,
-    /// The anti-methods seen, each a sentence.
-    pub anti_methods: Vec<String>,
-}
 
 /// Callers that load or judge the server: their reads are not looks.
 const NOT_LOOKS: &[&str] = &["clients", "workshop check", "drill", "demo"];
@@ -66,7 +47,7 @@ fn way(entry: &TrailEntry) -> String {
 }
 
 /// Reads `trail` as the attendee's path to `drawn`.
-pub fn findings(trail: &Trail, drawn: &Draw) -> Findings {
+pub fn findings(trail: &Trail, drawn: &Draw) -> DrillFindings {
     let entries = &trail.entries;
     let first_look = entries.iter().find(|e| is_look(e));
     let diagnosis = entries.iter().find(|e| e.kind == TrailKind::Diagnosis);
@@ -105,7 +86,7 @@ pub fn findings(trail: &Trail, drawn: &Draw) -> Findings {
         )),
         _ => {}
     }
-    Findings {
+    DrillFindings {
         first_look_s: first_look.map(|e| e.t),
         diagnosed_s: diagnosis.map(|e| e.t),
         diagnosis: diagnosis.map(|e| e.what.clone()),
@@ -130,6 +111,15 @@ fn changed_nothing(entries: &[TrailEntry]) -> Vec<String> {
     found
 }
 
+/// The trail's steps without the drill's bookkeeping: its own commands
+/// read `/stats` to know their server.
+pub fn steps(trail: &Trail) -> impl Iterator<Item = &TrailEntry> {
+    trail
+        .entries
+        .iter()
+        .filter(|e| !(e.kind == TrailKind::Look && e.by.starts_with("drill")))
+}
+
 /// `m:ss` since the server started.
 pub fn clock(t: f64) -> String {
     let s = t.max(0.0).round() as u64;
@@ -137,11 +127,9 @@ pub fn clock(t: f64) -> String {
 }
 
 /// The report `drill report` prints: the trail, then the findings.
-pub fn render(trail: &Trail, found: &Findings) -> String {
+pub fn render(trail: &Trail, found: &DrillFindings) -> String {
     let mut out = String::from("the trail (time since the server started):\n");
-    // The drill's own commands read /stats to know their server: bookkeeping.
-    let bookkeeping = |e: &TrailEntry| e.kind == TrailKind::Look && e.by.starts_with("drill");
-    for e in trail.entries.iter().filter(|e| !bookkeeping(e)) {
+    for e in steps(trail) {
         let kind = match e.kind {
             TrailKind::Look if is_look(e) => "look",
             TrailKind::Look => "load",

@@ -5,7 +5,8 @@
 //! that is not there or to a server with an admin token (tier B).
 //!
 //! With `ROOM_SCREENSHOTS=DIR` the browser test also writes the facilitator's,
-//! a seat's and the projector's pages there (docs/workshop/README.md shows them:
+//! a seat's and the projector's pages there, and the drill's column with two
+//! seats' trails side by side (docs/workshop/README.md shows them:
 //! `ROOM_SCREENSHOTS=docs/workshop/room cargo test --test suite -- --include-ignored
 //! workshop::room::eight`).
 
@@ -37,6 +38,7 @@ impl Room {
     fn start(state: &std::path::Path, listen: &str) -> Room {
         let mut child = Command::new(BIN)
             .args(["room", "--listen", listen, "--password", "plum-42"])
+            .args(["--drill-seed", &drill_seed()])
             // Short, so the test sees the seats that failed marked stuck.
             .args(["--stuck-after", "5s"])
             .arg("--state")
@@ -273,9 +275,28 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
         Duration::from_secs(15),
     )
     .await;
+    let drills = drill_column(&page, &room, dir.path()).await;
     if let Some(out) = std::env::var_os("ROOM_SCREENSHOTS").map(std::path::PathBuf::from) {
         screenshots(&page, &room, dir.path(), &out).await;
+        page.wait_for(
+            "the board",
+            "return document.getElementById('status').textContent === 'live';",
+            Duration::from_secs(10),
+        )
+        .await;
+        page.eval("document.getElementById('drill-seat-1').click(); return true;")
+            .await;
+        page.wait_for(
+            "the trails",
+            "return !!document.getElementById('trail-seat-2');",
+            Duration::from_secs(10),
+        )
+        .await;
+        page.eval("document.getElementById('grid-title').scrollIntoView(); return true;")
+            .await;
+        page.screenshot(&out.join("drill.png")).await;
     }
+    drop(drills);
 
     // Restarted from its file: the same board, and the seats' tokens still report.
     let before = room.board().await;
@@ -323,6 +344,128 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
         (first["state"].as_str(), first["attempts"].as_u64()),
         (Some(expected.0), Some(expected.1))
     );
+}
+
+/// The seed the room gives for its drill: a draw of semaphore starvation.
+fn drill_seed() -> String {
+    system_simulator::workshop::drill::draw::seed_for("semaphore-starvation").unwrap()
+}
+
+/// This binary with `args` as `seat` of `room`, its token kept under `state`:
+/// what it printed; it must succeed.
+fn as_seat(seat: &str, room: &Room, state: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("ISIM_ROOM", room.invitation())
+        .env("ISIM_SEAT", seat)
+        .env("XDG_STATE_HOME", state)
+        .output()
+        .unwrap();
+    common::stdout_of_success(&out)
+}
+
+/// Two seats' drills on the room's seed, read on the facilitator's page:
+/// seat-1 counts, fixes and names the cause (right, no anti-method); seat-2
+/// changes a setting before any look and names another resource's cause
+/// (wrong, a random change). A click on a drill cell shows both trails side
+/// by side. The drills' servers, for the caller to stop.
+async fn drill_column(page: &Browser, room: &Room, state: &std::path::Path) -> Vec<Server> {
+    let seed = drill_seed();
+    let servers: Vec<Server> = ["seat-1", "seat-2"]
+        .iter()
+        .map(|_| Server::start_drill(&seed, state))
+        .collect();
+    let (careful, rash) = (&servers[0].url, &servers[1].url);
+    for script in ["count", "permit-wait"] {
+        let args = ["trace", script, "--target", careful, "--seconds", "1"];
+        as_seat("seat-1", room, state, &args);
+    }
+    let fixed = put_json(
+        &client(),
+        &format!("{careful}/admin/config"),
+        r#"{"permits": 64}"#,
+    )
+    .await;
+    assert!(fixed.status.is_success(), "{}", fixed.body);
+    let said = as_seat(
+        "seat-1",
+        room,
+        state,
+        &[
+            "drill",
+            "diagnose",
+            "--seed",
+            &seed,
+            "--target",
+            careful,
+            "semaphore-starvation",
+        ],
+    );
+    assert!(said.contains("the room's drill column has it"), "{said}");
+    let changed = put_json(
+        &client(),
+        &format!("{rash}/admin/config"),
+        r#"{"permits": 200}"#,
+    )
+    .await;
+    assert!(changed.status.is_success(), "{}", changed.body);
+    as_seat(
+        "seat-2",
+        room,
+        state,
+        &[
+            "drill",
+            "diagnose",
+            "--seed",
+            &seed,
+            "--target",
+            rash,
+            "cpu-quota",
+        ],
+    );
+    page.wait_for(
+        "the drill column: seat-1 right, seat-2 wrong",
+        "const s = (n) => (document.getElementById('drill-' + n) || {dataset: {}}).dataset.score;          return s('seat-1') === 'right' && s('seat-2') === 'wrong';",
+        Duration::from_secs(10),
+    )
+    .await;
+    let seed_shown = page.text("drill-seed").await;
+    assert!(seed_shown.contains(&seed), "{seed_shown}");
+    page.eval("document.getElementById('drill-seat-1').click(); return true;")
+        .await;
+    page.wait_for(
+        "both trails side by side",
+        "return !!document.getElementById('trail-seat-1') && !!document.getElementById('trail-seat-2');",
+        Duration::from_secs(10),
+    )
+    .await;
+    let first = page.text("trail-seat-1").await;
+    for step in [
+        "trace count",
+        "trace permit-wait",
+        "permits=64",
+        "semaphore-starvation: right",
+    ] {
+        assert!(first.contains(step), "seat-1's trail lacks {step}: {first}");
+    }
+    assert!(
+        !first.contains('⚠'),
+        "seat-1 measured before it changed: {first}"
+    );
+    let second = page.text("trail-seat-2").await;
+    assert!(second.contains("random change"), "{second}");
+    assert!(second.contains("cpu-quota: wrong"), "{second}");
+    // The page as it was, for what follows: the debrief closed, at the top.
+    page.goto("about:blank").await;
+    page.goto(&format!("{}/room#key={}", room.url, room.key))
+        .await;
+    page.wait_for(
+        "the board again",
+        "return document.getElementById('status').textContent === 'live';",
+        Duration::from_secs(10),
+    )
+    .await;
+    servers
 }
 
 /// The pages of the room as the guide shows them: the facilitator's, seat-2's
