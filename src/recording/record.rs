@@ -18,7 +18,7 @@ use simulator_api::{max_duration, Stats};
 
 use crate::recording::format::events::Packer;
 use crate::recording::format::file::{Kind, Writer};
-use crate::recording::format::{EndBlock, Head, ProfileBlock, TickBlock, EVENTS_BLOCK};
+use crate::recording::format::{EndBlock, Head, ProfileBlock, TickBlock, TrailBlock, EVENTS_BLOCK};
 use crate::trace::script::{Event, Script};
 
 /// What `record` takes.
@@ -50,7 +50,12 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<()> {
     let seconds = max_duration::cut_and_say("record", "--seconds", wanted, cap)
         .as_secs()
         .max(1);
-    let mut recorder = Recorder::create(&args.out, &args.target, seconds)?;
+    let mut recorder = Recorder::create(
+        &args.out,
+        &args.target,
+        args.admin_token.as_deref(),
+        seconds,
+    )?;
     if let Some(profile_s) = args.profile {
         recorder.profile = Some(Profiling::Asked {
             target: args.target.clone(),
@@ -121,7 +126,7 @@ pub async fn beside(
     path: &std::path::Path,
 ) -> anyhow::Result<Beside> {
     // Its head says 0 s: it lasts as long as what it is beside.
-    let mut recorder = Recorder::create(path, target, 0)?;
+    let mut recorder = Recorder::create(path, target, admin_token, 0)?;
     let (began, begun) = tokio::sync::oneshot::channel();
     recorder.began = Some(began);
     let stop = tokio_util::sync::CancellationToken::new();
@@ -225,6 +230,60 @@ impl Profiling {
     }
 }
 
+/// The server's trail beside the recording (`GET /admin/trail`), read once a
+/// second by a task of its own, its latest text in a watch channel. A server
+/// that does not give it (an older build, an admin route refused) leaves the
+/// recording without one: the task ends at the first refusal.
+#[derive(Debug)]
+enum TrailWatch {
+    Asked {
+        target: String,
+        admin_token: Option<String>,
+    },
+    Reading(tokio::sync::watch::Receiver<Option<String>>),
+    Off,
+}
+
+impl TrailWatch {
+    fn start(self) -> Self {
+        let TrailWatch::Asked {
+            target,
+            admin_token,
+        } = self
+        else {
+            return self;
+        };
+        let (tell, latest) = tokio::sync::watch::channel(None);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                let read = simulator_api::client::exchange(
+                    &target,
+                    hyper::Method::GET,
+                    "/admin/trail",
+                    bytes::Bytes::new(),
+                    admin_token.as_deref(),
+                )
+                .await;
+                let Ok(text) = read else { return };
+                // Ends with the recorder, which drops the receiver.
+                let changed = tell.send_if_modified(|now| {
+                    let moved = now.as_deref() != Some(text.as_str());
+                    if moved {
+                        *now = Some(text);
+                    }
+                    moved
+                });
+                if !changed && tell.is_closed() {
+                    return;
+                }
+            }
+        });
+        TrailWatch::Reading(latest)
+    }
+}
+
 /// The script that keeps what it is fed.
 #[derive(Debug)]
 pub struct Recorder {
@@ -249,11 +308,20 @@ pub struct Recorder {
     began: Option<tokio::sync::oneshot::Sender<()>>,
     /// The CPU profile asked for, until it is written.
     profile: Option<Profiling>,
+    /// The server's trail, read once a second beside the recording.
+    trail: TrailWatch,
+    /// The trail's text as last written, so an unchanged one is not again.
+    trail_written: Option<String>,
 }
 
 impl Recorder {
     /// Creates the file and writes its head.
-    pub fn create(path: &std::path::Path, target: &str, seconds: u64) -> anyhow::Result<Self> {
+    pub fn create(
+        path: &std::path::Path,
+        target: &str,
+        admin_token: Option<&str>,
+        seconds: u64,
+    ) -> anyhow::Result<Self> {
         let opened =
             File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
         let mut file = Writer::new(BufWriter::new(opened))?;
@@ -285,6 +353,11 @@ impl Recorder {
             failed: None,
             began: None,
             profile: None,
+            trail: TrailWatch::Asked {
+                target: target.to_owned(),
+                admin_token: admin_token.map(str::to_owned),
+            },
+            trail_written: None,
         })
     }
 
@@ -372,8 +445,30 @@ impl Recorder {
         }
     }
 
+    /// Writes the trail when it moved since the last written.
+    fn write_trail(&mut self) {
+        let TrailWatch::Reading(latest) = &mut self.trail else {
+            return;
+        };
+        let text = latest.borrow_and_update().clone();
+        let Some(text) = text.filter(|t| self.trail_written.as_ref() != Some(t)) else {
+            return;
+        };
+        let Ok(trail) = serde_json::from_str(&text) else {
+            return;
+        };
+        let block = TrailBlock {
+            unix_ms: unix_ms(),
+            trail,
+        };
+        let payload = serde_json::to_vec(&block).unwrap_or_default();
+        self.write(Kind::Trail, &payload);
+        self.trail_written = Some(text);
+    }
+
     fn tick(&mut self) {
         self.write_events();
+        self.write_trail();
         let tick = TickBlock {
             second: self.second,
             unix_ms: unix_ms(),
@@ -410,6 +505,7 @@ impl Script for Recorder {
     fn begin(&mut self, out: &mut String) {
         self.tick();
         self.profile = self.profile.take().map(Profiling::start);
+        self.trail = std::mem::replace(&mut self.trail, TrailWatch::Off).start();
         if let Some(began) = self.began.take() {
             let _ = began.send(());
         }
@@ -457,6 +553,7 @@ impl Script for Recorder {
             out.push_str("No CPU profile in the recording: it ended before the profile did.\n");
         }
         self.write_events();
+        self.write_trail();
         let end = EndBlock {
             seconds: ran_s.max(self.second),
             stats: self.stats_to_keep(),

@@ -2,7 +2,9 @@
 //!
 //! For each fix of an exercise: a fresh server in the scenario (this binary,
 //! `serve --scenario NAME` on a free loopback port, in a child process so the
-//! measuring load never shares the server's runtime), the win condition measured
+//! measuring load never shares the server's runtime; with `--as-drill`,
+//! `drill start` on the seed that draws its cause, dressed as the drill dresses
+//! it: [`Serving`]), the win condition measured
 //! (`check/`), the fix applied live, measured again. The result is a Markdown
 //! block that `--write` puts between the page's `figures` markers; the page-claims
 //! test (`tests/suite/workshop/exercises.rs`) runs a shortened version and checks that every
@@ -44,20 +46,60 @@ struct ChildServer {
     _cgroup: Option<Cgroup>,
 }
 
+/// Where the servers of a measurement come from.
+#[derive(Debug, Clone)]
+pub enum Serving {
+    /// `serve --scenario NAME`: the exercise as its page runs it.
+    Exercise,
+    /// `drill start --seed SEED` on the seed that draws the exercise's cause:
+    /// the cause under the drill's production dressing, judged by the drill's
+    /// check (the cause's own win condition). The exercise's fixes are
+    /// applied as its page applies them, so the figures say whether the
+    /// dressing leaves the exercise as it was.
+    Drill {
+        seed: String,
+        drilled: Box<Scenario>,
+    },
+}
+
+impl Serving {
+    /// The drill's draw of `cause`.
+    pub fn drill_of(cause: &Scenario) -> anyhow::Result<Self> {
+        let seed = super::drill::draw::seed_for(&cause.name)?;
+        let drilled = super::drill::draw::Draw::of(&seed)?.scenario()?;
+        Ok(Serving::Drill {
+            seed,
+            drilled: Box::new(drilled),
+        })
+    }
+
+    /// The command that starts one server of `scenario`.
+    fn args<'a>(&'a self, scenario: &'a Scenario) -> Vec<&'a str> {
+        let mut args = match self {
+            Serving::Exercise => vec!["serve", "--scenario", scenario.name.as_str()],
+            Serving::Drill { seed, .. } => vec!["drill", "start", "--seed", seed.as_str()],
+        };
+        args.extend(["--listen", "127.0.0.1:0", "--admin-listen", "off"]);
+        args
+    }
+
+    /// The scenario the check judges: the exercise's, or the drill's.
+    fn judged<'a>(&'a self, scenario: &'a Scenario) -> &'a Scenario {
+        match self {
+            Serving::Exercise => scenario,
+            Serving::Drill { drilled, .. } => drilled,
+        }
+    }
+}
+
 impl ChildServer {
-    fn start(scenario: &str, confinement: &Confinement) -> anyhow::Result<Self> {
-        let (mut command, cgroup) = confinement.command(
-            &std::env::current_exe()?,
-            &[
-                "serve",
-                "--scenario",
-                scenario,
-                "--listen",
-                "127.0.0.1:0",
-                "--admin-listen",
-                "off",
-            ],
-        )?;
+    fn start(
+        scenario: &Scenario,
+        serving: &Serving,
+        confinement: &Confinement,
+    ) -> anyhow::Result<Self> {
+        let (mut command, cgroup) =
+            confinement.command(&std::env::current_exe()?, &serving.args(scenario))?;
         let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -99,6 +141,7 @@ pub async fn measure(
     window: Duration,
     order: Order,
     confinement: &Confinement,
+    serving: &Serving,
 ) -> anyhow::Result<String> {
     let window = check::window_for(scenario, window);
     let mut out = format!(
@@ -116,13 +159,13 @@ pub async fn measure(
         return Ok(not_measured(out, confinement, &why));
     }
     let machine = {
-        let server = ChildServer::start(&scenario.name, confinement)?;
+        let server = ChildServer::start(scenario, serving, confinement)?;
         client::stats(&server.url).await?.machine
     };
     if let Some(why) = super::fit::cannot_judge(scenario, &machine) {
         return Ok(not_measured(out, confinement, &why));
     }
-    let verdicts = measure_all(scenario, window, order, confinement).await?;
+    let verdicts = measure_all(scenario, window, order, confinement, serving).await?;
     all_judged(scenario, confinement, &verdicts)?;
     let before = &verdicts[0];
     for (fix, after) in scenario.fixes.iter().zip(&verdicts[1..]) {
@@ -178,17 +221,18 @@ async fn measure_all(
     window: Duration,
     order: Order,
     confinement: &Confinement,
+    serving: &Serving,
 ) -> anyhow::Result<Vec<Verdict>> {
     let runs = std::iter::once(None).chain(scenario.fixes.iter().map(Some));
     if order == Order::AtOnce || measures_its_fixes_at_once(scenario) {
         return futures::future::try_join_all(
-            runs.map(|fix| measure_one(scenario, fix, window, confinement)),
+            runs.map(|fix| measure_one(scenario, fix, window, confinement, serving)),
         )
         .await;
     }
     let mut verdicts = Vec::new();
     for fix in runs {
-        verdicts.push(measure_one(scenario, fix, window, confinement).await?);
+        verdicts.push(measure_one(scenario, fix, window, confinement, serving).await?);
     }
     Ok(verdicts)
 }
@@ -248,11 +292,13 @@ async fn measure_one(
     fix: Option<&simulator_api::Fix>,
     window: Duration,
     confinement: &Confinement,
+    serving: &Serving,
 ) -> anyhow::Result<Verdict> {
-    let server = ChildServer::start(&scenario.name, confinement)?;
+    let server = ChildServer::start(scenario, serving, confinement)?;
+    let judged = serving.judged(scenario);
     let Some(fix) = fix else {
         return check::check(
-            scenario,
+            judged,
             &progress::Audience::server(&server.url),
             window,
             &[],
@@ -267,7 +313,7 @@ async fn measure_one(
         run_outside(command, &server.url).await?;
     }
     check::check(
-        scenario,
+        judged,
         &progress::Audience::server(&server.url),
         window,
         &fix.load,

@@ -92,6 +92,12 @@ pub enum WorkshopCommand {
         /// server alone, so not with `--write`.
         #[arg(long, conflicts_with = "write")]
         at_once: bool,
+        /// Start each server as the drill's draw of the exercise's cause
+        /// (`drill start` on the seed that draws it, in the drill's production
+        /// dressing) and judge it by the drill's check: the exercise's figures
+        /// as a drill serves it. Not with `--write`.
+        #[arg(long, conflicts_with = "write")]
+        as_drill: bool,
         /// Measure on servers with less CPU than this machine has.
         #[command(flatten)]
         confinement: confine::Confinement,
@@ -167,6 +173,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
             write,
             fixes,
             at_once,
+            as_drill,
             confinement,
         } => {
             let chosen = match exercise.as_deref() {
@@ -177,7 +184,7 @@ pub async fn run(args: WorkshopArgs) -> anyhow::Result<ExitCode> {
                 true => figures::Order::AtOnce,
                 false => figures::Order::AsTheExerciseSays,
             };
-            measure_figures(chosen, duration, write, order, &confinement).await
+            measure_figures(chosen, duration, write, order, &confinement, as_drill).await
         }
         WorkshopCommand::Check(args) => check_exercise(&args).await,
     }
@@ -266,10 +273,15 @@ async fn measure_figures(
     write: bool,
     order: figures::Order,
     confinement: &confine::Confinement,
+    as_drill: bool,
 ) -> anyhow::Result<ExitCode> {
     for s in chosen {
         let window = check::window_for(&s, duration);
-        let block = figures::measure(&s, window, order, confinement).await?;
+        let serving = match as_drill {
+            true => figures::Serving::drill_of(&s)?,
+            false => figures::Serving::Exercise,
+        };
+        let block = figures::measure(&s, window, order, confinement, &serving).await?;
         if write {
             let page = figures::page_of(std::path::Path::new("."), &s)?;
             figures::write_into(&page, &block)?;

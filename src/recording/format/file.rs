@@ -17,7 +17,7 @@ use std::io::Write;
 /// The first bytes of every recording.
 pub const MAGIC: &[u8; 8] = b"ISIMREC\n";
 /// The version this build writes and the newest it reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// A block's kind, length and checksum.
 const BLOCK_HEAD: usize = 9;
 /// The largest payload a reader accepts: a length over it is damage, not a block
@@ -37,6 +37,8 @@ pub enum Kind {
     End = 4,
     /// JSON: a CPU profile the server took of itself during the recording.
     Profile = 5,
+    /// JSON: the server's trail as it stood then (format 2 on).
+    Trail = 6,
 }
 
 impl Kind {
@@ -47,6 +49,7 @@ impl Kind {
             Kind::Tick,
             Kind::End,
             Kind::Profile,
+            Kind::Trail,
         ]
         .into_iter()
         .find(|k| *k as u8 == byte)
@@ -267,8 +270,14 @@ mod tests {
             OpenError::NotARecording
         );
         let mut bytes = file(&[]);
-        bytes[8] = 2;
-        assert_eq!(Reader::new(&bytes).unwrap_err(), OpenError::Newer(2));
-        assert!(OpenError::Newer(2).to_string().contains("format 2"));
+        let newer = VERSION + 1;
+        bytes[8..10].copy_from_slice(&newer.to_le_bytes());
+        assert_eq!(Reader::new(&bytes).unwrap_err(), OpenError::Newer(newer));
+        assert!(OpenError::Newer(newer)
+            .to_string()
+            .contains(&format!("format {newer}")));
+        // A recording of format 1 (before the trail) is still read.
+        bytes[8..10].copy_from_slice(&1u16.to_le_bytes());
+        assert!(Reader::new(&bytes).is_ok());
     }
 }

@@ -13,6 +13,9 @@
 //!
 //! A recording made with `record --profile N` holds the server's CPU profile of
 //! N seconds too, as folded stacks in a block of its own; `export` draws it.
+//! From format 2 on it holds the server's trail too (`GET /admin/trail`: what
+//! its operator looked at and changed), whole, each time it moved: `drill
+//! report --from FILE` reads the last, and `replay` marks its steps.
 //!
 //! Limits: a recording is read whole into memory, about 80 bytes an event once
 //! decoded (a minute of the demo's load is a few hundred MB at most); a block is
@@ -115,6 +118,15 @@ pub struct ProfileBlock {
     pub folded: String,
 }
 
+/// A trail block: the server's trail as the recorder read it at `unix_ms`.
+/// Each block holds the whole trail (at most `simulator_api::trail::TRAIL_MAX`
+/// steps); the last one is the recording's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrailBlock {
+    pub unix_ms: u64,
+    pub trail: simulator_api::trail::Trail,
+}
+
 /// What a recording holds, in order.
 #[derive(Debug, Clone)]
 pub enum Item {
@@ -183,6 +195,9 @@ pub struct Recording {
     pub unknown_events: u64,
     /// The CPU profiles taken while it was recorded.
     pub profiles: Vec<ProfileBlock>,
+    /// The server's trail as last recorded (none before format 2, or when
+    /// the recorder could not read it).
+    pub trail: Option<simulator_api::trail::Trail>,
 }
 
 impl Recording {
@@ -250,6 +265,7 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Recording> {
         stop,
         unknown_events: decoder.unknown,
         profiles: decoder.profiles,
+        trail: decoder.trail,
     })
 }
 
@@ -273,6 +289,7 @@ struct Decoder {
     items: Vec<Item>,
     unknown: u64,
     profiles: Vec<ProfileBlock>,
+    trail: Option<simulator_api::trail::Trail>,
     /// Bytes of memory the items may still take ([`MEMORY_PER_FILE_BYTE`]).
     left: usize,
     budget: usize,
@@ -295,6 +312,7 @@ impl Decoder {
             items: Vec::new(),
             unknown: 0,
             profiles: Vec::new(),
+            trail: None,
             left: budget,
             budget,
         }
@@ -360,6 +378,14 @@ impl Decoder {
                 let profile = serde_json::from_slice(payload)
                     .map_err(|e| format!("a profile block that does not parse: {e}"))?;
                 self.profiles.push(profile);
+                Ok(false)
+            }
+            Kind::Trail => {
+                // Each block replaces the last: only one is held at a time.
+                self.spend(payload.len())?;
+                let block: TrailBlock = serde_json::from_slice(payload)
+                    .map_err(|e| format!("a trail block that does not parse: {e}"))?;
+                self.trail = Some(block.trail);
                 Ok(false)
             }
         }

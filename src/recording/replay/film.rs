@@ -133,12 +133,51 @@ pub fn make(recording: &Recording) -> anyhow::Result<Film> {
         let tick = tick_of(&own, now.stats, Some(second.clone()));
         frames.push(Frame { second, tick });
     }
+    markers.extend(trail_marks(recording));
+    markers.sort_by(|a, b| a.t.total_cmp(&b.t));
     Ok(Film {
         opening: tick_of(&own, first.stats, None),
         frames,
         markers,
         began_ms,
     })
+}
+
+/// The server's trail in the recording as markers: each look, diagnosis and
+/// note since the recording began (a change of settings is marked from the
+/// readings already, a check from its own marks).
+fn trail_marks(recording: &Recording) -> Vec<LiveMarker> {
+    use simulator_api::trail::TrailKind;
+    let began_ms = recording.head.began_unix_ms;
+    let Some(trail) = &recording.trail else {
+        return Vec::new();
+    };
+    trail
+        .entries
+        .iter()
+        .filter(|e| e.at_ms >= began_ms)
+        .filter(|e| {
+            matches!(
+                e.kind,
+                TrailKind::Look | TrailKind::Diagnosis | TrailKind::Note
+            )
+        })
+        .map(|e| LiveMarker {
+            t: (e.at_ms - began_ms) as f64 / 1e3,
+            at_ms: e.at_ms,
+            kind: "trail".to_owned(),
+            label: format!(
+                "{}: {} ({})",
+                match e.kind {
+                    TrailKind::Diagnosis => "diagnosis",
+                    TrailKind::Note => "note",
+                    _ => "look",
+                },
+                e.what,
+                e.by
+            ),
+        })
+        .collect()
 }
 
 /// The recording's readings of `/stats`, each with what ended since the one
@@ -335,6 +374,7 @@ pub(crate) mod fixture {
             stop: Stop::Whole,
             unknown_events: 0,
             profiles: Vec::new(),
+            trail: None,
         }
     }
 }
@@ -342,6 +382,49 @@ pub(crate) mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trails_looks_and_diagnoses_since_it_began_are_marked_in_time_order() {
+        use simulator_api::trail::{Trail, TrailEntry, TrailKind};
+        let step = |after_ms: i64, kind, what: &str| TrailEntry {
+            t: 0.0,
+            at_ms: (fixture::BEGAN_MS as i64 + after_ms) as u64,
+            kind,
+            tool: String::new(),
+            what: what.into(),
+            by: "curl".into(),
+            times: 1,
+            last_t: 0.0,
+            passed: None,
+        };
+        let mut recording = fixture::recording(&[1, 1, 1]);
+        recording.trail = Some(Trail {
+            started_ms: 0,
+            now: 0.0,
+            entries: vec![
+                step(-5_000, TrailKind::Look, "before the recording"),
+                step(2_500, TrailKind::Diagnosis, "cpu-quota"),
+                step(1_200, TrailKind::Look, "/stats"),
+                step(1_500, TrailKind::Change, "permits=64"),
+            ],
+            dropped: 0,
+        });
+        let film = make(&recording).unwrap();
+        let trail: Vec<(f64, &str)> = film
+            .markers
+            .iter()
+            .filter(|m| m.kind == "trail")
+            .map(|m| (m.t, m.label.as_str()))
+            .collect();
+        assert_eq!(
+            trail,
+            [
+                (1.2, "look: /stats (curl)"),
+                (2.5, "diagnosis: cpu-quota (curl)")
+            ]
+        );
+        assert!(film.markers.windows(2).all(|w| w[0].t <= w[1].t));
+    }
 
     #[test]
     fn each_second_counts_and_buckets_the_requests_that_ended_in_it() {

@@ -125,6 +125,48 @@ mod tests {
         assert_eq!(score(None, Some(&drawn)), Score::Wrong);
     }
 
+    /// Every draw (the sixteen causes and none), as the seed that draws it:
+    /// its own cause's name scores right, its resource's neighbour partly
+    /// right, another resource's cause and a wrong "none" wrong.
+    #[test]
+    fn every_draw_scores_its_cause_right_its_neighbour_partial_and_the_rest_wrong() {
+        use super::super::draw::{seed_for, Draw};
+        let all = scenario::bundled().unwrap();
+        let mut partials = 0;
+        for answer in scenario::names().into_iter().chain([NOTHING]) {
+            let draw = Draw::of(&seed_for(answer).unwrap()).unwrap();
+            let drawn = draw.cause.as_ref();
+            let own = named(answer).unwrap();
+            assert_eq!(score(drawn, own.as_ref()), Score::Right, "{answer}");
+            let Some(d) = drawn else {
+                for s in &all {
+                    assert_eq!(score(None, Some(s)), Score::Wrong, "none drawn, {}", s.name);
+                }
+                continue;
+            };
+            if let Some(neighbour) = all
+                .iter()
+                .find(|s| s.resource == d.resource && s.name != d.name)
+            {
+                partials += 1;
+                assert_eq!(
+                    score(drawn, Some(neighbour)),
+                    Score::Partial {
+                        resource: d.resource.clone()
+                    },
+                    "{answer} against {}",
+                    neighbour.name
+                );
+            }
+            let elsewhere = all.iter().find(|s| s.resource != d.resource).unwrap();
+            assert_eq!(score(drawn, Some(elsewhere)), Score::Wrong, "{answer}");
+            assert_eq!(score(drawn, None), Score::Wrong, "{answer}: none");
+        }
+        // Thirteen causes share their resource with another (clients, memory
+        // and descriptors have one each).
+        assert_eq!(partials, 13);
+    }
+
     #[test]
     fn a_diagnosis_names_a_cause_its_exercise_or_none_and_nothing_else() {
         assert_eq!(

@@ -29,10 +29,11 @@ pub mod report;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use hyper::Method;
 use simulator_api::client;
-use simulator_api::trail::{DiagnosisAnswer, DiagnosisRequest, Trail};
+use simulator_api::trail::{DiagnosisAnswer, DiagnosisRequest, DrillFindings, Trail};
 use simulator_service::scenario::Scenario;
 use simulator_service::server::Answers;
 
@@ -98,6 +99,10 @@ pub enum DrillCommand {
         server: DrillServer,
         #[command(flatten)]
         room: SeatArgs,
+        /// The trail a recording of the drill kept (`record`, `workshop check
+        /// --record`), instead of the server's.
+        #[arg(long, value_name = "FILE.isim", conflicts_with = "target")]
+        from: Option<std::path::PathBuf>,
     },
     /// Judge the fix with the drawn cause's own win condition; exit 0 when it
     /// holds and 1 when not. Its figures name what it measures: diagnose first.
@@ -140,7 +145,7 @@ pub async fn run(args: DrillArgs) -> anyhow::Result<ExitCode> {
             room,
         } => {
             diagnose(&seed, &cause, &server).await?;
-            tell_room(&seed, &server, &room, false).await?;
+            tell_room(&seed, &server, &room).await?;
             Ok(ExitCode::SUCCESS)
         }
         DrillCommand::Note { words, server } => {
@@ -149,8 +154,25 @@ pub async fn run(args: DrillArgs) -> anyhow::Result<ExitCode> {
             println!("noted in the trail");
             Ok(ExitCode::SUCCESS)
         }
-        DrillCommand::Report { seed, server, room } => {
-            tell_room(&seed, &server, &room, true).await?;
+        DrillCommand::Report {
+            seed,
+            server,
+            room,
+            from,
+        } => {
+            let drawn = Draw::of(&seed)?;
+            let trail = match &from {
+                Some(path) => crate::recording::format::open(path)?.trail.with_context(|| {
+                    format!("{} holds no trail: recorded by an older build, or its server refused the recorder its admin routes", path.display())
+                })?,
+                None => {
+                    started_with(&drawn.scenario()?, &seed, &server.target).await?;
+                    read_trail(&server).await?
+                }
+            };
+            let found = report::findings(&trail, &drawn);
+            print!("{}", report::render(&trail, &found));
+            send_to_room(&room, &seed, &trail, &found).await;
             Ok(ExitCode::SUCCESS)
         }
         DrillCommand::Check {
@@ -162,7 +184,7 @@ pub async fn run(args: DrillArgs) -> anyhow::Result<ExitCode> {
             let drilled = Draw::of(&seed)?.scenario()?;
             started_with(&drilled, &seed, &server.target).await?;
             let verdict = judge(&drilled, &server.target, duration).await?;
-            tell_room(&seed, &server, &room, false).await?;
+            tell_room(&seed, &server, &room).await?;
             Ok(verdict)
         }
         DrillCommand::Causes => {
@@ -189,38 +211,39 @@ async fn start(seed: Option<String>, mut serve: ServeArgs) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-/// The trail read as the drill's report: printed when `print`, and sent to
-/// the room's drill column when the room's line is given (best effort: a
-/// room that cannot take it costs one warning).
-async fn tell_room(
-    seed: &str,
-    server: &DrillServer,
-    room: &SeatArgs,
-    print: bool,
-) -> anyhow::Result<()> {
-    let drawn = Draw::of(seed)?;
-    if print {
-        started_with(&drawn.scenario()?, seed, &server.target).await?;
-    } else if room.room.is_none() {
+/// After a diagnosis or a check: the drill's report sent to the room's
+/// drill column, when the room's line is given.
+async fn tell_room(seed: &str, server: &DrillServer, room: &SeatArgs) -> anyhow::Result<()> {
+    if room.room.is_none() {
         return Ok(());
     }
-    let text = admin(server, Method::GET, "/admin/trail", Vec::new()).await?;
-    let trail: Trail = serde_json::from_str(&text)?;
-    let found = report::findings(&trail, &drawn);
-    if print {
-        print!("{}", report::render(&trail, &found));
-    }
-    if room.room.is_some() {
-        let steps: Vec<_> = report::steps(&trail)
-            .take(simulator_api::room::ROOM_TRAIL_MAX)
-            .cloned()
-            .collect();
-        match crate::room::seat::report_drill(room, seed, &found, &steps).await {
-            Ok(link) => println!("the room's drill column has it: {link}"),
-            Err(why) => eprintln!("note: the room does not show this drill: {why}"),
-        }
-    }
+    let trail = read_trail(server).await?;
+    let found = report::findings(&trail, &Draw::of(seed)?);
+    send_to_room(room, seed, &trail, &found).await;
     Ok(())
+}
+
+/// `GET /admin/trail`.
+async fn read_trail(server: &DrillServer) -> anyhow::Result<Trail> {
+    let text = admin(server, Method::GET, "/admin/trail", Vec::new()).await?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The findings and the trail's first steps to the room's drill column, when
+/// the room's line is given; best effort: a room that cannot take them costs
+/// one warning.
+async fn send_to_room(room: &SeatArgs, seed: &str, trail: &Trail, found: &DrillFindings) {
+    if room.room.is_none() {
+        return;
+    }
+    let steps: Vec<_> = report::steps(trail)
+        .take(simulator_api::room::ROOM_TRAIL_MAX)
+        .cloned()
+        .collect();
+    match crate::room::seat::report_drill(room, seed, found, &steps).await {
+        Ok(link) => println!("the room's drill column has it: {link}"),
+        Err(why) => eprintln!("note: the room does not show this drill: {why}"),
+    }
 }
 
 /// `drill diagnose`: the cause named to the server, which notes it; the

@@ -125,6 +125,13 @@ async fn the_trail_shows_a_scripted_attendees_steps_in_order_and_names_a_random_
     let server = Server::start_drill(&seed, cwd.path());
     let target = server.url.clone();
     let client = client();
+    let recording = cwd.path().join("drill.isim");
+    let mut recorder = std::process::Command::new(BIN)
+        .args(["record", "--target", &target, "--seconds", "60", "--out"])
+        .arg(&recording)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     run_ok(&["trace", "count", "--target", &target, "--seconds", "1"]);
     run_ok(&[
         "trace",
@@ -193,6 +200,41 @@ async fn the_trail_shows_a_scripted_attendees_steps_in_order_and_names_a_random_
     );
     assert!(!report.contains("anti-method"), "{report}");
     assert!(report.contains("the trail cannot see them"), "{report}");
+    // The recording keeps the trail: its report, once the recorder has read
+    // the diagnosis (it reads the trail each second), shows the same steps.
+    let from = recording.to_str().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let kept = loop {
+        let out = std::process::Command::new(BIN)
+            .args(["drill", "report", "--seed", &seed, "--from", from])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if text.contains("(semaphore-starvation: right)") {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the recording never kept the diagnosis: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    for step in ["trace count", "trace permit-wait", "permits=64"] {
+        assert!(
+            kept.contains(step),
+            "the recording's trail lacks {step}: {kept}"
+        );
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &recorder.id().to_string()])
+        .status()
+        .unwrap();
+    let ended = wait_child(&mut recorder, std::time::Duration::from_secs(10));
+    assert!(
+        ended.success(),
+        "the recorder ends whole on Ctrl-C: {ended}"
+    );
     drop(server);
 
     let rash = Server::start_drill(&seed, cwd.path());
@@ -219,4 +261,28 @@ async fn the_trail_shows_a_scripted_attendees_steps_in_order_and_names_a_random_
         report.contains("note      ran bpftrace permit-wait.bt"),
         "{report}"
     );
+}
+
+/// The draw of nothing: the healthy service passes the drill's check as it
+/// is, with no change (the sixteen causes fail and pass theirs in
+/// `workshop::exercises::each`, whose whole-machine run is the drill's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tier C: a drill check's window on a server of its own; runs alone"]
+async fn the_draw_of_nothing_passes_the_drills_check_untouched_alone() {
+    runs_alone();
+    let seed = seed_for(NOTHING).unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = Server::start_drill(&seed, cwd.path());
+    let out = std::process::Command::new(BIN)
+        .args(["drill", "check", "--seed", &seed, "--target", &server.url])
+        .args(["--duration", "6s"])
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.contains("solved"), "{printed}");
 }
