@@ -6,18 +6,24 @@
 //! default: server limits no exercise's load comes near (connections, header
 //! and body deadlines, the drain), the persistence pool's size where the pool
 //! is not in use, the part and lane sizes of modes that are off, where work
-//! would run in a service that has none, and two choices that are the faults
+//! would run in a service that has none and the size and split of its idle
+//! pool (the split also where work runs whole on the blocking pool), and two
+//! choices that are the faults
 //! of exercises 9 and 10 in a world where they cost nothing: Nagle's
 //! algorithm on (`tcp_nodelay = false`) with replies in one write, and the
 //! TLS-like handshake on the accept loop with no CPU to spend on it. The
 //! values are drawn by the seed among plausible ones, so two attendees'
 //! settings differ where their faults do not.
 //!
-//! What it cannot hide: a fault that is a single setting away from a default
-//! whose only other value is the fault itself, or whose world differs from
-//! every other's (a neighbour, a CPU limit, a memory limit, the store's
+//! What it cannot hide: a fault whose value is the default (8 permits, work
+//! on the async workers, replies remembered for 0 s): a diff against the
+//! defaults lists the other draws' value of that key and not this one's, and
+//! no harmless value can stand in for the fault. Nor a world that differs
+//! from every other's (a neighbour, a CPU limit, a memory limit, the store's
 //! latency). Those are visible as they would be in life: `top`, the cgroup's
-//! files, `ulimit`, and the store's own latency.
+//! files, `ulimit`, and the store's own latency. Where the fault is in the
+//! world, the service's own settings say nothing: the neighbour's draw and
+//! the draw of nothing list the same keys (`tests/suite/workshop/drill.rs`).
 
 use simulator_api::settings::SettingsUpdate;
 use simulator_api::Settings;
@@ -62,15 +68,29 @@ fn dressing(seed: &str, under: &Settings) -> SettingsUpdate {
     if under.handshake_cpu.is_zero() {
         dress.handshake_on = Some(simulator_api::settings::HandshakeOn::AcceptLoop);
     }
-    // Where the work runs matters only where there is work.
-    if under.work == Settings::default().work {
-        use simulator_api::settings::WorkOn;
+    // Where the work runs, and the pool's size and split, matter only where
+    // there is work: a pool with nothing to run is idle threads.
+    use simulator_api::settings::WorkOn;
+    let no_work = under.work == Settings::default().work;
+    if no_work {
         dress.work_on = Some(match pick.index(2) {
             0 => WorkOn::BlockingPool,
             _ => WorkOn::Rayon,
         });
     }
-    dress
+    let (limit, split) = (pick.one(&[2, 4, 8]), pick.one(&[2, 4]));
+    let mut pools = serde_json::Map::new();
+    if no_work {
+        pools.insert("work_limit".into(), limit);
+    }
+    // The split cuts a work into pieces on rayon's pool only: work on the
+    // blocking pool runs whole.
+    if no_work || under.work_on == WorkOn::BlockingPool {
+        pools.insert("work_split".into(), split);
+    }
+    let pools: SettingsUpdate =
+        serde_json::from_value(serde_json::Value::Object(pools)).expect("pool sizes are settings");
+    dress.and(&pools)
 }
 
 /// FNV-1a, 64 bits: the same draw for the same seed on every build.

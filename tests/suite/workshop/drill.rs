@@ -16,16 +16,31 @@ use system_simulator::workshop::drill::draw::{seed_for, NOTHING};
 use super::workshop_pages::stands_in;
 use crate::common::*;
 
+/// The service's own settings (not the world's) whose values in `/stats`
+/// differ from the defaults: what a diff of its configuration lists.
+fn own_settings_moved(stats: &serde_json::Value) -> BTreeSet<String> {
+    let defaults = serde_json::to_value(simulator_api::Settings::default()).unwrap();
+    simulator_api::SETTINGS
+        .iter()
+        .filter(|s| !s.world && stats["config"][s.key] != defaults[s.key])
+        .map(|s| s.key.to_owned())
+        .collect()
+}
+
 /// Everything an attendee of the drill `seed` reads from its server, without
-/// root: one text.
-async fn what_an_attendee_reads(seed: &str) -> String {
+/// root: one text, and the own settings its `/stats` moved from the defaults.
+async fn what_an_attendee_reads(seed: &str) -> (String, BTreeSet<String>) {
     let cwd = tempfile::tempdir().unwrap();
     let server = Server::start_drill(seed, cwd.path());
     let client = client();
     let mut read = Vec::new();
+    let mut moved = BTreeSet::new();
     for route in ["/stats", "/scenarios", "/metrics", "/healthz"] {
         let r = get(&client, &format!("{}{route}", server.url)).await;
         assert_eq!(r.status, 200, "{route}: {}", r.body);
+        if route == "/stats" {
+            moved = own_settings_moved(&r.json());
+        }
         read.push(r.body);
     }
     let hello = live_hello(&server.url).await;
@@ -40,7 +55,7 @@ async fn what_an_attendee_reads(seed: &str) -> String {
     read.push(printed);
     let written: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().collect();
     assert!(written.is_empty(), "the drill wrote {written:?}");
-    read.join("\n")
+    (read.join("\n"), moved)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,12 +65,22 @@ async fn nothing_a_drills_server_shows_names_its_draw() {
     }
     let drawn = ["noisy-neighbour", "remembered-replies", NOTHING];
     let mut surfaces = Vec::new();
+    let mut diffs = Vec::new();
     for answer in drawn {
         let seed = seed_for(answer).unwrap();
-        let text = what_an_attendee_reads(&seed).await;
+        let (text, moved) = what_an_attendee_reads(&seed).await;
         assert!(text.contains("drill"), "{answer}: {text}");
+        assert!(moved.len() >= 12, "{answer}: a diff lists {moved:?}");
         surfaces.push((answer, text));
+        diffs.push(moved);
     }
+    // A diff of the service's own settings against the defaults lists the
+    // same keys for the neighbour's draw as for nothing's: the dressing sets
+    // theirs, and the neighbour's fault is in its world (a process `top`
+    // shows), not in a setting. Remembered replies' fault is a setting, and
+    // its diff lists it.
+    assert_eq!(diffs[0], diffs[2], "noisy-neighbour's diff against none's");
+    assert_ne!(diffs[1], diffs[2]);
     let all = scenario::bundled().unwrap();
     let mut words = BTreeSet::new();
     for s in &all {
