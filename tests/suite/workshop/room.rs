@@ -284,14 +284,7 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
             Duration::from_secs(10),
         )
         .await;
-        page.eval("document.getElementById('drill-seat-1').click(); return true;")
-            .await;
-        page.wait_for(
-            "the trails",
-            "return !!document.getElementById('trail-seat-2');",
-            Duration::from_secs(10),
-        )
-        .await;
+        open_the_debrief(&page).await;
         page.eval("document.getElementById('grid-title').scrollIntoView(); return true;")
             .await;
         page.screenshot(&out.join("drill.png")).await;
@@ -431,14 +424,7 @@ async fn drill_column(page: &Browser, room: &Room, state: &std::path::Path) -> V
     .await;
     let seed_shown = page.text("drill-seed").await;
     assert!(seed_shown.contains(&seed), "{seed_shown}");
-    page.eval("document.getElementById('drill-seat-1').click(); return true;")
-        .await;
-    page.wait_for(
-        "both trails side by side",
-        "return !!document.getElementById('trail-seat-1') && !!document.getElementById('trail-seat-2');",
-        Duration::from_secs(10),
-    )
-    .await;
+    open_the_debrief(page).await;
     let first = page.text("trail-seat-1").await;
     for step in [
         "trace count",
@@ -466,6 +452,18 @@ async fn drill_column(page: &Browser, room: &Room, state: &std::path::Path) -> V
     )
     .await;
     servers
+}
+
+/// A click on seat-1's drill cell: the debrief opens with both seats' trails.
+async fn open_the_debrief(page: &Browser) {
+    page.eval("document.getElementById('drill-seat-1').click(); return true;")
+        .await;
+    page.wait_for(
+        "both trails side by side",
+        "return !!document.getElementById('trail-seat-1') && !!document.getElementById('trail-seat-2');",
+        Duration::from_secs(10),
+    )
+    .await;
 }
 
 /// The pages of the room as the guide shows them: the facilitator's, seat-2's
