@@ -54,6 +54,9 @@ impl Room {
             text.push_str(&line);
             text.push('\n');
         }
+        // Keep reading what it prints after (the drill's line follows): a
+        // closed pipe would fail its next line and end it.
+        std::thread::spawn(move || lines.for_each(drop));
         let after = |marker: &str| common::word_after(&text, marker);
         let addr = after("room: listening on ");
         Room {
