@@ -275,45 +275,71 @@ fn default_route_address(v6: bool) -> Option<std::net::IpAddr> {
     (!ip.is_unspecified() && !ip.is_loopback()).then_some(ip)
 }
 
+/// The banner, printed whole: a room whose stdout reader has gone (`room |
+/// head`, a closed terminal) goes on serving (`print_listing` takes a broken
+/// pipe as the reader's choice; `println!` would panic and end the room).
 fn print_banner(args: &RoomArgs, room: &Room, bound: SocketAddr, url: &str, restarted: bool) {
-    println!("room: listening on {bound}");
-    match (&args.state, restarted) {
-        (Some(path), true) => println!(
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "room: listening on {bound}");
+    let _ = match (&args.state, restarted) {
+        (Some(path), true) => writeln!(
+            out,
             "  restarted from {} ({} seats)",
             path.display(),
             room.seat_count()
         ),
-        (Some(path), false) => println!("  kept in {}", path.display()),
-        (None, _) => println!("  in memory only (--state FILE keeps it across a restart)"),
-    }
-    println!("projector (the totals; every row once you reveal the board):");
-    println!("  {url}/room?as=projector");
-    println!("facilitator (every row, reveal, CSV; keep it off the projector):");
+        (Some(path), false) => writeln!(out, "  kept in {}", path.display()),
+        (None, _) => writeln!(
+            out,
+            "  in memory only (--state FILE keeps it across a restart)"
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "projector (the totals; every row once you reveal the board):"
+    );
+    let _ = writeln!(out, "  {url}/room?as=projector");
+    let _ = writeln!(
+        out,
+        "facilitator (every row, reveal, CSV; keep it off the projector):"
+    );
     if let Some(here) = this_machine_url(bound) {
-        println!("  on this machine, no key: {here}/room?as=facilitator");
+        let _ = writeln!(out, "  on this machine, no key: {here}/room?as=facilitator");
     }
-    println!("  elsewhere: {url}/room/login with the key {}", room.key);
-    println!("attendees paste, each with a seat name of their own:");
-    println!(
+    let _ = writeln!(
+        out,
+        "  elsewhere: {url}/room/login with the key {}",
+        room.key
+    );
+    let _ = writeln!(out, "attendees paste, each with a seat name of their own:");
+    let _ = writeln!(
+        out,
         "  export ISIM_ROOM={url}/join/{} ISIM_SEAT=your-name",
         room.password
     );
-    println!("and every `workshop check` they run reports to the room.");
+    let _ = writeln!(
+        out,
+        "and every `workshop check` they run reports to the room."
+    );
     if let Some(seed) = &room.drill_seed {
-        println!("the drill: each laptop runs `system-simulator drill start --seed {seed}`, and its `drill report` fills the drill column.");
+        let _ = writeln!(out, "the drill: each laptop runs `system-simulator drill start --seed {seed}`, and its `drill report` fills the drill column.");
     }
+    let _ = simulator_service::os::print_listing(&out);
 }
 
+/// The kit's lines, printed whole as the banner is.
 fn print_kit(kit: &kit::Kit, url: &str) {
     let archives: Vec<&str> = kit
         .files
         .iter()
         .filter_map(|f| f.name.strip_suffix(".tar.gz"))
         .collect();
-    println!("laptops install the kit ({}) with:", archives.join(", "));
-    println!("  curl -fsS {url}/kit/install.sh | sh");
-    println!("  (without curl: wget -qO- {url}/kit/install.sh | sh)");
-    println!("then `system-simulator doctor`, after the line above, shows each laptop's readiness on the board.");
+    let text = format!(
+        "laptops install the kit ({}) with:\n  curl -fsS {url}/kit/install.sh | sh\n  (without curl: wget -qO- {url}/kit/install.sh | sh)\nthen `system-simulator doctor`, after the line above, shows each laptop's readiness on the board.\n",
+        archives.join(", ")
+    );
+    let _ = simulator_service::os::print_listing(&text);
 }
 
 #[cfg(test)]
