@@ -19,7 +19,8 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
-            std::process::ExitCode::FAILURE
+            // A load's failed threshold has a status of its own (`clients`).
+            std::process::ExitCode::from(simulator_clients::thresholds::exit_status(&err))
         }
     }
 }

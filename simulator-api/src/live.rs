@@ -272,6 +272,44 @@ pub struct CheckProgress {
     pub passed: Option<bool>,
 }
 
+/// `PUT /admin/stage`: a load's stage begins (sim-clients with `--stages`).
+/// The server marks it on every chart and notes it in its trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadStage {
+    /// The stage's name: 1 to 32 letters, digits, `-` or `_`.
+    pub name: String,
+    /// What it does, at most 200 bytes of printable text:
+    /// `peak: spike to 400 clients for 10s`.
+    pub label: String,
+}
+
+impl LoadStage {
+    /// Why the server refuses it, if it does.
+    pub fn refusal(&self) -> Option<String> {
+        let name_fits = !self.name.is_empty()
+            && self.name.len() <= crate::load::MAX_STAGE_NAME
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !name_fits {
+            return Some(format!(
+                "a stage's name is 1 to {} letters, digits, - or _",
+                crate::load::MAX_STAGE_NAME
+            ));
+        }
+        let label_fits = self.label.len() <= crate::trail::TRAIL_TEXT_MAX
+            && !self.label.chars().any(char::is_control);
+        (!label_fits).then(|| {
+            format!(
+                "a stage's label is at most {} bytes, without control characters",
+                crate::trail::TRAIL_TEXT_MAX
+            )
+        })
+    }
+}
+
 /// One condition of a check, with its value so far.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckCondition {

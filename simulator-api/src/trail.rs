@@ -34,6 +34,9 @@ pub enum TrailKind {
     Diagnosis,
     /// The attendee's own words (`POST /admin/trail`): a tracer run as root.
     Note,
+    /// A load's stage began (`PUT /admin/stage`, sent by sim-clients with a
+    /// plan): `what` says which, so a replay marks where each began.
+    Stage,
 }
 
 /// One step of the trail.

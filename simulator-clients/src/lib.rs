@@ -10,6 +10,7 @@
 //!   report and its JSON, the per-second series, HDR histograms, progress, the
 //!   driver's own `/metrics`);
 //! - `sweep/`: the seed's sweep of client counts, its tables and chart;
+//! - `thresholds/`: pass bars for a run (`--threshold`), read and judged;
 //! - `scale_out/`: load beyond one machine (`docs/scale-out.md`): starting
 //!   together, adding reports up;
 //! - `platform/`: what differs by OS (the precise timer, a socket option, the
@@ -29,6 +30,7 @@ mod platform;
 mod reporting;
 mod scale_out;
 mod sweep;
+pub mod thresholds;
 
 pub use load::schedule::Schedule;
 pub use load::worker::payload_rng;

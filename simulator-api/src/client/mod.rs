@@ -112,6 +112,26 @@ pub async fn report_check(
     parse(target, &Method::PUT, "/admin/check", &text)
 }
 
+/// `PUT /admin/stage`: tells the server a load's stage begins, for its
+/// charts and its trail. `token` as for [`report_check`].
+pub async fn report_stage(
+    target: &str,
+    stage: &crate::live::LoadStage,
+    token: Option<&str>,
+) -> Result<crate::live::LoadStage, EndpointError> {
+    let body = serde_json::to_vec(stage)
+        .map_err(|e| EndpointError::Http(format!("PUT {target}/admin/stage"), e.to_string()))?;
+    let text = exchange(
+        target,
+        Method::PUT,
+        "/admin/stage",
+        Bytes::from(body),
+        token,
+    )
+    .await?;
+    parse(target, &Method::PUT, "/admin/stage", &text)
+}
+
 /// `PUT /admin/incident`: begins the scenario's incident now; returns it as in
 /// force. Refused (409) while one is, (400) where the scenario has none.
 /// `token` as for [`report_check`].

@@ -21,6 +21,7 @@
 mod keys;
 mod payload;
 mod retry;
+mod stages;
 
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ use clap::Parser;
 pub use keys::{Keys, MAX_KEYS};
 pub use payload::{PayloadSize, MAX_DRAWN_BYTES};
 pub use retry::{parse_percent, Backoff, RetryPolicy, RETRY_BUDGET_WINDOW};
+pub use stages::{Piece, Shape, Stage, Stages, Unit, MAX_STAGES, MAX_STAGE_NAME};
 
 use crate::value::{parse_duration, text_of};
 
@@ -43,8 +45,14 @@ pub struct LoadArgs {
     pub clients: usize,
 
     /// How long to run, e.g. `60s`, `2m`. Default 60s unless --requests is given.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, conflicts_with = "stages")]
     pub duration: Option<Duration>,
+
+    /// A plan of stages instead of one level: `warm: ramp 50 30s, hold 1m,
+    /// peak: spike 400 10s` (clients) or `ramp 300/s 1m, hold 2m` (an open
+    /// loop's rate). Shapes: ramp, hold, step, spike (docs/load.md).
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["requests", "rate", "ramp_up"])]
+    pub stages: Option<Stages>,
 
     /// Stop each client after this many requests (closed loop only).
     #[arg(long, value_name = "K", conflicts_with = "rate")]
@@ -64,7 +72,7 @@ pub struct LoadArgs {
     pub rate: Option<f64>,
 
     /// Open loop: spacing of the sends.
-    #[arg(long, value_enum, default_value_t = Arrivals::Uniform, requires = "rate")]
+    #[arg(long, value_enum, default_value_t = Arrivals::Uniform)]
     pub arrivals: Arrivals,
 
     /// Element size: `1024`, `64k`, `uniform(LOW, HIGH)` or `lognormal(MEAN, SD)` (heavy-tailed; MEAN and SD in bytes, draws kept within 1 byte to 1 GiB).
@@ -160,6 +168,9 @@ pub struct Load {
     pub payload: PayloadSize,
     /// `--keys`: reads of keys drawn from a Zipf distribution.
     pub keys: Option<Keys>,
+    /// `--stages`: the clients or the rate over time. Then `clients` is the
+    /// plan's peak (closed loop) and an open loop's `rate` its mean.
+    pub stages: Option<Stages>,
     /// `--duration`, if given.
     pub duration: Option<Duration>,
     /// `--requests`: each closed-loop client stops after this many.
@@ -398,19 +409,11 @@ impl Load {
                     .into(),
             ));
         }
-        let pacing = match args.rate {
-            Some(rate) => Pacing::Open {
-                rate,
-                arrivals: args.arrivals,
-            },
-            None => Pacing::Closed {
-                think_time: args.think_time,
-                ramp_up: args.ramp_up,
-            },
-        };
+        let (pacing, clients) = pacing_of(args)?;
         Ok(Load {
             words,
-            clients: args.clients,
+            clients,
+            stages: args.stages.clone(),
             pacing,
             payload: args.payload_size,
             keys: args.keys,
@@ -483,14 +486,58 @@ impl Load {
         }
     }
 
-    /// When the run stops: its duration, and a count per client. With neither
-    /// given, it runs [`DEFAULT_DURATION`].
+    /// When the run stops: its duration (a plan's length), and a count per
+    /// client. With neither given, it runs [`DEFAULT_DURATION`].
     pub fn stop(&self) -> (Option<Duration>, Option<u64>) {
+        if let Some(stages) = &self.stages {
+            return (Some(stages.total()), None);
+        }
         match (self.duration, self.requests_per_client) {
             (None, None) => (Some(DEFAULT_DURATION), None),
             given => given,
         }
     }
+}
+
+/// How the flags pace the sends, and how many clients (or connections) carry
+/// them: a closed-loop plan's clients are its peak.
+fn pacing_of(args: &LoadArgs) -> Result<(Pacing, usize), LoadError> {
+    let open_rate = match (&args.rate, &args.stages) {
+        (Some(rate), _) => Some(*rate),
+        (None, Some(plan)) if plan.unit == Unit::Rate => Some(plan.mean()),
+        _ => None,
+    };
+    if let Some(rate) = open_rate {
+        let arrivals = args.arrivals;
+        return Ok((Pacing::Open { rate, arrivals }, args.clients));
+    }
+    if args.arrivals != Arrivals::Uniform {
+        return Err(LoadError(
+            "`--arrivals` spaces an open loop's sends: give `--rate R`, or a plan of rates (`--stages 'ramp 300/s 1m'`)".into(),
+        ));
+    }
+    let think_time = args.think_time;
+    let ramp_up = args.ramp_up;
+    let clients = match &args.stages {
+        None => args.clients,
+        Some(plan) => {
+            let peak = plan.peak() as usize;
+            if args.clients != 1 && args.clients != peak {
+                return Err(LoadError(format!(
+                    "a plan of clients sets them ({peak} at its peak): drop `--n {}`",
+                    args.clients
+                )));
+            }
+            peak
+        }
+    };
+    Ok((
+        Pacing::Closed {
+            think_time,
+            ramp_up,
+        },
+        clients,
+    ))
 }
 
 /// The flags a client-side change may set ([`Load::with_changes`]).
@@ -619,7 +666,8 @@ mod tests {
             ("--think-time soon", "`soon` is not a duration"),
             ("--rate -3", "above 0"),
             ("--rate 10 --think-time 1s", "cannot be used with"),
-            ("--arrivals poisson", "not provided: --rate"),
+            ("--arrivals poisson", "give `--rate R`"),
+            ("--stages x", "invalid value 'x' for '--stages"),
             (
                 "--arrivals bursty --rate 1",
                 "[possible values: uniform, poisson, bursts]",
@@ -641,6 +689,53 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn a_plan_sets_the_clients_or_the_rate_and_the_length() {
+        let plan = |extra: &[&str]| {
+            let mut w = vec![
+                "--stages".to_owned(),
+                "ramp 50 10s, peak: spike 80 5s, hold 5s".to_owned(),
+            ];
+            w.extend(extra.iter().map(|s| (*s).to_owned()));
+            Load::parse(&w)
+        };
+        let closed = plan(&["--think-time", "100ms"]).unwrap();
+        assert_eq!(closed.clients, 80, "the peak");
+        assert_eq!(closed.stop(), (Some(Duration::from_secs(20)), None));
+        assert_eq!(closed.think_time(), Some(Duration::from_millis(100)));
+        assert_eq!(closed.stages.as_ref().unwrap().stages[1].name, "peak");
+        for (extra, needle) in [
+            (&["--duration", "5s"][..], "cannot be used with"),
+            (&["--rate", "5"], "cannot be used with"),
+            (&["--n", "7"], "drop `--n 7`"),
+            (&["--arrivals", "poisson"], "give `--rate R`"),
+        ] {
+            let e = plan(extra).unwrap_err().to_string();
+            assert!(e.contains(needle), "{extra:?}: {e}");
+        }
+        let open = Load::parse(&words("--n 20 --arrivals poisson --stages=ramp_100/s_10s"));
+        assert!(open.is_err(), "a plan's words are one value");
+        let w: Vec<String> = [
+            "--n",
+            "20",
+            "--arrivals",
+            "poisson",
+            "--stages",
+            "ramp 100/s 10s, hold 10s",
+        ]
+        .map(str::to_owned)
+        .into();
+        let open = Load::parse(&w).unwrap();
+        assert_eq!(open.clients, 20, "the pool");
+        assert_eq!(
+            open.pacing,
+            Pacing::Open {
+                rate: 75.0,
+                arrivals: Arrivals::Poisson
+            }
+        );
     }
 
     #[test]

@@ -59,6 +59,14 @@ pub struct Args {
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub max_drain: Duration,
 
+    /// A pass bar (repeatable): `p(99)<200ms`, `peak: rate(errors)<0.01`,
+    /// `window(10s): achieved/offered>0.98`, `p(99.9)<1s abort after 10s`.
+    /// The report lists each with its figure; a failed one exits with status
+    /// 99 (k6's). One that does not parse is refused before any load
+    /// (docs/load.md, "Thresholds").
+    #[arg(long = "threshold", value_name = "BAR")]
+    pub thresholds: Vec<String>,
+
     /// Also write every figure as JSON to FILE (`-` for stdout), with the whole
     /// run's histograms for `merge`; the schema is
     /// simulator-clients/schema/report.schema.json. `{shard}` in FILE becomes the
@@ -179,6 +187,14 @@ pub struct SweepArgs {
     /// (`system-simulator scenarios` lists them).
     #[arg(long, value_name = "NAME")]
     pub scenario: Option<String>,
+
+    /// A pass bar (repeatable): `p(99)<200ms`, `peak: rate(errors)<0.01`,
+    /// `window(10s): achieved/offered>0.98`, `p(99.9)<1s abort after 10s`.
+    /// The report lists each with its figure; a failed one exits with status
+    /// 99 (k6's). One that does not parse is refused before any load
+    /// (docs/load.md, "Thresholds").
+    #[arg(long = "threshold", value_name = "BAR")]
+    pub thresholds: Vec<String>,
 
     /// Also write every figure as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]

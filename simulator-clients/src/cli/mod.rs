@@ -145,6 +145,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => {}
     }
     let plan = args.plan_in(|var| std::env::var(var).ok())?;
+    let bars = crate::thresholds::parse_all(&args.thresholds, plan.load.stages.as_ref())
+        .map_err(crate::thresholds::Refused)?;
+    let windows = bars
+        .iter()
+        .any(|b| matches!(b.scope, crate::thresholds::Scope::Window(_)));
     let shard_file = |path: &PathBuf| shard_path(path, plan.shard());
     let (json, series) = (
         args.json.as_ref().map(shard_file),
@@ -167,11 +172,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let outputs = crate::Outputs {
         progress: std::io::stdout().is_terminal(),
         series,
-        seconds: json.is_some(),
+        seconds: json.is_some() || windows,
         live: endpoint.as_ref().map(|e| Arc::clone(&e.live)),
         lines: None,
+        abort: bars.clone(),
     };
-    let report = crate::run_with(&plan, cancel.clone(), outputs).await?;
+    let mut report = crate::run_with(&plan, cancel.clone(), outputs).await?;
+    if !bars.is_empty() {
+        report.thresholds = crate::thresholds::judge::judge(&bars, &report)
+            .map_err(|e| anyhow::anyhow!("judging the thresholds: {e}"))?;
+    }
     print!("{}", report.render());
     if let Some(out) = json {
         crate::reporting::write_json(out, &report)?;
@@ -181,9 +191,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     // Printed and saved all the same, so what the run saw is kept; but a run
     // that measured its own limit is no measurement, and says so in its status.
-    match report.out_of_descriptors() {
-        Some(why) => Err(anyhow::anyhow!(why)),
-        None => Ok(()),
+    if let Some(why) = report.out_of_descriptors() {
+        return Err(anyhow::anyhow!(why));
+    }
+    let failed = report.thresholds.iter().filter(|j| !j.passed).count();
+    match failed {
+        0 => Ok(()),
+        failed => Err(crate::thresholds::Failed {
+            failed,
+            of: report.thresholds.len(),
+        }
+        .into()),
     }
 }
 

@@ -1,12 +1,14 @@
 //! Running a load (the plan it runs is `crate::plan`): the clients themselves
 //! (`worker.rs`), their connections (`connection.rs`), the open loop's timetable
 //! (`schedule.rs`; the sub-millisecond pacing of `--precise-pacing` is the
-//! OS's, in `platform/precise_timer.rs`); here, [`run`], which opens the connections, starts the clients
-//! and returns the [`Report`].
+//! OS's, in `platform/precise_timer.rs`), a plan's stages as they pass
+//! (`stages.rs`); here, [`run`], which opens the connections, starts the
+//! clients and returns the [`Report`].
 
 pub mod connection;
 pub mod retry;
 pub mod schedule;
+pub mod stages;
 pub mod worker;
 
 use std::sync::Arc;
@@ -162,6 +164,8 @@ pub struct Outputs {
     /// Send each second's line here as it ends (`workshop check` reports its
     /// progress to the server's live view with them).
     pub lines: Option<tokio::sync::mpsc::UnboundedSender<series::Line>>,
+    /// Bars that end the run when they fail (`--threshold '... abort'`).
+    pub abort: Vec<crate::thresholds::Threshold>,
 }
 
 /// One connection per client, opened before the run's clock starts so that the
@@ -256,16 +260,12 @@ pub async fn run_with(
     let live = outputs
         .live
         .unwrap_or_else(|| Arc::new(live::LiveMetrics::off()));
-    if plan.start_at.is_some() {
-        if let Some(warning) = start::clock_status().and_then(start::warning) {
-            eprintln!("sim-clients: warning: {warning}");
-        }
-    }
+    start::warn_of_the_clock(plan.start_at.is_some());
     let before = client::stats(&plan.target).await.ok();
     let mut connections = connect_all(plan, addr, &host, &cancel).await.into_iter();
     let (start, start_late) = starting_time(plan, &cancel).await;
     let intervals = outputs.series.is_some() || outputs.seconds || outputs.lines.is_some();
-    let recorder = record::Recorder::new(plan.late_after, intervals).with_live(Arc::clone(&live));
+    let recorder = recorder_for(plan, intervals, live, start);
     let shared = Arc::new(worker::RunState::starting(
         plan.clone(),
         cancel.clone(),
@@ -283,6 +283,8 @@ pub async fn run_with(
     let progress = outputs
         .progress
         .then(|| progress::Progress::start(Arc::clone(&shared) as Arc<dyn Running>));
+    let open_loop = matches!(plan.load.pacing, crate::plan::Pacing::Open { .. });
+    let beside = stages::Beside::start(&shared, open_loop, outputs.abort, &cancel);
     worker::run_clients(Arc::clone(&shared), |i| {
         connections
             .next()
@@ -290,6 +292,7 @@ pub async fn run_with(
     })
     .await;
     let elapsed = shared.start.elapsed();
+    let aborted_by = beside.finish(&cancel).await;
     if let Some(p) = progress {
         p.finish();
     }
@@ -312,5 +315,25 @@ pub async fn run_with(
     );
     report.start_late_ns = start_late.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     report.seconds = seconds;
+    report.aborted_by = aborted_by;
+    if let Some(stages) = &plan.load.stages {
+        let tallies = shared.recorder.stages();
+        report.stages = crate::reporting::stages::figures(stages, &tallies, open_loop);
+    }
     Ok(report)
+}
+
+/// The run's recorder: per second where asked, per stage with a plan, and
+/// into the live metrics.
+fn recorder_for(
+    plan: &LoadPlan,
+    intervals: bool,
+    live: Arc<live::LiveMetrics>,
+    start: tokio::time::Instant,
+) -> record::Recorder {
+    let recorder = record::Recorder::new(plan.late_after, intervals).with_live(live);
+    match &plan.load.stages {
+        Some(stages) => recorder.with_stages(record::StageClock::of(stages, start)),
+        None => recorder,
+    }
 }

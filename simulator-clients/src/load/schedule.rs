@@ -7,6 +7,11 @@
 //! from the time it was due: a stalled server shows in the percentiles instead of
 //! silently lowering the offered load (coordinated omission).
 //!
+//! A plan of stages (`--stages` in rates) is a rate that changes: send k is
+//! due when the rate's integral reaches k (`simulator_api::load::Piece`), a
+//! constant rate's k / rate as before, so a ramp is paced as exactly as a
+//! constant rate, on the same timer.
+//!
 //! A shard K of N (`plan/shard.rs`) walks the same global timetable and takes the
 //! sends K, K+N, K+2N...: with Poisson arrivals it draws every gap of the whole
 //! timetable from the shared seed and skips the other shards' sends, so the
@@ -17,17 +22,19 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rand_distr::{Distribution, Exp};
+use rand_distr::{Distribution, Exp1};
 use tokio::time::Instant;
 
 use crate::plan::shard::Shard;
 use crate::plan::Arrivals;
+use simulator_api::load::{Piece, Stages};
 
 #[derive(Debug)]
 pub struct Schedule {
     start: Instant,
     end: Instant,
-    rate: f64,
+    /// The rate over time: one piece for a constant rate.
+    pieces: Vec<Piece>,
     arrivals: Arrivals,
     shard: Shard,
     state: Mutex<State>,
@@ -39,8 +46,11 @@ struct State {
     issued: u64,
     /// Poisson only: the global number of the next send of the whole timetable...
     next_global: u64,
-    /// ...and its time, in seconds from the start.
-    next_poisson_s: f64,
+    /// ...and the rate's integral up to it (a constant rate's time × rate).
+    next_poisson_sends: f64,
+    /// The piece the last send fell in: sends are due in order, so the next
+    /// is in it or a later one.
+    piece: usize,
     rng: SmallRng,
 }
 
@@ -56,19 +66,75 @@ impl Schedule {
         seed: u64,
         shard: Shard,
     ) -> Self {
+        let constant = Piece {
+            from_s: 0.0,
+            span_s: (end - start).as_secs_f64(),
+            from_level: rate,
+            slope: 0.0,
+            sends_before: 0.0,
+        };
+        Self::of_pieces(start, end, vec![constant], arrivals, seed, shard)
+    }
+
+    /// Sends from `start` at the rates of `plan`, until its end.
+    pub fn planned(
+        start: Instant,
+        plan: &Stages,
+        arrivals: Arrivals,
+        seed: u64,
+        shard: Shard,
+    ) -> Self {
+        let end = start + plan.total();
+        Self::of_pieces(start, end, plan.pieces(), arrivals, seed, shard)
+    }
+
+    fn of_pieces(
+        start: Instant,
+        end: Instant,
+        pieces: Vec<Piece>,
+        arrivals: Arrivals,
+        seed: u64,
+        shard: Shard,
+    ) -> Self {
         Self {
             start,
             end,
-            rate,
+            pieces,
             arrivals,
             shard,
             state: Mutex::new(State {
                 issued: 0,
                 next_global: 0,
-                next_poisson_s: 0.0,
+                next_poisson_sends: 0.0,
+                piece: 0,
                 rng: SmallRng::seed_from_u64(seed),
             }),
         }
+    }
+
+    /// When the rate's integral reaches `sends`, in seconds from the start,
+    /// looking from the piece the last send fell in.
+    fn time_of(&self, state: &mut State, sends: f64) -> Option<f64> {
+        while let Some(piece) = self.pieces.get(state.piece) {
+            if let Some(t) = piece.time_of(sends) {
+                return Some(t);
+            }
+            state.piece += 1;
+        }
+        None
+    }
+
+    /// [`Schedule::time_of`], and past the end at the last piece's final
+    /// rate: a herd's second holds the sends due in the whole second, though
+    /// the window ends inside it.
+    fn herd_time_of(&self, state: &mut State, sends: f64) -> Option<f64> {
+        self.time_of(state, sends).or_else(|| {
+            let last = self.pieces.last()?;
+            let end_s = last.from_s + last.span_s;
+            let rate = last.from_level + last.slope * last.span_s;
+            let area = last.from_level * last.span_s + last.slope * last.span_s.powi(2) / 2.0;
+            (rate > 0.0).then(|| end_s + (sends - last.sends_before - area) / rate)
+        })
     }
 
     /// The number in the whole timetable of this shard's next send, where every
@@ -80,18 +146,22 @@ impl Schedule {
     /// The time the next send is due, or `None` once the timetable is over.
     pub fn claim(&self) -> Option<Instant> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let state = &mut *state;
         let offset_s = match self.arrivals {
-            // k / rate rather than a running sum, so rounding never accumulates.
-            Arrivals::Uniform => self.global(&state) as f64 / self.rate,
-            // Send k belongs to second floor(k / rate): whole herds of `rate`.
-            Arrivals::Bursts => (self.global(&state) as f64 / self.rate).floor(),
+            // k / rate (or the plan's time of send k) rather than a running
+            // sum, so rounding never accumulates.
+            Arrivals::Uniform => self.time_of(state, self.global(state) as f64)?,
+            // Send k belongs to the second it is due in: whole herds of `rate`.
+            Arrivals::Bursts => self.herd_time_of(state, self.global(state) as f64)?.floor(),
             Arrivals::Poisson => loop {
-                let (global, now) = (state.next_global, state.next_poisson_s);
-                let gap = Exp::new(self.rate).map_or(0.0, |e| e.sample(&mut state.rng));
-                state.next_poisson_s += gap;
+                let (global, sends) = (state.next_global, state.next_poisson_sends);
+                // Unit gaps in the rate's integral are a Poisson process of
+                // that rate in time (for a constant one, Exp(1) / rate).
+                let gap: f64 = Exp1.sample(&mut state.rng);
+                state.next_poisson_sends += gap;
                 state.next_global += 1;
                 if self.shard.owns(global) {
-                    break now;
+                    break self.time_of(state, sends)?;
                 }
             },
         };

@@ -85,8 +85,13 @@ impl RunState {
     /// `--series` and the report's seconds.
     #[cfg(test)]
     pub fn new(plan: LoadPlan, cancel: CancellationToken, intervals: bool) -> Self {
-        let recorder = Recorder::new(plan.late_after, intervals);
-        Self::starting(plan, cancel, recorder, Instant::now())
+        let start = Instant::now();
+        let mut recorder = Recorder::new(plan.late_after, intervals);
+        if let Some(stages) = &plan.load.stages {
+            let clock = crate::reporting::record::StageClock::of(stages, start);
+            recorder = recorder.with_stages(clock);
+        }
+        Self::starting(plan, cancel, recorder, start)
     }
 
     /// A run of `plan` whose clock starts at `start` (which may be past: a shard
@@ -99,8 +104,15 @@ impl RunState {
     ) -> Self {
         let deadline = plan.stop.duration.map(|d| start + d);
         let seed = plan.shared_seed().unwrap_or_else(rand::random);
-        let schedule = match (plan.load.pacing, deadline) {
-            (Pacing::Open { rate, arrivals }, Some(end)) => Some(Schedule::new(
+        let schedule = match (plan.load.pacing, deadline, &plan.load.stages) {
+            (Pacing::Open { arrivals, .. }, Some(_), Some(stages)) => Some(Schedule::planned(
+                start,
+                stages,
+                arrivals,
+                seed,
+                plan.shard(),
+            )),
+            (Pacing::Open { rate, arrivals }, Some(end), None) => Some(Schedule::new(
                 start,
                 end,
                 rate,
@@ -356,6 +368,11 @@ impl Running for RunState {
     fn in_flight(&self) -> u64 {
         self.in_flight.load(Ordering::Relaxed)
     }
+
+    fn stage_at(&self, t_s: f64) -> Option<String> {
+        let plan = self.plan.load.stages.as_ref()?;
+        Some(plan.stages[plan.stage_at(t_s)].name.clone())
+    }
 }
 
 /// Starts every client of the plan, each with the exchange `connect(index)` makes,
@@ -394,6 +411,14 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
     let mut due = shared.start + ramp_up.mul_f64(index as f64 / plan.load.clients.max(1) as f64);
     let mut sent = 0u64;
     while plan.stop.requests_per_client.is_none_or(|max| sent < max) {
+        // A plan's client waits for the level to let it in.
+        if let Some(stages) = &plan.load.stages {
+            let from_s = (due - shared.start).as_secs_f64();
+            let Some(in_s) = stages.first_above(index, from_s) else {
+                break;
+            };
+            due = due.max(shared.start + Duration::from_secs_f64(in_s));
+        }
         let Some(lag) = shared.wait_until(due).await else {
             break;
         };
@@ -411,6 +436,10 @@ async fn closed<E: Exchange>(shared: Arc<RunState>, index: usize, mut exchange: 
         }
         sent += 1;
         due = Instant::now() + think_time;
+    }
+    // A plan's run lasts the plan, though its last stages hold no clients.
+    if let (Some(_), Some(deadline)) = (&plan.load.stages, shared.deadline) {
+        shared.wait_until(deadline).await;
     }
 }
 

@@ -1,7 +1,7 @@
 //! Recording and reporting: the whole-run histograms, each declared once
 //! (`figures.rs`), the tally of what the clients saw (`record.rs`), the
 //! report and its JSON (`report.rs`, laid out by `render.rs`, durations in
-//! `units.rs`), the per-second series (`series.rs`), HDR histograms in a report
+//! `units.rs`), the per-second series (`series.rs`), a plan's stages (`stages.rs`), the bars judged (`judged.rs`), HDR histograms in a report
 //! (`hdr.rs`) and live progress on a terminal (`progress.rs`).
 
 use anyhow::Context;
@@ -9,6 +9,7 @@ use simulator_api::output::Output;
 
 pub mod figures;
 pub mod hdr;
+pub mod judged;
 pub mod lag;
 pub mod live;
 pub mod outcome;
@@ -17,6 +18,7 @@ pub mod record;
 pub mod render;
 pub mod report;
 pub mod series;
+pub mod stages;
 pub mod units;
 
 pub use report::Report;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
 
 use crate::reporting::figures::PerFigure;
 use crate::reporting::hdr::new_histogram;
@@ -40,6 +41,17 @@ impl Errors {
             + self.timeout
             + self.http_status
             + self.io
+    }
+
+    fn count(&mut self, failure: Failure) {
+        match failure {
+            Failure::Connect => self.connect += 1,
+            Failure::ConnectTimeout => self.connect_timeout += 1,
+            Failure::FileLimit => self.file_limit += 1,
+            Failure::Timeout => self.timeout += 1,
+            Failure::Status(_) => self.http_status += 1,
+            Failure::Io => self.io += 1,
+        }
     }
 
     /// Adds `other`'s counts to these (`merge`).
@@ -211,17 +223,14 @@ impl Tally {
                     record_ns(&mut h.latency_from_send, from_send);
                 }
             }
-            Err(Failure::Connect) => self.errors.connect += 1,
-            Err(Failure::ConnectTimeout) => self.errors.connect_timeout += 1,
-            Err(Failure::FileLimit) => self.errors.file_limit += 1,
-            Err(Failure::Timeout) => self.errors.timeout += 1,
-            Err(Failure::Status(_)) => self.errors.http_status += 1,
-            Err(Failure::Io) => self.errors.io += 1,
+            Err(failure) => self.errors.count(*failure),
         }
     }
 }
 
-/// What one interval of a `--series` saw.
+/// What one span of the run saw: a second of a `--series`, or a stage of a
+/// plan (`--stages`). Three histograms, not the whole run's seven: a plan
+/// keeps one of these a stage.
 #[derive(Debug, Clone)]
 pub struct Interval {
     pub sent: u64,
@@ -229,10 +238,20 @@ pub struct Interval {
     pub retries: u64,
     pub given_up: u64,
     pub blocked: u64,
-    pub errors: u64,
+    pub errors: Errors,
     pub late: u64,
+    /// Open loop: sends due that the window closed on (a stage's only).
+    pub missed: u64,
+    /// Requests given up on at the drain limit (a stage's only).
+    pub unanswered: u64,
+    /// Attempts answered 2xx while the span lasted, whenever they were due
+    /// (a stage's only): its achieved rate, where `completed` counts the
+    /// replies to the sends due in it.
+    pub answered_in_span: u64,
     /// From the time each send was due, as the run's main latency.
     pub latency: Histogram<u64>,
+    /// From the time each left (open loop; a stage's only).
+    pub latency_from_send: Histogram<u64>,
     /// The handshakes of connections opened this interval.
     pub connect: Histogram<u64>,
 }
@@ -245,9 +264,13 @@ impl Default for Interval {
             retries: 0,
             given_up: 0,
             blocked: 0,
-            errors: 0,
+            errors: Errors::default(),
             late: 0,
+            missed: 0,
+            unanswered: 0,
+            answered_in_span: 0,
             latency: new_histogram(),
+            latency_from_send: new_histogram(),
             connect: new_histogram(),
         }
     }
@@ -265,9 +288,35 @@ impl Interval {
                 self.completed += 1;
                 self.blocked += u64::from(reply.blocked);
                 record_ns(&mut self.latency, timing.from_due);
+                if let Some(from_send) = timing.from_send {
+                    record_ns(&mut self.latency_from_send, from_send);
+                }
             }
-            Err(_) => self.errors += 1,
+            Err(failure) => self.errors.count(*failure),
         }
+    }
+}
+
+/// Which stage of a plan a moment is in: the stages' ends, from the run's start.
+#[derive(Debug, Clone)]
+pub struct StageClock {
+    pub start: Instant,
+    pub ends_s: Vec<f64>,
+}
+
+impl StageClock {
+    /// The clock of `plan` run from `start`.
+    pub fn of(plan: &simulator_api::load::Stages, start: Instant) -> Self {
+        let ends_s = plan.bounds_s().map(|(_, to)| to).collect();
+        StageClock { start, ends_s }
+    }
+
+    fn stage_of(&self, at: Instant) -> usize {
+        let t = at.saturating_duration_since(self.start).as_secs_f64();
+        self.ends_s
+            .iter()
+            .position(|end| t < *end)
+            .unwrap_or(self.ends_s.len().saturating_sub(1))
     }
 }
 
@@ -283,12 +332,27 @@ pub trait Running: Send + Sync {
     fn draining(&self) -> Option<(Duration, Duration)>;
     /// Requests sent and not yet answered.
     fn in_flight(&self) -> u64;
+    /// The name of the plan's stage in force `t_s` seconds into the run;
+    /// `None` without a plan.
+    fn stage_at(&self, _t_s: f64) -> Option<String> {
+        None
+    }
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     total: Tally,
     interval: Option<Interval>,
+    /// A plan's stages, each its own tally (empty without a plan).
+    stages: Vec<Interval>,
+}
+
+impl Inner {
+    /// The tally of the stage `at` falls in; `None` without a plan.
+    fn stage(&mut self, clock: Option<&StageClock>, at: Instant) -> Option<&mut Interval> {
+        let k = clock?.stage_of(at);
+        self.stages.get_mut(k)
+    }
 }
 
 /// The tally shared by every client. One lock: at ten thousand requests a second
@@ -299,6 +363,8 @@ pub struct Recorder {
     inner: Mutex<Inner>,
     /// The `--metrics-listen` endpoint's counters; no-ops without it.
     live: Arc<LiveMetrics>,
+    /// A plan's stages: each attempt counts in the stage it was due in.
+    clock: Option<StageClock>,
 }
 
 impl Recorder {
@@ -310,9 +376,26 @@ impl Recorder {
             inner: Mutex::new(Inner {
                 total: Tally::default(),
                 interval: intervals.then(Interval::default),
+                stages: Vec::new(),
             }),
             live: Arc::new(LiveMetrics::off()),
+            clock: None,
         }
+    }
+
+    /// Also counts each stage of a plan on its own.
+    pub fn with_stages(self, clock: StageClock) -> Self {
+        let stages = clock.ends_s.iter().map(|_| Interval::default()).collect();
+        self.lock().stages = stages;
+        Self {
+            clock: Some(clock),
+            ..self
+        }
+    }
+
+    /// Each stage's tally so far (empty without a plan).
+    pub fn stages(&self) -> Vec<Interval> {
+        self.lock().stages.clone()
     }
 
     /// Also counts into `live` for the driver's own `/metrics`.
@@ -329,14 +412,34 @@ impl Recorder {
         if let Some(interval) = inner.interval.as_mut() {
             interval.record(outcome, timing, late);
         }
+        if self.clock.is_some() {
+            let now = Instant::now();
+            if let Some(stage) = inner.stage(self.clock.as_ref(), now - timing.from_due) {
+                stage.record(outcome, timing, late);
+            }
+            if outcome.is_ok() && !timing.after_window {
+                if let Some(stage) = inner.stage(self.clock.as_ref(), now) {
+                    stage.answered_in_span += 1;
+                }
+            }
+        }
+    }
+
+    /// The tally of the stage now is in, for counts that have no due time.
+    fn now_stage<'a>(&self, inner: &'a mut Inner) -> Option<&'a mut Interval> {
+        inner.stage(self.clock.as_ref(), Instant::now())
     }
 
     /// A request sent but given up on at the drain limit.
     pub fn unanswered(&self) {
         self.live.unanswered();
-        let total = &mut self.lock().total;
-        total.sent += 1;
-        total.unanswered += 1;
+        let mut inner = self.lock();
+        inner.total.sent += 1;
+        inner.total.unanswered += 1;
+        if let Some(stage) = self.now_stage(&mut inner) {
+            stage.sent += 1;
+            stage.unanswered += 1;
+        }
     }
 
     /// A failed attempt is retried (the retry's own outcome is recorded as any).
@@ -346,6 +449,9 @@ impl Recorder {
         inner.total.retries += 1;
         if let Some(interval) = inner.interval.as_mut() {
             interval.retries += 1;
+        }
+        if let Some(stage) = self.now_stage(&mut inner) {
+            stage.retries += 1;
         }
     }
 
@@ -357,6 +463,9 @@ impl Recorder {
         if let Some(interval) = inner.interval.as_mut() {
             interval.given_up += 1;
         }
+        if let Some(stage) = self.now_stage(&mut inner) {
+            stage.given_up += 1;
+        }
     }
 
     /// A request succeeded `latency` after its first attempt was due.
@@ -367,7 +476,11 @@ impl Recorder {
     /// An open-loop send missed: still waiting, late, when the window closed.
     pub fn missed(&self) {
         self.live.missed();
-        self.lock().total.missed += 1;
+        let mut inner = self.lock();
+        inner.total.missed += 1;
+        if let Some(stage) = self.now_stage(&mut inner) {
+            stage.missed += 1;
+        }
     }
 
     /// A closed-loop client's first send left `lag` after its due time.
@@ -465,7 +578,7 @@ mod tests {
         r.record(&Err(Failure::Connect), Timing::on_time(ms(1), None));
         let second = r.take_interval().expect("intervals kept");
         assert_eq!(
-            (second.sent, second.errors, second.latency.len()),
+            (second.sent, second.errors.connect, second.latency.len()),
             (1, 1, 0)
         );
         let t = r.tally();

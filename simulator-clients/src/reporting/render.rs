@@ -19,9 +19,11 @@ fn human(ns: u64) -> humantime::FormattedDuration {
 
 /// How the load was paced: open loop at a rate, or closed with a think time.
 fn pacing(r: &Report) -> String {
-    match (r.think_time_ns, r.rate_per_s, r.arrivals) {
+    let paced = match (r.think_time_ns, r.rate_per_s, r.arrivals) {
         (_, Some(rate), Some(arrivals)) => format!(
-            "open loop, {rate}/s {} arrivals over {} connections",
+            "open loop, {}/s {} arrivals over {} connections",
+            // A plan's mean rate is seldom whole.
+            (rate * 10.0).round() / 10.0,
             match arrivals {
                 crate::plan::Arrivals::Uniform => "uniform",
                 crate::plan::Arrivals::Poisson => "Poisson",
@@ -34,6 +36,10 @@ fn pacing(r: &Report) -> String {
             r.clients,
             human(think.unwrap_or(0))
         ),
+    };
+    match &r.plan {
+        Some(plan) => format!("{paced}; plan {plan}"),
+        None => paced,
     }
 }
 
@@ -140,9 +146,19 @@ impl Report {
         out.push('\n');
         self.latencies(&mut out);
         out.push('\n');
+        if !self.stages.is_empty() {
+            out.push_str(&crate::reporting::stages::table(&self.stages));
+            out.push('\n');
+        }
         self.notes(&mut out);
         out.push('\n');
         out.push_str(&quantize(&self.latency_quantize));
+        if !self.thresholds.is_empty() {
+            out.push('\n');
+            let judged =
+                crate::reporting::judged::render(&self.thresholds, self.aborted_by.as_deref());
+            out.push_str(&judged);
+        }
         out
     }
 

@@ -12,6 +12,7 @@ use crate::reporting::figures::{PerFigure, Summaries};
 use crate::reporting::hdr;
 use crate::reporting::record::{Digests, Errors, Tally};
 use crate::reporting::series::Second;
+use crate::reporting::stages::StageFigures;
 use simulator_api::Counts;
 
 /// One quantize row: latencies in [value, 2 * value) ns.
@@ -140,6 +141,19 @@ pub struct Report {
     pub histograms: PerFigure<Option<String>>,
     /// The run second by second, when it was asked for a report or a series.
     pub seconds: Vec<Second>,
+    /// The plan of stages (`--stages`), in its own grammar; absent without one
+    /// (and in reports of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// The plan's figures stage by stage (`stages.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageFigures>,
+    /// The bars the run was judged by (`--threshold`), each with its figure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::reporting::judged::Judged>,
+    /// The bar that ended the run early (`abort`), and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted_by: Option<String>,
 }
 
 /// The report's fields of the pacing: a closed loop's think time and ramp-up
@@ -227,6 +241,10 @@ impl Report {
                 .histograms
                 .map(|figure, h| figure.kept_in(open_loop).then(|| hdr::encode(h))),
             seconds: Vec::new(),
+            plan: plan.load.stages.as_ref().map(ToString::to_string),
+            stages: Vec::new(),
+            thresholds: Vec::new(),
+            aborted_by: None,
         }
     }
 }

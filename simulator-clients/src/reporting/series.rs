@@ -40,6 +40,10 @@ pub struct Line {
     /// when none was opened. Series of earlier versions have none: read as 0.
     #[serde(default)]
     pub connect_p99_ns: u64,
+    /// The plan's stage in force as the second ended; absent without a plan
+    /// (and in series of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
 }
 
 impl Line {
@@ -56,13 +60,14 @@ impl Line {
             sent: i.sent,
             completed: i.completed,
             blocked: i.blocked,
-            errors: i.errors,
+            errors: i.errors.total(),
             late: i.late,
             retries: i.retries,
             given_up: i.given_up,
             p50_ns: q(&i.latency, 0.5),
             p99_ns: q(&i.latency, 0.99),
             connect_p99_ns: q(&i.connect, 0.99),
+            stage: None,
         }
     }
 }
@@ -171,7 +176,9 @@ async fn collect_into(
         if last && interval.sent == 0 {
             break;
         }
-        let line = Line::new(t_s, &interval);
+        let mut line = Line::new(t_s, &interval);
+        // Just before the second's end: a stage that ends with it is its own.
+        line.stage = shared.stage_at((t_s - 1e-6).max(0.0));
         if let Some(lines) = &lines {
             // A receiver gone is no reason to stop the series.
             let _ = lines.send(line.clone());

@@ -4,7 +4,8 @@
 //! Exact, not estimated: the counts and sums add; the whole-run histograms (HDR,
 //! same shape on every shard) add bucket by bucket, so min, max, mean and every
 //! percentile are those of one histogram fed every request; the quantize rows
-//! add; each second of the series adds the shards' same second, histogram and all.
+//! add; each second of the series adds the shards' same second, histogram and
+//! all, and each stage of a plan the shards' same stage.
 //! The merged report is then laid out by the very code that lays out one run's.
 //!
 //! It refuses what would make a wrong total: reports of different runs (another
@@ -20,10 +21,12 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 
 use crate::plan::{Arrivals, LoadPlan, Pacing, Stop};
+use crate::reporting::figures::Latency;
 use crate::reporting::hdr::{self, DecodeError};
-use crate::reporting::record::Tally;
+use crate::reporting::record::{Errors, Tally};
 use crate::reporting::report::{Merged, Report};
 use crate::reporting::series::{Line, Second};
+use crate::reporting::stages::StageFigures;
 use simulator_api::Load;
 
 /// `sim-clients merge`'s flags.
@@ -78,7 +81,7 @@ pub enum MergeError {
 /// What must be equal in every shard's report of one run.
 /// `start_at` is not among them: `+10s` is each process's own; an absolute time
 /// names the run through `run_id`.
-const SAME_RUN: [&str; 16] = [
+const SAME_RUN: [&str; 17] = [
     "target",
     "timeout_ns",
     "retry",
@@ -95,6 +98,7 @@ const SAME_RUN: [&str; 16] = [
     "requests_per_client",
     "run_id",
     "shard_count",
+    "plan",
 ];
 
 fn identity(report: &Report) -> serde_json::Value {
@@ -163,6 +167,8 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<(Report, Vec<String>), Mer
     merged.start_late_ns = reports.iter().filter_map(|(_, r)| r.start_late_ns).max();
     merged.window_ns = reports.iter().map(|(_, r)| r.window_ns).max().unwrap_or(0);
     merged.seconds = merge_seconds(reports)?;
+    merged.plan.clone_from(&first.plan);
+    merged.stages = merge_stages(reports)?;
     Ok((merged, warnings))
 }
 
@@ -315,6 +321,57 @@ fn plan_of(r: &Report) -> LoadPlan {
     }
 }
 
+/// Stage k of the merge adds stage k of every shard (one plan: `SAME_RUN`
+/// holds them to it), histograms and all.
+fn merge_stages(reports: &[(PathBuf, Report)]) -> Result<Vec<StageFigures>, MergeError> {
+    let Some((_, first)) = reports.first() else {
+        return Ok(Vec::new());
+    };
+    let mut merged = Vec::with_capacity(first.stages.len());
+    for (k, template) in first.stages.iter().enumerate() {
+        let mut stage = template.clone();
+        let mut latency = crate::reporting::hdr::new_histogram();
+        let mut from_send = crate::reporting::hdr::new_histogram();
+        stage.errors = Errors::default();
+        (stage.sent, stage.completed, stage.blocked, stage.late) = (0, 0, 0, 0);
+        (
+            stage.missed,
+            stage.retries,
+            stage.given_up,
+            stage.unanswered,
+        ) = (0, 0, 0, 0);
+        stage.answered_in_stage = 0;
+        for (path, report) in reports {
+            let Some(s) = report.stages.get(k) else {
+                continue;
+            };
+            stage.sent += s.sent;
+            stage.completed += s.completed;
+            stage.blocked += s.blocked;
+            stage.late += s.late;
+            stage.missed += s.missed;
+            stage.retries += s.retries;
+            stage.given_up += s.given_up;
+            stage.unanswered += s.unanswered;
+            stage.answered_in_stage += s.answered_in_stage;
+            stage.errors.add(&s.errors);
+            add_histogram(&mut latency, path, "a stage's latency", &s.latency_hdr)?;
+            if let Some(text) = &s.latency_from_send_hdr {
+                add_histogram(&mut from_send, path, "a stage's latency from send", text)?;
+            }
+        }
+        stage.latency = Latency::of(&latency);
+        stage.latency_hdr = hdr::encode(&latency);
+        if stage.latency_from_send.is_some() {
+            stage.latency_from_send = Some(Latency::of(&from_send));
+            stage.latency_from_send_hdr = Some(hdr::encode(&from_send));
+        }
+        stage.set_rates();
+        merged.push(stage);
+    }
+    Ok(merged)
+}
+
 /// Second k of the merge adds second k of every shard (they share a start with
 /// `--start-at`; without it the seconds are each shard's own).
 fn merge_seconds(reports: &[(PathBuf, Report)]) -> Result<Vec<Second>, MergeError> {
@@ -338,7 +395,8 @@ fn merge_seconds(reports: &[(PathBuf, Report)]) -> Result<Vec<Second>, MergeErro
             interval.retries += line.retries;
             interval.given_up += line.given_up;
             interval.blocked += line.blocked;
-            interval.errors += line.errors;
+            // A line keeps the errors' total only, which is all it shows again.
+            interval.errors.io += line.errors;
             interval.late += line.late;
             add_histogram(
                 &mut interval.latency,

@@ -120,6 +120,16 @@ pub async fn wait_for(at: SystemTime, cancel: &CancellationToken) -> (Instant, D
     }
 }
 
+/// Warns of an unsynchronised clock, when the run starts at a time
+/// (`--start-at`) and the clock would make it start apart from its shards.
+pub fn warn_of_the_clock(starts_at_a_time: bool) {
+    if starts_at_a_time {
+        if let Some(warning) = clock_status().and_then(warning) {
+            eprintln!("sim-clients: warning: {warning}");
+        }
+    }
+}
+
 /// A warning for `status`, when shards relying on the clock may start apart.
 pub fn warning(status: ClockStatus) -> Option<String> {
     if status.unsynchronised {

@@ -1,6 +1,7 @@
 //! Admin routes: change the configuration live, reset the counters, and begin
 //! the scenario's incident now (`PUT /admin/incident`, `incidents.rs`), take a
-//! running check's progress for the live view (`PUT /admin/check`), and profile
+//! running check's progress for the live view (`PUT /admin/check`) and a
+//! load's stages (`PUT /admin/stage`), and profile
 //! the server's CPU (`GET /admin/profile`, `crate::profile`), where its threads
 //! wait (`GET /admin/threads`). The trail's routes (`GET`/`POST /admin/trail`,
 //! `POST /admin/diagnosis`) are `trail/routes.rs`'s; a change and a check's edges are
@@ -25,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 
-use simulator_api::live::CheckProgress;
+use simulator_api::live::{CheckProgress, LoadStage};
 use simulator_api::{IncidentStatus, Settings, SettingsUpdate, Stats};
 
 use super::answers::Answers;
@@ -43,6 +44,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/admin/reset", post(reset))
         .route("/admin/incident", put(begin_incident))
         .route("/admin/check", put(report_check))
+        .route("/admin/stage", put(report_stage))
         .route("/admin/profile", get(profile))
         .route("/admin/profile/heap", get(heap_profile))
         .route("/admin/threads", get(threads))
@@ -276,6 +278,30 @@ async fn report_check(
         state.trails.note(&state.live, step);
     }
     Ok(Json(progress))
+}
+
+/// A load's stage begins: a marker on every chart, an entry in the trail (a
+/// recording keeps the trail, so a replay marks it too).
+async fn report_stage(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    TimedBody(body): TimedBody,
+) -> Result<Json<LoadStage>, ApiError> {
+    require_json(&headers)?;
+    let stage: LoadStage = serde_json::from_slice(&body).map_err(bad_json)?;
+    if let Some(why) = stage.refusal() {
+        return Err(ApiError::BadRequest(why));
+    }
+    let step = Step {
+        kind: TrailKind::Stage,
+        tool: "",
+        what: stage.label.clone(),
+        by: trail::caller(&headers),
+        passed: None,
+    };
+    state.trails.note(&state.live, step);
+    state.live.mark("stage", stage.label.clone());
+    Ok(Json(stage))
 }
 
 /// `GET /admin/profile?seconds=N&format=svg|folded`: samples this server's

@@ -16,8 +16,9 @@
 //! The markers are what the live view would have marked and a recording can
 //! tell: its start, each change of settings (from `/stats.config` a second, so
 //! at the second it was seen), a reset of the counters, an incident's edges and
-//! the neighbour's changes (the sampler's own rule). A check's progress is not
-//! in a recording.
+//! the neighbour's changes (the sampler's own rule), and from the trail each
+//! look, diagnosis, note and load stage. A check's progress is not in a
+//! recording.
 
 use std::time::Duration;
 
@@ -159,23 +160,24 @@ fn trail_marks(recording: &Recording) -> Vec<LiveMarker> {
         .filter(|e| {
             matches!(
                 e.kind,
-                TrailKind::Look | TrailKind::Diagnosis | TrailKind::Note
+                TrailKind::Look | TrailKind::Diagnosis | TrailKind::Note | TrailKind::Stage
             )
         })
         .map(|e| LiveMarker {
             t: (e.at_ms - began_ms) as f64 / 1e3,
             at_ms: e.at_ms,
-            kind: "trail".to_owned(),
-            label: format!(
-                "{}: {} ({})",
-                match e.kind {
-                    TrailKind::Diagnosis => "diagnosis",
-                    TrailKind::Note => "note",
-                    _ => "look",
-                },
-                e.what,
-                e.by
-            ),
+            // A load's stage is marked as the live view marks it.
+            kind: match e.kind {
+                TrailKind::Stage => "stage",
+                _ => "trail",
+            }
+            .to_owned(),
+            label: match e.kind {
+                TrailKind::Stage => e.what.clone(),
+                TrailKind::Diagnosis => format!("diagnosis: {} ({})", e.what, e.by),
+                TrailKind::Note => format!("note: {} ({})", e.what, e.by),
+                _ => format!("look: {} ({})", e.what, e.by),
+            },
         })
         .collect()
 }

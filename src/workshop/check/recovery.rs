@@ -177,6 +177,7 @@ mod tests {
             p50_ns: 0,
             p99_ns: 0,
             connect_p99_ns: 0,
+            stage: None,
         };
         assert_eq!(GoodputSecond::of(&line), second(2, 90, 100));
     }

@@ -137,6 +137,7 @@ pub fn render(trail: &Trail, found: &DrillFindings) -> String {
             TrailKind::Check => "check",
             TrailKind::Diagnosis => "diagnosis",
             TrailKind::Note => "note",
+            TrailKind::Stage => "load",
         };
         let times = match e.times {
             1 => String::new(),

@@ -3,5 +3,6 @@
 
 mod clients;
 mod open_loop;
+mod plans;
 mod scale_out;
 mod sweep;

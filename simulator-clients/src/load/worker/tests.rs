@@ -512,3 +512,83 @@ async fn the_retry_budget_holds_retries_to_their_share_of_first_attempts() {
     assert_eq!(t.completed, 0);
     assert_eq!(t.given_up, firsts, "every request ended without a success");
 }
+
+/// `words` as a load against the default target (a plan's words hold spaces,
+/// so they come as a list).
+fn load_plan(words: &[&str]) -> LoadPlan {
+    let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+    let load = simulator_api::Load::parse(&words).expect("the load parses");
+    LoadPlan::new(load, "http://127.0.0.1:7878")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_four_stage_plans_stages_add_up_to_the_whole_run() {
+    let plan = load_plan(&[
+        "--think-time",
+        "100ms",
+        "--stages",
+        "warm: ramp 20 5s, base: hold 5s, peak: spike 60 3s, after: hold 4s",
+    ]);
+    let r = run(plan, ms(20), None).await;
+    let total = r.shared.recorder.tally();
+    let stages = r.shared.recorder.stages();
+    assert_eq!(stages.len(), 4);
+    // The plan, and the last replies' 20 ms.
+    assert!(
+        r.elapsed >= ms(17_000) && r.elapsed <= ms(17_020),
+        "{:?}",
+        r.elapsed
+    );
+    let sum = |f: fn(&crate::reporting::record::Interval) -> u64| stages.iter().map(f).sum::<u64>();
+    assert_eq!(sum(|s| s.sent), total.sent);
+    assert_eq!(sum(|s| s.completed), total.completed);
+    assert_eq!(sum(|s| s.late), total.late);
+    let latencies: u64 = stages.iter().map(|s| s.latency.len()).sum();
+    assert_eq!(latencies, total.histograms.latency.len());
+    // 20 clients held for 5 s send 20 / 120 ms a second; the spike 60.
+    let per_s = |k: usize, secs: f64| stages[k].sent as f64 / secs;
+    let held = 20.0 / 0.12;
+    assert!(
+        (per_s(1, 5.0) / held - 1.0).abs() < 0.02,
+        "base {}",
+        per_s(1, 5.0)
+    );
+    assert!(
+        (per_s(2, 3.0) / (3.0 * held) - 1.0).abs() < 0.03,
+        "peak {}",
+        per_s(2, 3.0)
+    );
+    assert!(
+        (per_s(3, 4.0) / held - 1.0).abs() < 0.03,
+        "after {}",
+        per_s(3, 4.0)
+    );
+    // The ramp averages half its level.
+    assert!(
+        (per_s(0, 5.0) / (held / 2.0) - 1.0).abs() < 0.1,
+        "warm {}",
+        per_s(0, 5.0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ramped_open_loops_sends_follow_the_ramp_each_second() {
+    let plan = load_plan(&["--n", "50", "--stages", "ramp 1000/s 10s, hold 5s"]);
+    let r = run(plan, ms(5), None).await;
+    let t = r.shared.recorder.tally();
+    assert_eq!(t.late, 0, "every send on time");
+    // Second s of the ramp is due the rate's integral over it: 100 s + 50.
+    for s in 0..15u64 {
+        let sent = r.sends.iter().filter(|d| d.as_secs() == s).count() as f64;
+        let due = if s < 10 {
+            100.0 * s as f64 + 50.0
+        } else {
+            1000.0
+        };
+        assert!(
+            (sent / due - 1.0).abs() <= 0.02,
+            "second {s}: {sent} sent, {due} due"
+        );
+    }
+    assert_eq!(t.sent, 5_000 + 5_000);
+}
