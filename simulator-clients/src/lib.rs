@@ -10,6 +10,7 @@
 //!   report and its JSON, the per-second series, HDR histograms, progress, the
 //!   driver's own `/metrics`);
 //! - `sweep/`: the seed's sweep of client counts, its tables and chart;
+//! - `knee/`: the highest rate or client count at which the bars hold;
 //! - `thresholds/`: pass bars for a run (`--threshold`), read and judged;
 //! - `scale_out/`: load beyond one machine (`docs/scale-out.md`): starting
 //!   together, adding reports up;
@@ -24,6 +25,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod cli;
+mod knee;
 mod load;
 mod plan;
 mod platform;

@@ -60,7 +60,7 @@ pub struct Args {
     pub max_drain: Duration,
 
     /// A pass bar (repeatable): `p(99)<200ms`, `peak: rate(errors)<0.01`,
-    /// `window(10s): achieved/offered>0.98`, `p(99.9)<1s abort after 10s`.
+    /// `window(10s): p(99)<300ms`, `achieved/offered>0.98 abort after 10s`.
     /// The report lists each with its figure; a failed one exits with status
     /// 99 (k6's). One that does not parse is refused before any load
     /// (docs/load.md, "Thresholds").
@@ -148,6 +148,59 @@ pub enum Command {
     /// Add the JSON reports of a sharded run (`--json` of each shard) into one
     /// exact report: counts, sums, every percentile of the merged histograms.
     Merge(crate::scale_out::merge::MergeArgs),
+    /// Find the highest rate (or client count) at which the bars hold: steps
+    /// climbing by a ratio, then bisection; a row per step and what limits the
+    /// server at the knee.
+    Knee(Box<KneeArgs>),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct KneeArgs {
+    /// A bar each step must keep (repeatable), as --threshold writes one:
+    /// `p(99)<100ms`, `rate(errors)<1%`.
+    #[arg(long = "bar", value_name = "BAR", required = true)]
+    pub bars: Vec<String>,
+
+    /// The server's base URL (plain http).
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    pub target: String,
+
+    /// The first level: a rate (`10/s`, an open loop) or clients (`8`, a
+    /// closed loop).
+    #[arg(long, default_value = "10/s")]
+    pub from: String,
+
+    /// The highest level tried, in --from's unit (default: 10,000 of it).
+    #[arg(long)]
+    pub to: Option<String>,
+
+    /// Each climbing step's level over the one before.
+    #[arg(long, default_value_t = 2.0)]
+    pub ratio: f64,
+
+    /// Stop when the highest pass and the lowest fail are this close (`5%`).
+    #[arg(long, default_value = "5%", value_parser = simulator_api::load::parse_percent)]
+    pub precision: f64,
+
+    /// Each step's length.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub step: Duration,
+
+    /// An open loop's connections.
+    #[arg(long = "n", short = 'n', default_value_t = 256)]
+    pub connections: usize,
+
+    /// A closed loop's think time.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub think_time: Duration,
+
+    /// Also write the steps as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Also draw latency against the level as an SVG (and a PNG beside it).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -187,14 +240,6 @@ pub struct SweepArgs {
     /// (`system-simulator scenarios` lists them).
     #[arg(long, value_name = "NAME")]
     pub scenario: Option<String>,
-
-    /// A pass bar (repeatable): `p(99)<200ms`, `peak: rate(errors)<0.01`,
-    /// `window(10s): achieved/offered>0.98`, `p(99.9)<1s abort after 10s`.
-    /// The report lists each with its figure; a failed one exits with status
-    /// 99 (k6's). One that does not parse is refused before any load
-    /// (docs/load.md, "Thresholds").
-    #[arg(long = "threshold", value_name = "BAR")]
-    pub thresholds: Vec<String>,
 
     /// Also write every figure as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]

@@ -1,10 +1,11 @@
 //! The commands the flags run: a load run (with its report, JSON, series and
-//! metrics endpoint), a sweep, a merge; and the runtime they run on. The flags
+//! metrics endpoint), a sweep, a merge, a knee search (`knee.rs`); and the runtime they run on. The flags
 //! themselves are `flags.rs`.
 
 mod flags;
+mod knee;
 
-pub use flags::{Args, Command, ShardArgs, SweepArgs};
+pub use flags::{Args, Command, KneeArgs, ShardArgs, SweepArgs};
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -142,6 +143,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
         Some(Command::Sweep(sweep_args)) => return sweep(*sweep_args).await,
         Some(Command::Merge(merge_args)) => return crate::scale_out::merge::run(&merge_args),
+        Some(Command::Knee(knee_args)) => return knee::run(*knee_args).await,
         None => {}
     }
     let plan = args.plan_in(|var| std::env::var(var).ok())?;

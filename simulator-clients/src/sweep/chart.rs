@@ -17,8 +17,14 @@ use crate::sweep::{Step, SweepReport};
 #[error("drawing the chart: {0}")]
 pub struct ChartError(String);
 
+impl ChartError {
+    pub fn new(e: impl std::fmt::Display) -> Self {
+        ChartError(e.to_string())
+    }
+}
+
 fn fail(e: impl std::fmt::Display) -> ChartError {
-    ChartError(e.to_string())
+    ChartError::new(e)
 }
 
 const BEFORE: RGBColor = RGBColor(200, 60, 40);

@@ -177,3 +177,52 @@ fn blocking_get_json(url: &str) -> serde_json::Value {
         response.json()
     })
 }
+
+/// The default server's model names its capacity (8 permits over a 61 ms
+/// persist: about 131 a second); the knee of a latency bar lies just below
+/// it, where the queue for the permits begins.
+#[test]
+fn the_knee_of_a_latency_bar_lies_at_the_capacity_the_model_names() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("knee.json");
+    let out = Command::new(sim_clients())
+        .args(["knee", "--target", &server.url, "--bar", "p(99)<100ms"])
+        .args([
+            "--from",
+            "64/s",
+            "--step",
+            "2s",
+            "--precision",
+            "10%",
+            "--n",
+            "400",
+        ])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .expect("run sim-clients knee");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{printed}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let knee = report["knee"].as_f64().expect("a knee");
+    let steps = report["steps"].as_array().unwrap();
+    let capacity = steps[0]["server"]["model_capacity_per_s"].as_f64().unwrap();
+    assert!(
+        knee >= 0.8 * capacity && knee <= 1.1 * capacity,
+        "knee {knee}/s against the model's {capacity}/s\n{printed}"
+    );
+    // Climbing by 2 from 64, then bisecting: every step kept, the first fail
+    // above the knee within 10 %.
+    let levels: Vec<f64> = steps.iter().map(|s| s["level"].as_f64().unwrap()).collect();
+    assert_eq!(levels[..2], [64.0, 128.0], "{levels:?}");
+    let fail = report["first_fail"].as_f64().unwrap();
+    assert!(fail > knee && (fail - knee) / knee <= 0.1, "{knee} {fail}");
+    assert!(
+        printed.contains("its model: admission: 8 permits"),
+        "{printed}"
+    );
+}
