@@ -54,7 +54,13 @@ pub async fn run(args: KneeArgs) -> anyhow::Result<()> {
         to,
         ratio: args.ratio,
         precision: args.precision / 100.0,
-        step: args.step,
+        // Every tool's runs are cut by SIMULATOR_MAX_DURATION (a page's test).
+        step: simulator_api::max_duration::cut_and_say(
+            "knee",
+            "--step",
+            args.step,
+            simulator_api::max_duration::from_env()?,
+        ),
         connections: args.connections,
         think_time: args.think_time,
     };

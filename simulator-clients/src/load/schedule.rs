@@ -76,15 +76,17 @@ impl Schedule {
         Self::of_pieces(start, end, vec![constant], arrivals, seed, shard)
     }
 
-    /// Sends from `start` at the rates of `plan`, until its end.
+    /// Sends from `start` at the rates of `plan`, until its end or `end`
+    /// (a run cut short: `SIMULATOR_MAX_DURATION`), whichever is first.
     pub fn planned(
         start: Instant,
+        end: Instant,
         plan: &Stages,
         arrivals: Arrivals,
         seed: u64,
         shard: Shard,
     ) -> Self {
-        let end = start + plan.total();
+        let end = end.min(start + plan.total());
         Self::of_pieces(start, end, plan.pieces(), arrivals, seed, shard)
     }
 

@@ -104,24 +104,21 @@ impl RunState {
     ) -> Self {
         let deadline = plan.stop.duration.map(|d| start + d);
         let seed = plan.shared_seed().unwrap_or_else(rand::random);
-        let schedule = match (plan.load.pacing, deadline, &plan.load.stages) {
-            (Pacing::Open { arrivals, .. }, Some(_), Some(stages)) => Some(Schedule::planned(
-                start,
-                stages,
-                arrivals,
-                seed,
-                plan.shard(),
-            )),
-            (Pacing::Open { rate, arrivals }, Some(end), None) => Some(Schedule::new(
-                start,
-                end,
-                rate,
-                arrivals,
-                seed,
-                plan.shard(),
-            )),
-            _ => None,
-        };
+        let schedule =
+            match (plan.load.pacing, deadline, &plan.load.stages) {
+                (Pacing::Open { arrivals, .. }, Some(end), Some(stages)) => Some(
+                    Schedule::planned(start, end, stages, arrivals, seed, plan.shard()),
+                ),
+                (Pacing::Open { rate, arrivals }, Some(end), None) => Some(Schedule::new(
+                    start,
+                    end,
+                    rate,
+                    arrivals,
+                    seed,
+                    plan.shard(),
+                )),
+                _ => None,
+            };
         let budget = plan.load.retry.budget_percent.map(RetryBudget::new);
         let precise = plan.precise_pacing.map(|slack| {
             crate::platform::SharedPacer::start(slack)

@@ -87,6 +87,37 @@ impl StageFigures {
         figures
     }
 
+    /// The same stage with no count yet: what a merge adds shards' into.
+    pub fn emptied(&self) -> Self {
+        StageFigures {
+            sent: 0,
+            completed: 0,
+            blocked: 0,
+            late: 0,
+            missed: 0,
+            retries: 0,
+            given_up: 0,
+            unanswered: 0,
+            answered_in_stage: 0,
+            errors: Errors::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Adds another shard's counts of the same stage (histograms aside).
+    pub fn add_counts(&mut self, other: &StageFigures) {
+        self.sent += other.sent;
+        self.completed += other.completed;
+        self.blocked += other.blocked;
+        self.late += other.late;
+        self.missed += other.missed;
+        self.retries += other.retries;
+        self.given_up += other.given_up;
+        self.unanswered += other.unanswered;
+        self.answered_in_stage += other.answered_in_stage;
+        self.errors.add(&other.errors);
+    }
+
     /// The rates of its counts over its span.
     pub fn set_rates(&mut self) {
         let secs = (self.to_s - self.from_s).max(f64::MIN_POSITIVE);

@@ -23,7 +23,7 @@ use hdrhistogram::Histogram;
 use crate::plan::{Arrivals, LoadPlan, Pacing, Stop};
 use crate::reporting::figures::Latency;
 use crate::reporting::hdr::{self, DecodeError};
-use crate::reporting::record::{Errors, Tally};
+use crate::reporting::record::Tally;
 use crate::reporting::report::{Merged, Report};
 use crate::reporting::series::{Line, Second};
 use crate::reporting::stages::StageFigures;
@@ -329,32 +329,14 @@ fn merge_stages(reports: &[(PathBuf, Report)]) -> Result<Vec<StageFigures>, Merg
     };
     let mut merged = Vec::with_capacity(first.stages.len());
     for (k, template) in first.stages.iter().enumerate() {
-        let mut stage = template.clone();
+        let mut stage = template.emptied();
         let mut latency = crate::reporting::hdr::new_histogram();
         let mut from_send = crate::reporting::hdr::new_histogram();
-        stage.errors = Errors::default();
-        (stage.sent, stage.completed, stage.blocked, stage.late) = (0, 0, 0, 0);
-        (
-            stage.missed,
-            stage.retries,
-            stage.given_up,
-            stage.unanswered,
-        ) = (0, 0, 0, 0);
-        stage.answered_in_stage = 0;
         for (path, report) in reports {
             let Some(s) = report.stages.get(k) else {
                 continue;
             };
-            stage.sent += s.sent;
-            stage.completed += s.completed;
-            stage.blocked += s.blocked;
-            stage.late += s.late;
-            stage.missed += s.missed;
-            stage.retries += s.retries;
-            stage.given_up += s.given_up;
-            stage.unanswered += s.unanswered;
-            stage.answered_in_stage += s.answered_in_stage;
-            stage.errors.add(&s.errors);
+            stage.add_counts(s);
             add_histogram(&mut latency, path, "a stage's latency", &s.latency_hdr)?;
             if let Some(text) = &s.latency_from_send_hdr {
                 add_histogram(&mut from_send, path, "a stage's latency from send", text)?;
@@ -512,6 +494,37 @@ mod tests {
         }
         let report = Report::new(&plan, 7, &recorder.tally(), Duration::from_secs(1), None);
         (PathBuf::from(format!("shard-{index}.json")), report)
+    }
+
+    #[test]
+    fn the_shards_stages_add_up_stage_by_stage() {
+        let plan: simulator_api::load::Stages = "a: step 10/s 1s, b: step 20/s 1s".parse().unwrap();
+        let with_stages = |index, latencies: &[u64]| {
+            let (path, mut report) = shard(index, 1);
+            let mut tally = crate::reporting::record::Interval::default();
+            for ms in latencies {
+                tally.sent += 1;
+                tally.completed += 1;
+                tally.answered_in_span += 1;
+                tally.latency.record(ms * 1_000_000).unwrap();
+            }
+            report.plan = Some(plan.to_string());
+            report.stages =
+                crate::reporting::stages::figures(&plan, &[tally.clone(), tally], false);
+            (path, report)
+        };
+        let (merged, _) = merge(&[with_stages(0, &[1, 2]), with_stages(1, &[3, 100])]).unwrap();
+        assert_eq!(merged.plan.as_deref(), Some(plan.to_string().as_str()));
+        assert_eq!(merged.stages.len(), 2);
+        let b = &merged.stages[1];
+        assert_eq!((b.name.as_str(), b.sent, b.completed), ("b", 4, 4));
+        assert!(
+            (b.achieved_per_s - 4.0).abs() < 1e-9,
+            "{}",
+            b.achieved_per_s
+        );
+        // The merged histogram's max is the slowest of either shard's.
+        assert!(b.latency.max_ns >= 99_000_000, "{:?}", b.latency);
     }
 
     fn count(report: &Report, key: &str) -> u64 {

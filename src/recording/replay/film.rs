@@ -386,7 +386,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_trails_looks_and_diagnoses_since_it_began_are_marked_in_time_order() {
+    fn the_trails_looks_diagnoses_and_stages_since_it_began_are_marked_in_time_order() {
         use simulator_api::trail::{Trail, TrailEntry, TrailKind};
         let step = |after_ms: i64, kind, what: &str| TrailEntry {
             t: 0.0,
@@ -408,6 +408,7 @@ mod tests {
                 step(2_500, TrailKind::Diagnosis, "cpu-quota"),
                 step(1_200, TrailKind::Look, "/stats"),
                 step(1_500, TrailKind::Change, "permits=64"),
+                step(1_800, TrailKind::Stage, "peak: spike to 300/s for 2s"),
             ],
             dropped: 0,
         });
@@ -424,6 +425,17 @@ mod tests {
                 (1.2, "look: /stats (curl)"),
                 (2.5, "diagnosis: cpu-quota (curl)")
             ]
+        );
+        let stages: Vec<(f64, &str)> = film
+            .markers
+            .iter()
+            .filter(|m| m.kind == "stage")
+            .map(|m| (m.t, m.label.as_str()))
+            .collect();
+        assert_eq!(
+            stages,
+            [(1.8, "peak: spike to 300/s for 2s")],
+            "as live marks it"
         );
         assert!(film.markers.windows(2).all(|w| w[0].t <= w[1].t));
     }

@@ -11,7 +11,7 @@ use clap::Parser;
 use common::*;
 use simulator_service::scenario::Scenario;
 
-const PLAN: &str = "warm: ramp 20/s 2s, base: hold 2s, peak: spike 300/s 2s, after: hold 1s";
+const PLAN: &str = "warm: ramp 20/s 1s, base: hold 2s, peak: spike 300/s 1s, after: hold 1s";
 
 #[test]
 fn a_plan_in_a_scenario_file_is_the_plan_on_the_command_line() {
@@ -37,7 +37,7 @@ fn a_plan_in_a_scenario_file_is_the_plan_on_the_command_line() {
     let stages = typed.load.stages.expect("stages");
     let names: Vec<&str> = stages.stages.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["warm", "base", "peak", "after"]);
-    assert_eq!(typed.stop.duration, Some(std::time::Duration::from_secs(7)));
+    assert_eq!(typed.stop.duration, Some(std::time::Duration::from_secs(5)));
 }
 
 fn sim_clients_run(target: &str, words: &[&str]) -> Output {
@@ -52,8 +52,9 @@ fn status(out: &Output) -> Option<i32> {
     out.status.code()
 }
 
-/// Against the default server (8 permits, about 133 answers a second): 20 a
-/// second are answered in a few ms, 300 a second pile up a queue for 2 s.
+/// Against the default server (8 permits, about 131 answers a second): 20 a
+/// second are answered in a few ms; 300 a second for 1 s pile up a queue of
+/// about 170, a wait of over a second.
 #[test]
 fn a_run_exits_by_its_bars_each_judged_over_its_own_span() {
     let server = Server::start(&[]);
