@@ -7,6 +7,8 @@
 //! CPU, its runtime workers' busy share, and what its model names as the
 //! limit. `table.rs` lays the steps out, `chart.rs` draws latency against
 //! the level (vegeta's "scalability profile", as a line per percentile).
+//! Before each step the server's queue from the last has drained, as a
+//! sweep's steps wait (`sweep::settle`).
 //!
 //! aiperf's planner searches the same way (a highest rate meeting an SLO);
 //! written here because the search is a few lines and each step is this
@@ -106,7 +108,12 @@ pub enum KneeError {
     Load(String),
     #[error(transparent)]
     Run(#[from] crate::RunError),
+    #[error(transparent)]
+    Settle(#[from] crate::sweep::SweepError),
 }
+
+/// How long a step waits for the last one's queue to drain at the server.
+const SETTLE_WITHIN: Duration = Duration::from_secs(60);
 
 impl KneePlan {
     pub fn validate(&self) -> Result<(), KneeError> {
@@ -225,6 +232,8 @@ pub async fn run(
         if cancel.is_cancelled() {
             break;
         }
+        // A failed step leaves a queue at the server: the next starts without it.
+        crate::sweep::settle(&plan.target, SETTLE_WITHIN).await?;
         let step = run_step(&plan.step_plan(level)?, level, &plan.bars, cancel.clone()).await?;
         progress(&step);
         search.record(step.passed);

@@ -464,8 +464,8 @@ async fn prepare(
 }
 
 /// Waits (bounded) until nothing is in flight, so a step does not start with the
-/// last one's persists still holding permits.
-async fn settle(target: &str, within: Duration) -> Result<(), SweepError> {
+/// last one's persists still holding permits (the knee's steps too).
+pub async fn settle(target: &str, within: Duration) -> Result<(), SweepError> {
     let deadline = Instant::now() + within;
     loop {
         let stats = client::stats(target).await?;

@@ -189,16 +189,8 @@ fn the_knee_of_a_latency_bar_lies_at_the_capacity_the_model_names() {
     let json = dir.path().join("knee.json");
     let out = Command::new(sim_clients())
         .args(["knee", "--target", &server.url, "--bar", "p(99)<100ms"])
-        .args([
-            "--from",
-            "64/s",
-            "--step",
-            "2s",
-            "--precision",
-            "10%",
-            "--n",
-            "400",
-        ])
+        .args(["--from", "64/s", "--step", "1s", "--precision", "10%"])
+        .args(["--n", "200"])
         .args(["--json", json.to_str().unwrap()])
         .output()
         .expect("run sim-clients knee");
