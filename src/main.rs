@@ -20,7 +20,7 @@ fn main() -> std::process::ExitCode {
         Err(err) => {
             eprintln!("error: {err:#}");
             // A load's failed threshold has a status of its own (`clients`).
-            std::process::ExitCode::from(simulator_clients::thresholds::exit_status(&err))
+            std::process::ExitCode::from(simulator_clients::cli::exit_status(&err))
         }
     }
 }

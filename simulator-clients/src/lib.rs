@@ -12,6 +12,7 @@
 //! - `sweep/`: the seed's sweep of client counts, its tables and chart;
 //! - `knee/`: the highest rate or client count at which the bars hold;
 //! - `thresholds/`: pass bars for a run (`--threshold`), read and judged;
+//! - `compare/`: two runs told apart from their noise;
 //! - `scale_out/`: load beyond one machine (`docs/scale-out.md`): starting
 //!   together, adding reports up;
 //! - `platform/`: what differs by OS (the precise timer, a socket option, the
@@ -25,6 +26,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod cli;
+mod compare;
 mod knee;
 mod load;
 mod plan;

@@ -22,7 +22,7 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
-            std::process::ExitCode::from(simulator_clients::thresholds::exit_status(&err))
+            std::process::ExitCode::from(simulator_clients::cli::exit_status(&err))
         }
     }
 }

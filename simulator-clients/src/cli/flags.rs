@@ -152,6 +152,10 @@ pub enum Command {
     /// climbing by a ratio, then bisection; a row per step and what limits the
     /// server at the knee.
     Knee(Box<KneeArgs>),
+    /// Compare two runs' reports (--json): the change in throughput, errors,
+    /// blocked share and latency, each with a 99 % interval from a block
+    /// bootstrap over the seconds, and better, worse or ~ (noise).
+    Compare(crate::compare::CompareArgs),
 }
 
 #[derive(Debug, clap::Args)]

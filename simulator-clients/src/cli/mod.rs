@@ -1,5 +1,5 @@
 //! The commands the flags run: a load run (with its report, JSON, series and
-//! metrics endpoint), a sweep, a merge, a knee search (`knee.rs`); and the runtime they run on. The flags
+//! metrics endpoint), a sweep, a merge, a knee search (`knee.rs`), a comparison of two runs; and the runtime they run on. The flags
 //! themselves are `flags.rs`.
 
 mod flags;
@@ -19,6 +19,21 @@ use tokio_util::sync::CancellationToken;
 use crate::plan::shard::Shard;
 use crate::plan::LoadPlan;
 use crate::reporting::live::LiveMetrics;
+
+/// The exit status of a command that ended in `err`: 99 for a failed bar
+/// (k6's) or a comparison that got worse, 2 for a refused bar, 1 for
+/// anything else.
+pub fn exit_status(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<crate::thresholds::Failed>().is_some()
+        || err.downcast_ref::<crate::compare::Regressed>().is_some()
+    {
+        crate::thresholds::EXIT_THRESHOLD_FAILED
+    } else if err.downcast_ref::<crate::thresholds::Refused>().is_some() {
+        2
+    } else {
+        1
+    }
+}
 
 /// Ctrl-C as an early stop: the run (or sweep) still reports what it measured.
 fn cancel_on_ctrl_c() -> CancellationToken {
@@ -144,6 +159,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Some(Command::Sweep(sweep_args)) => return sweep(*sweep_args).await,
         Some(Command::Merge(merge_args)) => return crate::scale_out::merge::run(&merge_args),
         Some(Command::Knee(knee_args)) => return knee::run(*knee_args).await,
+        Some(Command::Compare(compare_args)) => return crate::compare::run(&compare_args),
         None => {}
     }
     let plan = args.plan_in(|var| std::env::var(var).ok())?;

@@ -40,18 +40,6 @@ pub struct Failed {
 #[error("{0}")]
 pub struct Refused(pub String);
 
-/// The exit status of a command that ended in `err`: 99 for a failed bar, 2
-/// for a refused one, 1 for anything else.
-pub fn exit_status(err: &anyhow::Error) -> u8 {
-    if err.downcast_ref::<Failed>().is_some() {
-        EXIT_THRESHOLD_FAILED
-    } else if err.downcast_ref::<Refused>().is_some() {
-        2
-    } else {
-        1
-    }
-}
-
 /// The most bars a run takes.
 pub const MAX_THRESHOLDS: usize = 32;
 /// The longest window a bar may slide.

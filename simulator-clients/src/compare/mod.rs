@@ -1,0 +1,363 @@
+//! `sim-clients compare BEFORE.json AFTER.json`: two runs' reports (each
+//! written with `--json`, which keeps every second) told apart from their
+//! noise. For the whole run, and for each stage of a plan both share: the
+//! change in throughput, error rate, blocked share and latency p50 and p99,
+//! each with a 99 % interval from a moving-block bootstrap over the seconds
+//! (`stats.rs` says why blocks), and a verdict in benchstat's words: better,
+//! worse, or `~` (not told apart from noise). `--aa` names a second run of the
+//! before: what that pair moved is the noise floor a change must clear. The
+//! status is 99 when a figure got worse (a regression is a failed bar), 0
+//! otherwise.
+
+pub mod stats;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::reporting::hdr;
+use crate::reporting::report::Report;
+use stats::{Change, Figure, Second, Verdict};
+
+/// `sim-clients compare`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The run before (a report written with --json).
+    pub before: PathBuf,
+    /// The run after.
+    pub after: PathBuf,
+    /// Another run of the before, unchanged: the noise floor (an A/A pair).
+    #[arg(long, value_name = "FILE")]
+    pub aa: Option<PathBuf>,
+    /// Bootstrap resamples of each run.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
+    pub resamples: u32,
+    /// Seeds the resampling, so a comparison reads the same twice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also write the comparison as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// The figures compared, in the table's order.
+pub const FIGURES: [Figure; 5] = [
+    Figure::Throughput,
+    Figure::ErrorRate,
+    Figure::BlockedShare,
+    Figure::Latency(50),
+    Figure::Latency(99),
+];
+
+/// One figure of one span, compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// `the run` or a stage's name.
+    pub span: String,
+    pub figure: String,
+    pub before: f64,
+    pub after: f64,
+    /// After / before; for a share, after - before.
+    pub change: f64,
+    pub low: f64,
+    pub high: f64,
+    /// What an A/A pair moved, when one was given.
+    pub floor: f64,
+    pub verdict: Verdict,
+}
+
+/// A comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub before: String,
+    pub after: String,
+    pub aa: Option<String>,
+    pub seconds: (usize, usize),
+    pub block_seconds: (usize, usize),
+    pub resamples: u32,
+    pub rows: Vec<Row>,
+}
+
+/// A report's seconds as the statistics read them.
+fn seconds_of(report: &Report, stage: Option<&str>) -> anyhow::Result<Vec<Second>> {
+    report
+        .seconds
+        .iter()
+        .filter(|s| stage.is_none_or(|name| s.line.stage.as_deref() == Some(name)))
+        .map(|s| {
+            let h = hdr::decode(&s.latency_hdr).context("a second's latency histogram")?;
+            let latency = h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect();
+            Ok(Second {
+                sent: s.line.sent,
+                completed: s.line.completed,
+                errors: s.line.errors,
+                blocked: s.line.blocked,
+                latency,
+            })
+        })
+        .collect()
+}
+
+fn read(path: &PathBuf) -> anyhow::Result<Report> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let report: Report = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a sim-clients report written with --json",
+            path.display()
+        )
+    })?;
+    anyhow::ensure!(
+        report.seconds.len() >= 2,
+        "{} keeps {} seconds: a comparison needs a run's seconds (write it with --json, and run at least 2 s)",
+        path.display(),
+        report.seconds.len()
+    );
+    Ok(report)
+}
+
+/// The spans both runs share: the run, then each stage of a plan both have.
+fn spans(before: &Report, after: &Report) -> Vec<Option<String>> {
+    let mut spans = vec![None];
+    if before.plan.is_some() && before.plan == after.plan {
+        spans.extend(before.stages.iter().map(|s| Some(s.name.clone())));
+    }
+    spans
+}
+
+/// Compares the runs of `args`.
+pub fn compare(args: &CompareArgs) -> anyhow::Result<Comparison> {
+    let (before, after) = (read(&args.before)?, read(&args.after)?);
+    let aa = args.aa.as_ref().map(read).transpose()?;
+    let mut rows = Vec::new();
+    for span in spans(&before, &after) {
+        let indexed = |r: &Report| seconds_of(r, span.as_deref()).map(|s| stats::Indexed::new(&s));
+        let (b, a) = (indexed(&before)?, indexed(&after)?);
+        let again = aa.as_ref().map(indexed).transpose()?;
+        for figure in FIGURES {
+            let c = stats::change(figure, &b, &a, args.resamples as usize, args.seed);
+            let floor = again.as_ref().map_or(0.0, |aa| {
+                let moved = stats::change(figure, &b, aa, 0, args.seed).change;
+                match figure.is_share() {
+                    true => moved.abs(),
+                    false => (moved - 1.0).abs(),
+                }
+            });
+            rows.push(row(span.as_deref(), figure, &c, floor));
+        }
+    }
+    Ok(Comparison {
+        before: args.before.display().to_string(),
+        after: args.after.display().to_string(),
+        aa: args.aa.as_ref().map(|p| p.display().to_string()),
+        seconds: (before.seconds.len(), after.seconds.len()),
+        block_seconds: (
+            stats::block_length(before.seconds.len()),
+            stats::block_length(after.seconds.len()),
+        ),
+        resamples: args.resamples,
+        rows,
+    })
+}
+
+fn row(span: Option<&str>, figure: Figure, c: &Change, floor: f64) -> Row {
+    Row {
+        span: span.unwrap_or("the run").to_owned(),
+        figure: figure.name(),
+        before: c.before,
+        after: c.after,
+        change: c.change,
+        low: c.low,
+        high: c.high,
+        floor: if floor.is_finite() { floor } else { 0.0 },
+        verdict: stats::verdict(figure, c, if floor.is_finite() { floor } else { 0.0 }),
+    }
+}
+
+/// The comparison as text.
+pub fn render(c: &Comparison) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!(
+        "{} -> {}: {} and {} seconds, blocks of {} and {}, {} resamples{}\n",
+        c.before,
+        c.after,
+        c.seconds.0,
+        c.seconds.1,
+        c.block_seconds.0,
+        c.block_seconds.1,
+        c.resamples,
+        c.aa.as_ref()
+            .map_or(String::new(), |aa| format!(", noise floor from {aa}")),
+    );
+    let _ = writeln!(
+        out,
+        "  {:<12} {:<14} {:>12} {:>12} {:>28}  verdict",
+        "span", "figure", "before", "after", "change [99 % interval]"
+    );
+    for r in &c.rows {
+        let share = r.figure.contains("share") || r.figure.contains("rate");
+        let value = |v: f64| match (share, r.figure.starts_with("latency")) {
+            (true, _) => format!("{:.2} %", v * 100.0),
+            (_, true) => crate::reporting::units::duration(v as u64),
+            _ => format!("{v:.1}"),
+        };
+        let change = match share {
+            true => format!(
+                "{:+.2} pt [{:+.2}, {:+.2}]",
+                r.change * 100.0,
+                r.low * 100.0,
+                r.high * 100.0
+            ),
+            false => format!(
+                "{:+.1} % [{:+.1}, {:+.1}]",
+                (r.change - 1.0) * 100.0,
+                (r.low - 1.0) * 100.0,
+                (r.high - 1.0) * 100.0
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<14} {:>12} {:>12} {:>28}  {}",
+            r.span,
+            r.figure,
+            value(r.before),
+            value(r.after),
+            change,
+            r.verdict.word()
+        );
+    }
+    out
+}
+
+/// A comparison in which a figure got worse: status 99, as a failed bar.
+#[derive(Debug, thiserror::Error)]
+#[error("{worse} of {of} figures got worse (exit status 99)")]
+pub struct Regressed {
+    pub worse: usize,
+    pub of: usize,
+}
+
+/// `sim-clients compare`: prints the comparison; fails with [`Regressed`]
+/// when a figure got worse.
+pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
+    let json = args
+        .json
+        .as_deref()
+        .map(crate::reporting::reserve)
+        .transpose()?;
+    let c = compare(args)?;
+    print!("{}", render(&c));
+    if let Some(out) = json {
+        crate::reporting::write_json(out, &c)?;
+    }
+    let worse = c
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Worse)
+        .count();
+    match worse {
+        0 => Ok(()),
+        n => Err(Regressed {
+            worse: n,
+            of: c.rows.len(),
+        }
+        .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reporting::series::{Line, Second as ReportSecond};
+
+    /// A report of 20 seconds, the first 10 in stage `base` and the rest in
+    /// `peak`, each second 100 replies of latencies around `base_ms` and
+    /// `peak_ms` (a spread of ±10 % over the second's replies).
+    fn report(base_ms: u64, peak_ms: u64, seed: u64) -> Report {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let mut r = Report::of_nothing(&crate::plan::LoadPlan::default());
+        r.plan = Some("base: step 100/s 10s, peak: step 100/s 10s".into());
+        let stages: simulator_api::load::Stages = r.plan.as_deref().unwrap().parse().unwrap();
+        r.stages = crate::reporting::stages::figures(
+            &stages,
+            &[Default::default(), Default::default()],
+            false,
+        );
+        r.seconds = (0..20)
+            .map(|k| {
+                let ms = if k < 10 { base_ms } else { peak_ms };
+                let mut h = hdr::new_histogram();
+                for _ in 0..100 {
+                    let ns = ms * 1_000_000 * rng.random_range(90..=110) / 100;
+                    h.record(ns).unwrap();
+                }
+                let mut line = Line::new(f64::from(k + 1), &Default::default());
+                (line.sent, line.completed) = (100, 100);
+                line.stage = Some(if k < 10 { "base" } else { "peak" }.into());
+                ReportSecond {
+                    line,
+                    latency_hdr: hdr::encode(&h),
+                    connect_hdr: String::new(),
+                }
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn a_stage_that_slowed_is_worse_alone_and_the_run_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str, r: &Report| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, serde_json::to_string(r).unwrap()).unwrap();
+            p
+        };
+        let args = CompareArgs {
+            before: path("before.json", &report(10, 10, 1)),
+            after: path("after.json", &report(10, 20, 2)),
+            aa: None,
+            resamples: 500,
+            seed: 1,
+            json: None,
+        };
+        let c = compare(&args).unwrap();
+        let verdict = |span: &str, figure: &str| {
+            c.rows
+                .iter()
+                .find(|r| r.span == span && r.figure == figure)
+                .map(|r| r.verdict)
+                .unwrap()
+        };
+        assert_eq!(
+            verdict("peak", "latency p50"),
+            Verdict::Worse,
+            "{}",
+            render(&c)
+        );
+        assert_eq!(
+            verdict("base", "latency p50"),
+            Verdict::Same,
+            "{}",
+            render(&c)
+        );
+        assert_eq!(
+            verdict("the run", "latency p99"),
+            Verdict::Worse,
+            "{}",
+            render(&c)
+        );
+        assert_eq!(
+            verdict("the run", "throughput /s"),
+            Verdict::Same,
+            "{}",
+            render(&c)
+        );
+        let ran = run(&args).unwrap_err();
+        assert!(ran.downcast_ref::<Regressed>().is_some(), "{ran}");
+    }
+}
