@@ -58,6 +58,9 @@ pub enum Command {
     /// A recording served as the live view (its page, charts and diagram's
     /// badges), at its own pace or faster, with a position to move.
     Replay(crate::recording::replay::ReplayArgs),
+    /// Two runs told apart from their noise: two recordings (.isim) or two
+    /// load reports (--json); better, worse or ~ for each figure.
+    Compare(simulator_clients::compare::CompareArgs),
     /// The facilitator's view of a workshop room: every attendee's checks, live,
     /// on one page (attendees opt in with `workshop check --room URL --seat NAME`).
     Room(crate::room::RoomArgs),
@@ -89,6 +92,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Record(args) => crate::recording::record::run(args).await,
         Command::Export(args) => crate::recording::export::run(&args),
         Command::Replay(args) => crate::recording::replay::run(args).await,
+        Command::Compare(args) => crate::recording::compare::run(&args),
         Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Profile(args) => crate::profile::run(args).await,
         Command::Room(args) => crate::room::run(args).await,

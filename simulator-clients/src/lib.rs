@@ -26,7 +26,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod cli;
-mod compare;
+pub mod compare;
 mod knee;
 mod load;
 mod plan;

@@ -7,11 +7,13 @@
 //! - `trace_from.rs`: `trace NAME --from FILE`, a script's twin fed from the
 //!   file instead of the tap;
 //! - `export/`: `export`, the file as a timeline Perfetto opens;
-//! - `replay/`: `replay`, the file served as the live view.
+//! - `replay/`: `replay`, the file served as the live view;
+//! - `compare.rs`: `compare`, two recordings told apart from their noise.
 //!
 //! Above `trace` (it runs trace's scripts) and below the commands that keep a
 //! run (`demo`, `workshop`).
 
+pub mod compare;
 pub mod export;
 pub mod format;
 pub mod record;

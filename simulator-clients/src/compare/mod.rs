@@ -96,6 +96,7 @@ fn seconds_of(report: &Report, stage: Option<&str>) -> anyhow::Result<Vec<Second
                 completed: s.line.completed,
                 errors: s.line.errors,
                 blocked: s.line.blocked,
+                blocked_of: s.line.completed,
                 latency,
             })
         })
@@ -129,39 +130,107 @@ fn spans(before: &Report, after: &Report) -> Vec<Option<String>> {
     spans
 }
 
+/// One span both runs have, as seconds: the before, the after and, with
+/// `--aa`, the before again.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub name: String,
+    pub before: Vec<Second>,
+    pub after: Vec<Second>,
+    pub again: Option<Vec<Second>>,
+}
+
 /// Compares the runs of `args`.
 pub fn compare(args: &CompareArgs) -> anyhow::Result<Comparison> {
     let (before, after) = (read(&args.before)?, read(&args.after)?);
     let aa = args.aa.as_ref().map(read).transpose()?;
+    let spans = spans(&before, &after)
+        .into_iter()
+        .map(|span| {
+            let of = |r: &Report| seconds_of(r, span.as_deref());
+            Ok(Span {
+                name: span.clone().unwrap_or_else(|| "the run".into()),
+                before: of(&before)?,
+                after: of(&after)?,
+                again: aa.as_ref().map(of).transpose()?,
+            })
+        })
+        .collect::<anyhow::Result<Vec<Span>>>()?;
+    let names = Names::of(args);
+    Ok(compare_spans(&names, &spans, args.resamples, args.seed))
+}
+
+/// What the two runs (and the A/A run) are called in the comparison.
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub before: String,
+    pub after: String,
+    pub aa: Option<String>,
+}
+
+impl Names {
+    pub fn of(args: &CompareArgs) -> Self {
+        Names {
+            before: args.before.display().to_string(),
+            after: args.after.display().to_string(),
+            aa: args.aa.as_ref().map(|p| p.display().to_string()),
+        }
+    }
+}
+
+/// Compares each span's seconds: what `compare` does with two reports and
+/// `system-simulator compare` with two recordings.
+pub fn compare_spans(names: &Names, spans: &[Span], resamples: u32, seed: u64) -> Comparison {
     let mut rows = Vec::new();
-    for span in spans(&before, &after) {
-        let indexed = |r: &Report| seconds_of(r, span.as_deref()).map(|s| stats::Indexed::new(&s));
-        let (b, a) = (indexed(&before)?, indexed(&after)?);
-        let again = aa.as_ref().map(indexed).transpose()?;
+    for span in spans {
+        let (b, a) = (
+            stats::Indexed::new(&span.before),
+            stats::Indexed::new(&span.after),
+        );
+        let again = span.again.as_deref().map(stats::Indexed::new);
         for figure in FIGURES {
-            let c = stats::change(figure, &b, &a, args.resamples as usize, args.seed);
+            let c = stats::change(figure, &b, &a, resamples as usize, seed);
             let floor = again.as_ref().map_or(0.0, |aa| {
-                let moved = stats::change(figure, &b, aa, 0, args.seed).change;
+                let moved = stats::change(figure, &b, aa, 0, seed).change;
                 match figure.is_share() {
                     true => moved.abs(),
                     false => (moved - 1.0).abs(),
                 }
             });
-            rows.push(row(span.as_deref(), figure, &c, floor));
+            rows.push(row(Some(&span.name), figure, &c, floor));
         }
     }
-    Ok(Comparison {
-        before: args.before.display().to_string(),
-        after: args.after.display().to_string(),
-        aa: args.aa.as_ref().map(|p| p.display().to_string()),
-        seconds: (before.seconds.len(), after.seconds.len()),
+    let whole = spans.first();
+    let count = |f: fn(&Span) -> usize| whole.map_or(0, f);
+    Comparison {
+        before: names.before.clone(),
+        after: names.after.clone(),
+        aa: names.aa.clone(),
+        seconds: (count(|s| s.before.len()), count(|s| s.after.len())),
         block_seconds: (
-            stats::block_length(before.seconds.len()),
-            stats::block_length(after.seconds.len()),
+            stats::block_length(count(|s| s.before.len())),
+            stats::block_length(count(|s| s.after.len())),
         ),
-        resamples: args.resamples,
+        resamples,
         rows,
-    })
+    }
+}
+
+/// The status of a comparison: [`Regressed`] when a figure got worse.
+pub fn status(c: &Comparison) -> anyhow::Result<()> {
+    let worse = c
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Worse)
+        .count();
+    match worse {
+        0 => Ok(()),
+        n => Err(Regressed {
+            worse: n,
+            of: c.rows.len(),
+        }
+        .into()),
+    }
 }
 
 fn row(span: Option<&str>, figure: Figure, c: &Change, floor: f64) -> Row {

@@ -24,6 +24,10 @@ pub struct Second {
     pub completed: u64,
     pub errors: u64,
     pub blocked: u64,
+    /// What `blocked` is a share of: replies in a driver's report (each says
+    /// whether it was blocked), requests started in a recording (as the
+    /// seed's count.d counts).
+    pub blocked_of: u64,
     /// The second's latencies, (value in ns, count), ascending.
     pub latency: Vec<(u64, u64)>,
 }
@@ -35,7 +39,8 @@ pub enum Figure {
     Throughput,
     /// Errors over attempts sent.
     ErrorRate,
-    /// Blocked replies over replies.
+    /// Blocked requests over replies (a report) or requests started (a
+    /// recording).
     BlockedShare,
     /// A latency percentile (0-100).
     Latency(u8),
@@ -71,7 +76,7 @@ impl Figure {
         match self {
             Figure::Throughput => share(sum(|s| s.completed), picked.len() as f64),
             Figure::ErrorRate => share(sum(|s| s.errors), sum(|s| s.sent)),
-            Figure::BlockedShare => share(sum(|s| s.blocked), sum(|s| s.completed)),
+            Figure::BlockedShare => share(sum(|s| s.blocked), sum(|s| s.blocked_of)),
             Figure::Latency(q) => run.quantile(picked, f64::from(q) / 100.0),
         }
     }
@@ -283,6 +288,7 @@ mod tests {
                     completed,
                     errors: 0,
                     blocked: completed / 10,
+                    blocked_of: completed,
                     latency: values,
                 }
             })

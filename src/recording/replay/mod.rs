@@ -7,7 +7,7 @@
 //! It serves until Ctrl-C or SIGTERM (or for `SIMULATOR_MAX_DURATION`, as
 //! every long-running tool), and holds at the recording's end.
 
-mod film;
+pub(crate) mod film;
 #[cfg(test)]
 mod fuzz_tests;
 mod player;

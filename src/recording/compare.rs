@@ -1,0 +1,155 @@
+//! `system-simulator compare BEFORE AFTER`: two runs told apart from their
+//! noise, each a recording (`.isim`) or a load's report (`--json`). The
+//! statistics are the driver's (`simulator_clients::compare`: a moving-block
+//! bootstrap over the seconds, better, worse or `~`); here, a recording's
+//! seconds as they read them. A second of a recording is the server's counts
+//! between two of its readings of `/stats`: requests started (sent), done
+//! (answered), blocked for a permit, and refused or abandoned (errors); and
+//! the lifetime of each request done in it, from its `request-done` event
+//! (what the server saw, without the network's or the client's time).
+
+use std::path::{Path, PathBuf};
+
+use simulator_api::events::probe;
+use simulator_clients::compare::stats::Second;
+use simulator_clients::compare::{self, CompareArgs, Names, Span};
+
+use crate::recording::format::{self, Item, Recording};
+
+/// Whether `path` is a recording rather than a driver's report.
+fn is_recording(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "isim")
+}
+
+/// A recording's seconds, one between each two of its readings.
+pub fn seconds(recording: &Recording) -> Vec<Second> {
+    let mut out = Vec::new();
+    let mut last: Option<simulator_api::Counts> = None;
+    let mut last_second = None;
+    let mut lifetimes: Vec<(u64, u64)> = Vec::new();
+    for item in &recording.items {
+        let (second, stats) = match item {
+            Item::Event { probe, args, .. } if *probe == probe::request__done => {
+                // To the microsecond: a percentile need not tell 1 ns apart.
+                lifetimes.push((args[1] / 1000 * 1000, 1));
+                continue;
+            }
+            Item::Tick { second, stats, .. } => (*second, stats),
+            Item::End { seconds, stats } => (*seconds, stats),
+            Item::Event { .. } | Item::Lost(_) => continue,
+        };
+        // The end repeats the last tick's reading unless it had its own.
+        if last_second.is_some_and(|s| s >= second) {
+            continue;
+        }
+        last_second = Some(second);
+        let now = stats.counts;
+        if let Some(was) = last {
+            let since = now.since(&was);
+            lifetimes.sort_unstable();
+            out.push(Second {
+                sent: since.requests_started,
+                completed: since.requests_done,
+                errors: since.requests_shed + since.requests_abandoned,
+                blocked: since.requests_blocked,
+                blocked_of: since.requests_started,
+                latency: std::mem::take(&mut lifetimes),
+            });
+        }
+        lifetimes.clear();
+        last = Some(now);
+    }
+    out
+}
+
+fn open(path: &Path) -> anyhow::Result<Vec<Second>> {
+    let recording = format::open(path)?;
+    let seconds = seconds(&recording);
+    anyhow::ensure!(
+        seconds.len() >= 2,
+        "{} holds {} seconds: a comparison needs at least 2",
+        path.display(),
+        seconds.len()
+    );
+    Ok(seconds)
+}
+
+/// Compares two recordings, or two reports (the driver's own `compare`).
+pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
+    let files: Vec<&PathBuf> = [Some(&args.before), Some(&args.after), args.aa.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let recordings = files.iter().filter(|p| is_recording(p)).count();
+    if recordings == 0 {
+        return compare::run(args);
+    }
+    anyhow::ensure!(
+        recordings == files.len(),
+        "compare two recordings (.isim) or two reports (--json), not one of each"
+    );
+    let json = args
+        .json
+        .as_deref()
+        .map(simulator_api::output::Output::reserve)
+        .transpose()?;
+    let span = Span {
+        name: "the run".into(),
+        before: open(&args.before)?,
+        after: open(&args.after)?,
+        again: args.aa.as_deref().map(open).transpose()?,
+    };
+    let c = compare::compare_spans(&Names::of(args), &[span], args.resamples, args.seed);
+    print!("{}", compare::render(&c));
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(&c)? + "\n";
+        out.write(text.as_bytes())?;
+    }
+    compare::status(&c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::replay::film::fixture;
+
+    #[test]
+    fn a_recordings_seconds_are_its_readings_differences_and_its_requests_lifetimes() {
+        let recording = fixture::recording(&[3, 0, 5]);
+        let s = seconds(&recording);
+        assert_eq!(s.len(), 3);
+        assert_eq!((s[0].sent, s[0].completed), (3, 3));
+        assert_eq!(s[0].latency, [(1_000_000, 1); 3]);
+        assert_eq!(s[1].completed, 0);
+        assert!(s[1].latency.is_empty());
+        assert_eq!(s[2].latency, [(3_000_000, 1); 5]);
+    }
+
+    #[test]
+    fn slower_requests_in_a_recording_compare_worse() {
+        // Second s's requests live s ms: the later seconds of the longer
+        // recording are slower.
+        let before = seconds(&fixture::recording(&[40; 6]));
+        let after: Vec<Second> = seconds(&fixture::recording(&[40; 12]))[6..].to_vec();
+        let span = Span {
+            name: "the run".into(),
+            before,
+            after,
+            again: None,
+        };
+        let names = Names {
+            before: "a.isim".into(),
+            after: "b.isim".into(),
+            aa: None,
+        };
+        let c = compare::compare_spans(&names, &[span], 300, 1);
+        let p50 = c.rows.iter().find(|r| r.figure == "latency p50").unwrap();
+        assert_eq!(
+            p50.verdict,
+            compare::stats::Verdict::Worse,
+            "{}",
+            compare::render(&c)
+        );
+        assert!(compare::status(&c).is_err());
+    }
+}
