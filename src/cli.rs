@@ -60,7 +60,7 @@ pub enum Command {
     Replay(crate::recording::replay::ReplayArgs),
     /// Two runs told apart from their noise: two recordings (.isim) or two
     /// load reports (--json); better, worse or ~ for each figure.
-    Compare(simulator_clients::compare::CompareArgs),
+    Compare(crate::recording::compare::CompareRunsArgs),
     /// The facilitator's view of a workshop room: every attendee's checks, live,
     /// on one page (attendees opt in with `workshop check --room URL --seat NAME`).
     Room(crate::room::RoomArgs),
@@ -203,6 +203,14 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
     use simulator_api::Settings;
+
+    /// clap's own checks of every command's flags (two groups of one name,
+    /// a flag twice), which it makes only when a command is first parsed.
+    #[test]
+    fn every_commands_flags_are_well_formed() {
+        Cli::command().debug_assert();
+        simulator_clients::cli::Args::command().debug_assert();
+    }
 
     /// The server starts its neighbour by this binary's own command: the
     /// words it runs parse back to `neighbour` with its threads.

@@ -7,14 +7,38 @@
 //! (answered), blocked for a permit, and refused or abandoned (errors); and
 //! the lifetime of each request done in it, from its `request-done` event
 //! (what the server saw, without the network's or the client's time).
+//! `--flame` draws the differential flame graphs of the two recordings' CPU
+//! profiles (`simulator_service`'s `profile/diff.rs`).
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+use simulator_service::profile::diff::{self, View};
+use simulator_service::profile::folded::Folded;
+
 use simulator_api::events::probe;
 use simulator_clients::compare::stats::Second;
-use simulator_clients::compare::{self, CompareArgs, Names, Span};
+use simulator_clients::compare::{self, Names, Span};
 
 use crate::recording::format::{self, Item, Recording};
+
+/// `system-simulator compare`'s flags: the driver's, and the flame graphs of
+/// two recordings' profiles.
+#[derive(Debug, clap::Args)]
+pub struct CompareRunsArgs {
+    #[command(flatten)]
+    pub runs: simulator_clients::compare::CompareArgs,
+    /// Also draw the differential flame graphs of the recordings' CPU
+    /// profiles (`record --profile N`): FILE the after's widths, red where a
+    /// frame grew and blue where it shrank; FILE-before.svg the before's,
+    /// hues turned round, to see what vanished.
+    #[arg(long, value_name = "FILE.svg")]
+    pub flame: Option<PathBuf>,
+    /// With --flame: a stack whose change is under this share of its larger
+    /// count draws grey, as no change.
+    #[arg(long, default_value = "5%", value_parser = simulator_api::load::parse_percent)]
+    pub grey_under: f64,
+}
 
 /// Whether `path` is a recording rather than a driver's report.
 fn is_recording(path: &Path) -> bool {
@@ -75,13 +99,18 @@ fn open(path: &Path) -> anyhow::Result<Vec<Second>> {
 }
 
 /// Compares two recordings, or two reports (the driver's own `compare`).
-pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
+pub fn run(all: &CompareRunsArgs) -> anyhow::Result<()> {
+    let args = &all.runs;
     let files: Vec<&PathBuf> = [Some(&args.before), Some(&args.after), args.aa.as_ref()]
         .into_iter()
         .flatten()
         .collect();
     let recordings = files.iter().filter(|p| is_recording(p)).count();
     if recordings == 0 {
+        anyhow::ensure!(
+            all.flame.is_none(),
+            "--flame draws two recordings' profiles: a report has none"
+        );
         return compare::run(args);
     }
     anyhow::ensure!(
@@ -99,6 +128,9 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         after: open(&args.after)?,
         again: args.aa.as_deref().map(open).transpose()?,
     };
+    if let Some(out) = &all.flame {
+        draw(args, out, all.grey_under / 100.0)?;
+    }
     let c = compare::compare_spans(&Names::of(args), &[span], args.resamples, args.seed);
     print!("{}", compare::render(&c));
     if let Some(out) = json {
@@ -106,6 +138,66 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         out.write(text.as_bytes())?;
     }
     compare::status(&c)
+}
+
+/// A recording's CPU profiles, their stacks added.
+fn profile(path: &Path) -> anyhow::Result<Folded> {
+    let recording = format::open(path)?;
+    anyhow::ensure!(
+        !recording.profiles.is_empty(),
+        "{} holds no CPU profile: record it with --profile N",
+        path.display()
+    );
+    let mut all = Folded::default();
+    for block in &recording.profiles {
+        let folded = Folded::parse(&block.folded)
+            .with_context(|| format!("{}'s profile", path.display()))?;
+        for (stack, count) in folded.stacks {
+            all.add(stack, count);
+        }
+    }
+    Ok(all)
+}
+
+/// Both views of the profiles' differential flame graph: `out`, and
+/// `out`-before.svg.
+fn draw(
+    args: &simulator_clients::compare::CompareArgs,
+    out: &Path,
+    grey_under: f64,
+) -> anyhow::Result<()> {
+    let (before, after) = (
+        profile(&args.before)?.without_idle().0,
+        profile(&args.after)?.without_idle().0,
+    );
+    let title = |view: &str| {
+        format!(
+            "{} -> {}: {view}",
+            args.before.display(),
+            args.after.display()
+        )
+    };
+    let before_path = out.with_file_name(format!(
+        "{}-before.svg",
+        out.file_stem().unwrap_or_default().to_string_lossy()
+    ));
+    for (path, view, words) in [
+        (
+            out.to_path_buf(),
+            View::After,
+            "the after's widths, red grew, blue shrank",
+        ),
+        (
+            before_path,
+            View::Before,
+            "the before's widths, blue shrank or vanished",
+        ),
+    ] {
+        let svg = diff::svg(&before, &after, &title(words), view, grey_under);
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("compare: wrote {}", path.display());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

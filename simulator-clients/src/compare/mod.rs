@@ -323,19 +323,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     if let Some(out) = json {
         crate::reporting::write_json(out, &c)?;
     }
-    let worse = c
-        .rows
-        .iter()
-        .filter(|r| r.verdict == Verdict::Worse)
-        .count();
-    match worse {
-        0 => Ok(()),
-        n => Err(Regressed {
-            worse: n,
-            of: c.rows.len(),
-        }
-        .into()),
-    }
+    status(&c)
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@
 //! deadlock a signal handler. So a thread in a system call shows up in the
 //! kernel's profile and not here; this one is user CPU.
 
+pub mod diff;
 pub mod folded;
 pub mod heap;
 pub mod stacks;
