@@ -95,12 +95,11 @@ fn follow(shared: &Arc<RunState>, open_loop: bool) -> Option<JoinHandle<()>> {
                 }
             }
             tokio::time::sleep_until(shared.start + Duration::from_secs_f64(to_s)).await;
-            let tallies = shared.recorder.stages();
-            if let Some(tally) = tallies.get(k) {
+            if let Some(tally) = shared.recorder.stage(k) {
                 if k == 0 {
                     eprintln!("sim-clients: stages as each ends (the report's table adds the replies still due)\n{TABLE_HEAD}");
                 }
-                eprintln!("{}", row(&StageFigures::of(plan, k, tally, open_loop)));
+                eprintln!("{}", row(&StageFigures::of(plan, k, &tally, open_loop)));
             }
         }
     }))

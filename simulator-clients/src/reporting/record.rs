@@ -398,6 +398,12 @@ impl Recorder {
         self.lock().stages.clone()
     }
 
+    /// Stage `k`'s tally so far: one stage's copy, not all 32 of them (three
+    /// histograms each), while the clients wait for the lock.
+    pub fn stage(&self, k: usize) -> Option<Interval> {
+        self.lock().stages.get(k).cloned()
+    }
+
     /// Also counts into `live` for the driver's own `/metrics`.
     pub fn with_live(self, live: Arc<LiveMetrics>) -> Self {
         Self { live, ..self }

@@ -84,7 +84,7 @@ fn so_far(
             if t_s < from + grace || t_s > to + 1.0 {
                 return None;
             }
-            let tally = run.recorder().stages().into_iter().nth(k)?;
+            let tally = run.recorder().stage(k)?;
             let span = Span::of_interval(&tally, t_s.min(to) - from, open_loop);
             Some((span.value(bar.metric), format!("stage {name} so far")))
         }
