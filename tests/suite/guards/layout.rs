@@ -625,3 +625,65 @@ fn a_path_past_the_front_door_is_found_and_a_frame_name_in_a_string_is_not() {
                 // simulator_service::observe in a comment\n";
     assert_eq!(past_the_door(code, &door), vec!["serving".to_owned()]);
 }
+
+/// Every test name .config/nextest.toml picks out by its module names a
+/// module of this suite: when the tests moved into folders (`soak::` became
+/// `server::soak::`), the heavy group's filter kept the old names, matched
+/// nothing, and the soak at saturation ran beside the tracers it was kept from.
+/// Each `test(/^a::b::.../)` and `test(=a::b::name)` must name the file
+/// `tests/suite/a/b.rs` (or the folder `a/b/`), and an exact name the function
+/// in that file or folder.
+#[test]
+fn every_test_the_runners_schedule_names_is_a_test_of_this_suite() {
+    let suite = root().join("tests/suite");
+    let config = std::fs::read_to_string(root().join(".config/nextest.toml")).unwrap();
+    let mut named = 0;
+    for term in config.split("test(").skip(1) {
+        let term = term.split(')').next().unwrap_or_default();
+        let (exact, path) = match (term.strip_prefix('='), term.strip_prefix("/^")) {
+            (Some(path), _) => (true, path),
+            (None, Some(regex)) => (false, regex),
+            // `test(/_alone$/)`: a suffix, held to its rule by the test above.
+            _ => continue,
+        };
+        let parts: Vec<&str> = path
+            .trim_end_matches('/')
+            .split("::")
+            .take_while(|part| {
+                !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+            })
+            .collect();
+        assert!(
+            parts.len() >= 2,
+            "`test({term})` names no module of the suite"
+        );
+        let module = suite.join(parts[0]).join(parts[1]);
+        let file = module.with_extension("rs");
+        assert!(
+            file.is_file() || module.is_dir(),
+            "`test({term})` in .config/nextest.toml names no test: no {} or {}",
+            file.display(),
+            module.display()
+        );
+        if exact {
+            let name = format!("fn {}", parts.last().unwrap());
+            let mut sources = vec![std::fs::read_to_string(&file).unwrap_or_default()];
+            if let Ok(entries) = std::fs::read_dir(&module) {
+                sources.extend(
+                    entries
+                        .flatten()
+                        .filter_map(|e| std::fs::read_to_string(e.path()).ok()),
+                );
+            }
+            assert!(
+                sources.iter().any(|s| s.contains(&name)),
+                "`test({term})` in .config/nextest.toml names no test: no `{name}`"
+            );
+        }
+        named += 1;
+    }
+    assert!(
+        named >= 4,
+        "found {named} filters by name in .config/nextest.toml"
+    );
+}

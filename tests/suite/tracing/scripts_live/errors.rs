@@ -113,10 +113,13 @@ async fn errors_agree_with_the_server(tool: Tool) {
         .unwrap();
     // A line a second after the last failure, so both have printed it.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (script, twin) =
-        tokio::task::spawn_blocking(move || Traced::interrupt_together(traced, twin))
-            .await
-            .unwrap();
+    let (script, twin, misses) = tokio::task::spawn_blocking(move || {
+        let misses = traced.bpf_recursion_misses();
+        let (script, twin) = Traced::interrupt_together(traced, twin);
+        (script, twin, misses)
+    })
+    .await
+    .unwrap();
     drop(server);
     let server_count = after - before;
     let (script_count, twin_count) = (
@@ -127,9 +130,9 @@ async fn errors_agree_with_the_server(tool: Tool) {
     let (script_net, twin_net) = (most_net_fds(&script), most_net_fds(&twin));
     eprintln!(
         "{tool:?}: failed accepts: server {server_count}, script {script_count}, twin {twin_count}, kernel {kernel}; \
-         most net descriptors: script {script_net}, twin {twin_net}"
+         most net descriptors: script {script_net}, twin {twin_net}; BPF programs skipped: {misses:?}"
     );
-    let both = format!("--- script\n{script}\n--- twin\n{twin}");
+    let both = format!("--- script\n{script}\n--- twin\n{twin}\nBPF programs skipped: {misses:?}");
     assert!(
         server_count >= 15,
         "3 s at the limit: {server_count} failures\n{both}"
@@ -151,8 +154,11 @@ async fn errors_agree_with_the_server(tool: Tool) {
         script_net >= 20,
         "{tool:?}: the flood's descriptors\n{both}"
     );
+    // Each firing the kernel skipped (another BPF program or a map read held
+    // the CPU) moves the script's count by one at most.
+    let room = 4 + misses.unwrap_or(0);
     assert!(
-        script_net.abs_diff(twin_net) <= 4,
+        script_net.abs_diff(twin_net) <= room,
         "{tool:?}: net descriptors, script {script_net}, twin {twin_net}\n{both}"
     );
 }
