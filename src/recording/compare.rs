@@ -221,8 +221,8 @@ mod tests {
     fn slower_requests_in_a_recording_compare_worse() {
         // Second s's requests live s ms: the later seconds of the longer
         // recording are slower.
-        let before = seconds(&fixture::recording(&[40; 6]));
-        let after: Vec<Second> = seconds(&fixture::recording(&[40; 12]))[6..].to_vec();
+        let before = seconds(&fixture::recording(&[40; 20]));
+        let after: Vec<Second> = seconds(&fixture::recording(&[40; 60]))[40..].to_vec();
         let span = Span {
             name: "the run".into(),
             before,

@@ -11,7 +11,7 @@
 //! resample (a percentile from the resampled seconds' histograms added), and
 //! the change after / before taken for each pair: the 0.5th and 99.5th
 //! percentiles of those changes are the 99 % interval (`change` says why
-//! 99). Written by hand: the
+//! 99), widened for few blocks (`expanded`). Written by hand: the
 //! crates that bootstrap resample single values, not blocks of histograms.
 
 use rand::rngs::SmallRng;
@@ -76,7 +76,9 @@ impl Figure {
         match self {
             Figure::Throughput => share(sum(|s| s.completed), picked.len() as f64),
             Figure::ErrorRate => share(sum(|s| s.errors), sum(|s| s.sent)),
-            Figure::BlockedShare => share(sum(|s| s.blocked), sum(|s| s.blocked_of)),
+            // At most all: a recording's request that starts at a second's
+            // end may block in the next, and a span can end between the two.
+            Figure::BlockedShare => share(sum(|s| s.blocked), sum(|s| s.blocked_of)).min(1.0),
             Figure::Latency(q) => run.quantile(picked, f64::from(q) / 100.0),
         }
     }
@@ -212,13 +214,63 @@ pub fn change(
         let k = ((changes.len() as f64 - 1.0) * p).round() as usize;
         changes.get(k).copied().unwrap_or(f64::NAN)
     };
+    let change = of(b, a);
+    let blocks = nb as f64 / lb as f64 + na as f64 / la as f64;
+    let (low, high) = expanded(figure, change, at(0.005), at(0.995), blocks);
     Change {
         before: b,
         after: a,
-        change: of(b, a),
-        low: at(0.005),
-        high: at(0.995),
+        change,
+        low,
+        high,
     }
+}
+
+/// The percentile interval `low..high` around `change`, widened for the few
+/// blocks it came from: Hesterberg's expanded percentile interval (2015), each
+/// half-width times sqrt(m / (m - 1)) t(m - 2) / z, where m counts the blocks
+/// of both runs and t is Student's 99.5 % quantile. A percentile bootstrap is
+/// too narrow in small samples: it resamples the spread the sample had, not
+/// the one the next sample will have, and t's tails are what a few blocks
+/// leave unknown. Measured on a 90 s recording of the seed under its load, cut
+/// into 5 s recordings: unwidened, 28 of 153 pairs of the same server told
+/// apart on some figure (a sixth, against the 1 in 20 the 99 % promise
+/// allows); widened, none. The factor is 2.5 for 5 s against 5 s, 1.9 for 10
+/// s, 1.09 for a minute. A ratio widens on a log scale (it stays positive), a
+/// share on its own, within ±100 points.
+fn expanded(figure: Figure, change: f64, low: f64, high: f64, blocks: f64) -> (f64, f64) {
+    let df = (blocks - 2.0).floor().max(1.0) as usize;
+    let k = (blocks / (blocks - 1.0).max(1.0)).sqrt() * t_995(df) / Z_995;
+    if figure.is_share() {
+        let widen = |edge: f64| (change + (edge - change) * k).clamp(-1.0, 1.0);
+        (widen(low), widen(high))
+    } else {
+        let widen = |edge: f64| (change.ln() + (edge.ln() - change.ln()) * k).exp();
+        (widen(low), widen(high))
+    }
+}
+
+/// The standard normal's 99.5 % quantile.
+const Z_995: f64 = 2.575_829;
+
+/// Student's t 99.5 % quantile with `df` degrees of freedom: the table for 1
+/// to 30 (Abramowitz and Stegun's 26.10), beyond it the Cornish-Fisher
+/// expansion in 1/df, within 0.001 of the table at 30. One quantile only, so a
+/// table rather than a statistics crate.
+fn t_995(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012,
+        2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797, 2.787, 2.779,
+        2.771, 2.763, 2.756, 2.750,
+    ];
+    if let Some(t) = TABLE.get(df.max(1) - 1) {
+        return *t;
+    }
+    let (z, v) = (Z_995, df as f64);
+    let g1 = (z.powi(3) + z) / 4.0;
+    let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
+    let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
+    z + g1 / v + g2 / v.powi(2) + g3 / v.powi(3)
 }
 
 /// benchstat's words for a change.
@@ -308,6 +360,39 @@ mod tests {
         assert!(Figure::Latency(50).of(&run, &[]).is_nan());
         assert_eq!(block_length(60), 4);
         assert_eq!(block_length(1), 1);
+    }
+
+    #[test]
+    fn students_t_is_the_tables_and_then_the_normals() {
+        assert_eq!(t_995(0), 63.657, "no freedom: the widest");
+        assert_eq!(t_995(4), 4.604);
+        // The expansion at 30 against the table, and at 120 against its 2.617.
+        let expansion = |df: usize| {
+            let (z, v) = (Z_995, df as f64);
+            z + (z.powi(3) + z) / 4.0 / v
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0 / v.powi(2)
+                + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z)
+                    / 384.0
+                    / v.powi(3)
+        };
+        assert!((expansion(30) - t_995(30)).abs() < 0.001);
+        assert!((t_995(120) - 2.617).abs() < 0.001, "{}", t_995(120));
+        assert!(t_995(1_000_000) - Z_995 < 1e-4);
+    }
+
+    #[test]
+    fn a_few_seconds_widen_the_interval_and_a_share_stays_a_share() {
+        // 5 s against 5 s, blocks of 2: 5 blocks, 3 degrees of freedom.
+        let (low, high) = expanded(Figure::Latency(50), 2.0, 1.5, 2.5, 5.0);
+        let k = (5.0f64 / 4.0).sqrt() * 5.841 / Z_995;
+        assert!((low - (2.0f64.ln() - (2.0f64 / 1.5).ln() * k).exp()).abs() < 1e-9);
+        assert!(high > 3.0 && low > 0.0, "{low} {high}");
+        let (low, high) = expanded(Figure::BlockedShare, -0.99, -1.0, -0.98, 5.0);
+        assert_eq!(low, -1.0, "no share falls more than all of it");
+        assert!(high > -0.98);
+        // A long run: barely widened.
+        let (_, high) = expanded(Figure::Latency(50), 1.0, 0.9, 1.1, 60.0);
+        assert!(high > 1.1 && high < 1.12, "{high}");
     }
 
     #[test]

@@ -25,6 +25,12 @@
 //!   the seconds it sampled; `export` writes its flame graph beside, as SVG.
 //!
 //! Times are the tap's (ns since it began), written in µs as the format asks.
+//!
+//! Several recordings (`export before.isim after.isim`) share one timeline,
+//! each a process of its own named for its file, each from its own first
+//! moment, so a before and an after lie one above the other on the same
+//! seconds. Their ids take the process's number, so no slice or flow of one
+//! joins the other's, and their instants mark their own process only.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -68,7 +74,6 @@ pub struct Flow {
     pub flow_out: bool,
 }
 
-const PID: u32 = 1;
 /// Counters are grouped per millisecond: one value a millisecond at most.
 const COUNTER_NS: u64 = 1_000_000;
 
@@ -92,7 +97,11 @@ struct Open {
 
 /// The whole export: `{"traceEvents": [...], ...}`.
 pub fn export(recording: &Recording) -> Value {
-    let mut out = Timeline::default();
+    let mut out = Timeline {
+        pid: 1,
+        name: format!("isim server {}", recording.head.target),
+        ..Timeline::default()
+    };
     out.run(recording);
     json!({
         "traceEvents": out.events,
@@ -103,6 +112,51 @@ pub fn export(recording: &Recording) -> Value {
             "began_unix_ms": recording.head.began_unix_ms,
         },
     })
+}
+
+/// Several recordings on one timeline, each named by its `&str` (its file),
+/// each a process, each from its own first moment.
+pub fn export_together(recordings: &[(&str, &Recording)]) -> Value {
+    let mut events = Vec::new();
+    let mut each = Vec::new();
+    for (i, (name, recording)) in recordings.iter().enumerate() {
+        let pid = i as u32 + 1;
+        let mut out = Timeline {
+            pid,
+            name: format!("{name}: isim server {}", recording.head.target),
+            origin_ns: first_ns(recording),
+            ids: format!("{pid}/"),
+            ..Timeline::default()
+        };
+        out.run(recording);
+        events.append(&mut out.events);
+        each.push(json!({
+            "name": name,
+            "pid": pid,
+            "recorder": recording.head.recorder,
+            "target": recording.head.target,
+            "began_unix_ms": recording.head.began_unix_ms,
+        }));
+    }
+    json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": { "recordings": each },
+    })
+}
+
+/// The tap's time of a recording's first event or reading.
+fn first_ns(recording: &Recording) -> u64 {
+    recording
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Event { at_ns, .. } => Some(*at_ns),
+            Item::Tick { tap_ns, .. } if *tap_ns > 0 => Some(*tap_ns),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(0)
 }
 
 /// The tap's clock at wall-clock `unix_ms`, from the tick nearest it (a tick
@@ -130,6 +184,14 @@ fn tap_ns_at(recording: &Recording, unix_ms: u64) -> u64 {
 
 #[derive(Debug, Default)]
 struct Timeline {
+    /// The process the recording draws as, and its name.
+    pid: u32,
+    name: String,
+    /// The tap's time drawn at 0: the first moment of a recording among
+    /// several, 0 alone.
+    origin_ns: u64,
+    /// What begins every id and flow of this recording: empty alone.
+    ids: String,
     events: Vec<TraceEvent>,
     requests: HashMap<u64, Open>,
     /// Phases off the reply's path, begun, by request id and name.
@@ -153,7 +215,7 @@ struct Counter {
 
 impl Timeline {
     fn run(&mut self, recording: &Recording) {
-        self.metadata(recording);
+        self.metadata();
         for item in &recording.items {
             match item {
                 Item::Event { at_ns, probe, args } => {
@@ -189,19 +251,25 @@ impl Timeline {
         }
     }
 
-    fn metadata(&mut self, recording: &Recording) {
-        self.events.push(TraceEvent {
-            name: "process_name".into(),
-            cat: "__metadata",
-            ph: "M",
-            ts: 0.0,
-            pid: PID,
-            tid: 0,
-            id: None,
-            s: None,
-            args: json!({ "name": format!("isim server {}", recording.head.target) }),
-            flow: None,
-        });
+    /// The process's name, and its place: the recordings in the order given.
+    fn metadata(&mut self) {
+        for (name, args) in [
+            ("process_name", json!({ "name": self.name })),
+            ("process_sort_index", json!({ "sort_index": self.pid })),
+        ] {
+            self.events.push(TraceEvent {
+                name: name.into(),
+                cat: "__metadata",
+                ph: "M",
+                ts: 0.0,
+                pid: self.pid,
+                tid: 0,
+                id: None,
+                s: None,
+                args,
+                flow: None,
+            });
+        }
     }
 
     fn event(&mut self, at: u64, name: &'static str, a: &[u64; 6]) {
@@ -418,7 +486,7 @@ impl Timeline {
             for (n, (_, at)) in attempts.into_iter().enumerate() {
                 let begin = &mut self.events[at];
                 begin.flow = Some(Flow {
-                    bind_id: format!("{key:x}"),
+                    bind_id: format!("{}{key:x}", self.ids),
                     flow_in: n > 0,
                     flow_out: n < last,
                 });
@@ -476,10 +544,10 @@ impl Timeline {
             name: name.to_owned(),
             cat,
             ph,
-            ts: micros(at),
-            pid: PID,
+            ts: self.micros(at),
+            pid: self.pid,
             tid: 0,
-            id: Some(id.to_owned()),
+            id: Some(format!("{}{id}", self.ids)),
             s: None,
             args,
             flow: None,
@@ -491,11 +559,12 @@ impl Timeline {
             name,
             cat: "change",
             ph: "i",
-            ts: micros(at),
-            pid: PID,
+            ts: self.micros(at),
+            pid: self.pid,
             tid: 0,
             id: None,
-            s: Some("g"),
+            // The whole trace's when alone; its own process's among several.
+            s: Some(if self.ids.is_empty() { "g" } else { "p" }),
             args: Value::Null,
             flow: None,
         });
@@ -555,8 +624,8 @@ impl Timeline {
             name: name.to_owned(),
             cat: "counter",
             ph: "C",
-            ts: micros(at),
-            pid: PID,
+            ts: self.micros(at),
+            pid: self.pid,
             tid: 0,
             id: None,
             s: None,
@@ -566,6 +635,9 @@ impl Timeline {
     }
 }
 
-fn micros(ns: u64) -> f64 {
-    ns as f64 / 1000.0
+impl Timeline {
+    /// The tap's `ns` as the timeline's µs.
+    fn micros(&self, ns: u64) -> f64 {
+        ns.saturating_sub(self.origin_ns) as f64 / 1000.0
+    }
 }

@@ -2,6 +2,7 @@
 //! text and run for real, the probe tap and its twins, the cut of a request's
 //! waits, profiles, recordings and their replay, and `doctor`'s way to trace.
 
+mod compare;
 mod doctor;
 mod probes;
 pub mod profile;

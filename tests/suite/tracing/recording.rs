@@ -133,6 +133,61 @@ async fn exercise_1_recorded_before_and_after_replays_what_the_twins_printed_liv
         stdout_of_success(&after),
         "the fix changes the waits for a permit"
     );
+    both_on_one_timeline(dir.path());
+}
+
+/// `export before.isim after.isim`: one timeline, each recording a process
+/// named for its file, from its own start, with the requests its own export
+/// has, as long, under ids of its own.
+fn both_on_one_timeline(dir: &Path) {
+    let out = Command::new(BIN)
+        .current_dir(dir)
+        .args(["export", "before.isim", "after.isim"])
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    let both: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("before-after.json")).unwrap()).unwrap();
+    let events = both["traceEvents"].as_array().unwrap();
+    for (pid, name) in [(1, "before.isim"), (2, "after.isim")] {
+        let own: Vec<serde_json::Value> =
+            events.iter().filter(|e| e["pid"] == pid).cloned().collect();
+        let named = own
+            .iter()
+            .find(|e| e["name"] == "process_name")
+            .and_then(|e| e["args"]["name"].as_str())
+            .unwrap_or_default();
+        assert!(named.starts_with(name), "process {pid} is {named:?}");
+        let alone = export(&dir.join(name), &dir.join(format!("{name}.json")));
+        let durations = |events: &[serde_json::Value], prefix: &str| {
+            let tracks = tracks_of(events, "request");
+            let mut each: Vec<(String, i64)> = tracks
+                .into_iter()
+                .map(|(id, t)| {
+                    let ts = |e: &serde_json::Value| e["ts"].as_f64().unwrap();
+                    let id = id.strip_prefix(prefix).map(str::to_owned);
+                    let id =
+                        id.unwrap_or_else(|| panic!("{name}: {prefix} does not begin its ids"));
+                    (id, (ts(t.last().unwrap()) - ts(&t[0])).round() as i64)
+                })
+                .collect();
+            each.sort();
+            each
+        };
+        let together = durations(&own, &format!("{pid}/"));
+        assert!(!together.is_empty(), "{name}: no request on the timeline");
+        assert_eq!(
+            together,
+            durations(alone["traceEvents"].as_array().unwrap(), ""),
+            "{name}: its requests together and alone"
+        );
+        let first = own
+            .iter()
+            .filter(|e| e["ph"] != "M")
+            .filter_map(|e| e["ts"].as_f64())
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(first, 0.0, "{name} begins at its own start");
+    }
 }
 
 /// `@counts[requests started]: N` of a count's output; 0 when it has none.
