@@ -233,6 +233,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     if let Some(incident) = incident {
         print!("{}", goodput_timeline(&runs, incident));
     }
+    print!("{}", told_apart(&runs)?);
     Ok(())
 }
 
@@ -355,9 +356,11 @@ async fn run_once(
             client::begin_incident(&target, None).await
         })
     });
+    // Every second kept: the goodput timeline of an incident, and the
+    // comparison of the two runs told apart from their noise.
     let outputs = simulator_clients::Outputs {
         progress: show,
-        seconds: trigger.is_some(),
+        seconds: true,
         ..Default::default()
     };
     let report = simulator_clients::run_with(load, cancel, outputs).await?;
@@ -506,6 +509,32 @@ pub fn comparison(runs: &Runs) -> String {
 
     out.push_str(&what_happened(runs));
     out
+}
+
+/// The two runs told apart from their noise (`sim-clients compare`'s
+/// statistics: a moving-block bootstrap over the seconds, 99 % intervals);
+/// nothing for runs of under 2 s, which a comparison cannot read.
+fn told_apart(runs: &Runs) -> anyhow::Result<String> {
+    let (_, before) = runs.before;
+    let (_, after) = runs.after;
+    if before.seconds.len() < 2 || after.seconds.len() < 2 {
+        return Ok(String::new());
+    }
+    let names = simulator_clients::compare::Names {
+        before: "before".into(),
+        after: format!("after {}", runs.fix.name),
+        aa: None,
+    };
+    let pair = simulator_clients::compare::Runs {
+        before,
+        after,
+        aa: None,
+    };
+    let c = simulator_clients::compare::compare_reports(&names, &pair, 2000, 1)?;
+    Ok(format!(
+        "\nTold apart from noise (`compare`: each second resampled in blocks, 99 % intervals; `~` is no change beyond the noise):\n{}",
+        simulator_clients::compare::render(&c)
+    ))
 }
 
 /// What the model makes of the load before and after the fix, in words.

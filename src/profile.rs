@@ -5,7 +5,9 @@
 //! with `--off-cpu` what `scripts/offcpu.bt` or `.d` printed: time off the CPU.
 //! With `--heap`, where the server's live bytes were allocated
 //! (`GET /admin/profile/heap`). Writes the SVG, or the folded stacks, where
-//! `--out` says.
+//! `--out` says. With `--diff-base`, two files of stacks of one kind (CPU,
+//! off-CPU or heap) drawn as differential flame graphs: a before and an
+//! after, what grew and what shrank.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -55,9 +57,21 @@ pub struct ProfileArgs {
     pub threads: bool,
     /// Where the server's live bytes were allocated instead of where its CPU
     /// goes (`GET /admin/profile/heap`): the heap now by allocation site, from
-    /// jemalloc's sampling profiler (Linux builds); no root, no seconds.
-    #[arg(long, conflicts_with_all = ["stacks", "threads"])]
+    /// jemalloc's sampling profiler (Linux builds); no root, no seconds. With
+    /// --stacks: the file is such a heap profile, saved with --format folded.
+    #[arg(long, conflicts_with_all = ["threads", "off_cpu"])]
     pub heap: bool,
+    /// With --stacks: draw what changed from FILE (the before, of the same
+    /// kind) to the --stacks file (the after), as Brendan Gregg's differential
+    /// flame graphs: --out has the after's widths, red where a frame grew and
+    /// blue where it shrank; OUT-before.svg the before's, to see what
+    /// vanished. The before is scaled to the after's total first.
+    #[arg(long, value_name = "FILE", requires = "stacks")]
+    pub diff_base: Option<PathBuf>,
+    /// With --diff-base: a stack whose change is under this share of its
+    /// larger count draws grey, as no change.
+    #[arg(long, default_value = "5%", value_parser = simulator_api::load::parse_percent, requires = "diff_base")]
+    pub grey_under: f64,
 }
 
 pub async fn run(args: ProfileArgs) -> anyhow::Result<()> {
@@ -130,18 +144,67 @@ async fn fetch_into(
     write_out(out, body.as_bytes())
 }
 
-/// A tracer's stacks, folded, written as `args.format` says.
-fn from_stacks(path: &std::path::Path, args: &ProfileArgs, out: Output) -> anyhow::Result<()> {
-    // The title names the file, not where it was kept.
-    let source = path.file_name().map_or_else(
+/// A file's name, for a title: not where it was kept.
+fn source_of(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(
         || path.display().to_string(),
         |name| name.to_string_lossy().into_owned(),
-    );
+    )
+}
+
+/// The stacks in `path` (`-`: standard input), folded: already folded (what
+/// scripts/trace prints, or `--format folded` saved), or a tracer's own.
+fn read_folded(
+    path: &std::path::Path,
+    names: Option<&mut simulator_service::profile::symbols::Symbolizer>,
+) -> anyhow::Result<simulator_service::profile::Folded> {
     let text = match path.as_os_str() == "-" {
         true => std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?,
         false => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?,
     };
+    match simulator_service::profile::Folded::parse(&text) {
+        Ok(folded) if folded.total() > 0 => Ok(folded),
+        _ => simulator_service::profile::stacks::fold(&text, names)
+            .with_context(|| format!("cannot fold the stacks in {}", path.display())),
+    }
+}
+
+/// What the counts of a file of stacks count, by the flags: CPU samples,
+/// microseconds off the CPU (the threads waiting for work left out, and said),
+/// or heap bytes.
+fn kept(
+    args: &ProfileArgs,
+    folded: simulator_service::profile::Folded,
+    source: &str,
+) -> (simulator_service::profile::Folded, String, &'static str) {
+    if args.heap {
+        let title = format!(
+            "system-simulator: {:.1} MiB of live heap from {source}",
+            folded.total() as f64 / (1024.0 * 1024.0)
+        );
+        return (folded, title, "bytes");
+    }
+    if !args.off_cpu {
+        let title = format!("system-simulator: {} samples from {source}", folded.total());
+        return (folded, title, "samples");
+    }
+    let (busy, idle) = folded.without_idle();
+    eprintln!(
+        "profile: {source}: {} ms off the CPU waiting for something, {} ms waiting for work left out",
+        busy.total() / 1000,
+        idle / 1000
+    );
+    let title = format!(
+        "system-simulator: {} ms off the CPU from {source} (threads waiting for work left out)",
+        busy.total() / 1000,
+    );
+    (busy, title, "us")
+}
+
+/// A tracer's stacks, folded, written as `args.format` says; with
+/// `--diff-base`, the differential flame graphs of the two.
+fn from_stacks(path: &std::path::Path, args: &ProfileArgs, out: Output) -> anyhow::Result<()> {
     let mut names = match args.pid {
         None => None,
         Some(pid) => Some(
@@ -149,36 +212,61 @@ fn from_stacks(path: &std::path::Path, args: &ProfileArgs, out: Output) -> anyho
                 .with_context(|| format!("cannot read process {pid}'s memory map"))?,
         ),
     };
-    // Folded already (what scripts/trace prints, saved), or a tracer's own.
-    let folded = match simulator_service::profile::Folded::parse(&text) {
-        Ok(folded) if folded.total() > 0 => folded,
-        _ => simulator_service::profile::stacks::fold(&text, names.as_mut())
-            .with_context(|| format!("cannot fold the stacks in {}", path.display()))?,
-    };
-    let (folded, title, unit) = match args.off_cpu {
-        false => {
-            let title = format!("system-simulator: {} samples from {source}", folded.total(),);
-            (folded, title, "samples")
-        }
-        true => {
-            let (busy, idle) = folded.without_idle();
-            eprintln!(
-                "profile: {} ms off the CPU waiting for something, {} ms waiting for work left out",
-                busy.total() / 1000,
-                idle / 1000
-            );
-            let title = format!(
-                "system-simulator: {} ms off the CPU from {source} (threads waiting for work left out)",
-                busy.total() / 1000,
-            );
-            (busy, title, "us")
-        }
-    };
+    let source = source_of(path);
+    let (folded, title, unit) = kept(args, read_folded(path, names.as_mut())?, &source);
+    if let Some(base) = &args.diff_base {
+        let (before, ..) = kept(args, read_folded(base, names.as_mut())?, &source_of(base));
+        return differential(&before, &folded, &source_of(base), &source, unit, args, out);
+    }
     let body = match args.format.as_str() {
         "folded" => folded.text().into_bytes(),
         _ => folded.svg_counting(&title, unit),
     };
     write_out(out, &body)
+}
+
+/// Both views of the differential flame graph of `before` and `after`: the
+/// after's widths into `out`, the before's into OUT-before.svg beside it.
+fn differential(
+    before: &simulator_service::profile::Folded,
+    after: &simulator_service::profile::Folded,
+    before_name: &str,
+    after_name: &str,
+    unit: &str,
+    args: &ProfileArgs,
+    out: Output,
+) -> anyhow::Result<()> {
+    use simulator_service::profile::diff::{self, Drawing, View};
+    anyhow::ensure!(
+        args.format == "svg" && !out.is_stdout(),
+        "--diff-base draws two SVG files (--out and OUT-before.svg): not --format folded or --out -"
+    );
+    let before_path = out.path().with_file_name(format!(
+        "{}-before.svg",
+        out.path().file_stem().unwrap_or_default().to_string_lossy()
+    ));
+    let views = [
+        (View::After, "the after's widths, red grew, blue shrank"),
+        (View::Before, "the before's widths, blue shrank or vanished"),
+    ];
+    let mut drawn = views.iter().map(|(view, words)| {
+        let title = format!("{before_name} -> {after_name}: {words}");
+        let drawing = Drawing {
+            title: &title,
+            view: *view,
+            grey_under: args.grey_under / 100.0,
+            unit,
+        };
+        diff::svg(before, after, &drawing)
+    });
+    let (after_svg, before_svg) = (
+        drawn.next().unwrap_or_default(),
+        drawn.next().unwrap_or_default(),
+    );
+    std::fs::write(&before_path, before_svg)
+        .with_context(|| format!("cannot write {}", before_path.display()))?;
+    eprintln!("profile: wrote {}", before_path.display());
+    write_out(out, &after_svg)
 }
 
 /// Writes `body` to `out`, or to standard output for `-`.

@@ -193,7 +193,14 @@ fn draw(
             "the before's widths, blue shrank or vanished",
         ),
     ] {
-        let svg = diff::svg(&before, &after, &title(words), view, grey_under);
+        let title = title(words);
+        let drawing = diff::Drawing {
+            title: &title,
+            view,
+            grey_under,
+            unit: "samples",
+        };
+        let svg = diff::svg(&before, &after, &drawing);
         std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("compare: wrote {}", path.display());
     }

@@ -278,6 +278,8 @@ async fn profile_twin(args: TraceArgs, seconds: u64) -> anyhow::Result<()> {
         off_cpu: false,
         threads,
         heap: false,
+        diff_base: None,
+        grey_under: 5.0,
     })
     .await
 }

@@ -144,20 +144,44 @@ pub struct Span {
 pub fn compare(args: &CompareArgs) -> anyhow::Result<Comparison> {
     let (before, after) = (read(&args.before)?, read(&args.after)?);
     let aa = args.aa.as_ref().map(read).transpose()?;
-    let spans = spans(&before, &after)
+    let runs = Runs {
+        before: &before,
+        after: &after,
+        aa: aa.as_ref(),
+    };
+    compare_reports(&Names::of(args), &runs, args.resamples, args.seed)
+}
+
+/// Two reports to compare, and an A/A run of the before where there is one.
+#[derive(Debug, Clone, Copy)]
+pub struct Runs<'a> {
+    pub before: &'a Report,
+    pub after: &'a Report,
+    pub aa: Option<&'a Report>,
+}
+
+/// Compares two reports held in memory, as `compare` does two files: the
+/// demo compares its two runs so. Each needs its seconds (a run with
+/// `Outputs::seconds`).
+pub fn compare_reports(
+    names: &Names,
+    runs: &Runs<'_>,
+    resamples: u32,
+    seed: u64,
+) -> anyhow::Result<Comparison> {
+    let spans = spans(runs.before, runs.after)
         .into_iter()
         .map(|span| {
             let of = |r: &Report| seconds_of(r, span.as_deref());
             Ok(Span {
                 name: span.clone().unwrap_or_else(|| "the run".into()),
-                before: of(&before)?,
-                after: of(&after)?,
-                again: aa.as_ref().map(of).transpose()?,
+                before: of(runs.before)?,
+                after: of(runs.after)?,
+                again: runs.aa.map(of).transpose()?,
             })
         })
         .collect::<anyhow::Result<Vec<Span>>>()?;
-    let names = Names::of(args);
-    Ok(compare_spans(&names, &spans, args.resamples, args.seed))
+    Ok(compare_spans(names, &spans, resamples, seed))
 }
 
 /// What the two runs (and the A/A run) are called in the comparison.

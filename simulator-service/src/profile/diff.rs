@@ -13,7 +13,7 @@
 //! under `grey_under` of its larger count draws grey, so an unchanged frame is
 //! not painted pale red by rounding (a frame with only such stacks below it
 //! has no change); and each frame's tooltip says its count before and after,
-//! the change in samples and relative to its before. The module's own
+//! the change in its unit (samples, µs, bytes) and relative to its before. The module's own
 //! hand-written part is that retelling: inferno has no option for it.
 
 use super::folded::Folded;
@@ -30,11 +30,29 @@ pub enum View {
 /// The grey of a frame with no change (inferno draws it near-white).
 const GREY: &str = "rgb(214,214,214)";
 
+/// How a differential flame graph is drawn: its title, the view, the share
+/// of a stack's larger count under which it draws grey, and what the counts
+/// count (`samples` of CPU, `us` off the CPU, `bytes` of heap).
+#[derive(Debug, Clone)]
+pub struct Drawing<'a> {
+    pub title: &'a str,
+    pub view: View,
+    pub grey_under: f64,
+    pub unit: &'a str,
+}
+
 /// The differential flame graph of `before` and `after`, as an SVG.
-pub fn svg(before: &Folded, after: &Folded, title: &str, view: View, grey_under: f64) -> Vec<u8> {
+pub fn svg(before: &Folded, after: &Folded, drawing: &Drawing<'_>) -> Vec<u8> {
+    let Drawing {
+        title,
+        view,
+        grey_under,
+        unit,
+    } = *drawing;
     let lines = lines(before, after, view, grey_under);
     let mut options = inferno::flamegraph::Options::default();
     title.clone_into(&mut options.title);
+    unit.clone_into(&mut options.count_name);
     options.negate_differentials = view == View::Before;
     let mut out = Vec::new();
     if inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out)
@@ -42,7 +60,7 @@ pub fn svg(before: &Folded, after: &Folded, title: &str, view: View, grey_under:
     {
         return b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>".to_vec();
     }
-    retitle(&String::from_utf8_lossy(&out), before, after).into_bytes()
+    retitle(&String::from_utf8_lossy(&out), before, after, unit).into_bytes()
 }
 
 /// `stack FIRST SECOND` lines for inferno: the widths from SECOND, the hue
@@ -177,12 +195,14 @@ fn by_path(folded: &Folded, scale: f64) -> std::collections::HashMap<String, f64
 }
 
 /// Each frame's tooltip told again from both profiles: `NAME (before B,
-/// after A: +K samples, +R %)`, B the before's own count (and, where the
-/// before was scaled, what it is at the after's total), the change between
+/// after A: +K UNIT, +R %)`, B the before's own count (and, where the
+/// before was scaled, `B, S at the after's total;`), the change between
 /// the scaled before and the after. inferno's own title gives the frame's
 /// self change only (Gregg's colours are of it), and a frame's total is what
-/// a reader asks first. Frames with no change draw grey.
-fn retitle(svg: &str, before: &Folded, after: &Folded) -> String {
+/// a reader asks first. Frames with no change draw grey. No parenthesis
+/// inside ours: inferno's script labels each frame with its tooltip less the
+/// last parenthesised group that holds none, which must be all we added.
+fn retitle(svg: &str, before: &Folded, after: &Folded, unit: &str) -> String {
     let scale = after.total() as f64 / before.total().max(1) as f64;
     let (was, now) = (by_path(before, 1.0), by_path(after, 1.0));
     let frames = frames(svg);
@@ -199,13 +219,13 @@ fn retitle(svg: &str, before: &Folded, after: &Folded) -> String {
             b => format!("{:+.1} %", delta as f64 * 100.0 / b as f64),
         };
         let before = match counted.round() as i64 == scaled {
-            true => format!("before {scaled}"),
-            false => format!("before {} ({scaled} at the after's total)", counted.round()),
+            true => format!("before {scaled},"),
+            false => format!("before {}, {scaled} at the after's total;", counted.round()),
         };
         let name = &svg[frame.title.start..frame.title.start + escaped_len(svg, frame)];
         out.push_str(&svg[copied..frame.title.start]);
         out.push_str(&format!(
-            "{name} ({before}, after {after}: {delta:+} samples, {relative})"
+            "{name} ({before} after {after}: {delta:+} {unit}, {relative})"
         ));
         copied = frame.title.end;
     }
@@ -225,6 +245,17 @@ mod tests {
 
     fn folded(text: &str) -> Folded {
         Folded::parse(text).unwrap()
+    }
+
+    /// Drawn as `compare --flame` draws CPU samples.
+    fn drawn(before: &Folded, after: &Folded, title: &str, view: View) -> Vec<u8> {
+        let drawing = Drawing {
+            title,
+            view,
+            grey_under: 0.05,
+            unit: "samples",
+        };
+        svg(before, after, &drawing)
     }
 
     #[test]
@@ -247,7 +278,7 @@ mod tests {
     fn a_hot_frame_is_red_with_its_counts_and_an_unchanged_one_grey() {
         let before = folded("main;hot 10\nmain;cold 90\nmain;same 100\n");
         let after = folded("main;hot 60\nmain;cold 40\nmain;same 100\n");
-        let svg = String::from_utf8(svg(&before, &after, "diff", View::After, 0.05)).unwrap();
+        let svg = String::from_utf8(drawn(&before, &after, "diff", View::After)).unwrap();
         for frame in [
             "hot (before 10, after 60: +50 samples, +500.0 %)",
             "cold (before 90, after 40: -50 samples, -55.6 %)",
@@ -263,9 +294,8 @@ mod tests {
         );
         // Profiles of different lengths compare by share.
         let longer = folded("main;hot 20\nmain;cold 180\nmain;same 200\n");
-        let scaled =
-            String::from_utf8(super::svg(&longer, &after, "diff", View::After, 0.05)).unwrap();
-        let hot = "hot (before 20 (10 at the after's total), after 60";
+        let scaled = String::from_utf8(drawn(&longer, &after, "diff", View::After)).unwrap();
+        let hot = "hot (before 20, 10 at the after's total; after 60";
         assert!(scaled.contains(hot), "{scaled}");
     }
 
@@ -275,16 +305,57 @@ mod tests {
         // says the change of all below it too, found from the drawing.
         let before = folded("main;f<u8, fn(&u8) -> bool>;hot 300\nmain;idle 20\n");
         let after = folded("main;other 1\nmain;idle 19\n");
-        let svg = String::from_utf8(svg(&before, &after, "x", View::Before, 0.05)).unwrap();
-        let middle = "f&lt;u8, fn(&amp;u8) -&gt; bool&gt; (before 300 (19 at the after's total), after 0: -19 samples, -100.0 %)";
+        let svg = String::from_utf8(drawn(&before, &after, "x", View::Before)).unwrap();
+        let middle = "f&lt;u8, fn(&amp;u8) -&gt; bool&gt; (before 300, 19 at the after's total; after 0: -19 samples, -100.0 %)";
         assert!(svg.contains(middle), "{svg}");
         assert!(
-            svg.contains("main (before 320 (20 at the after's total), after 20: +0 samples"),
+            svg.contains("main (before 320, 20 at the after's total; after 20: +0 samples"),
             "{svg}"
         );
     }
 
+    /// Each frame's label, as inferno's script makes it from the tooltip:
+    /// the title less its last `(...)` that holds no `(`.
+    #[test]
+    fn each_label_is_the_frames_name_alone() {
+        let before = folded("main;f(x);hot 20\nmain;cold 180\n");
+        let after = folded("main;f(x);hot 60\nmain;cold 40\n");
+        let svg = String::from_utf8(drawn(&before, &after, "diff", View::After)).unwrap();
+        let titles: Vec<&str> = svg
+            .split("<title>")
+            .skip(1)
+            .filter_map(|t| t.split("</title>").next())
+            .filter(|t| t.contains("before"))
+            .collect();
+        assert!(titles.len() >= 4, "{titles:?}");
+        for title in titles {
+            let open = title.rfind('(').unwrap();
+            let label = title[..open].trim_end();
+            assert!(
+                ["all", "main", "f(x)", "hot", "cold"].contains(&label),
+                "{title:?} labels as {label:?}"
+            );
+        }
+    }
+
     fn svg_before(before: &Folded, after: &Folded) -> Vec<u8> {
-        svg(before, after, "diff", View::Before, 0.05)
+        drawn(before, after, "diff", View::Before)
+    }
+
+    #[test]
+    fn a_heap_differential_counts_bytes() {
+        let before = folded("main;kept 1000\nmain;buffer 1000\n");
+        let after = folded("main;kept 3000\nmain;buffer 1000\n");
+        let drawing = Drawing {
+            title: "heap",
+            view: View::After,
+            grey_under: 0.05,
+            unit: "bytes",
+        };
+        let svg = String::from_utf8(svg(&before, &after, &drawing)).unwrap();
+        let kept =
+            "kept (before 1000, 2000 at the after's total; after 3000: +1000 bytes, +50.0 %)";
+        assert!(svg.contains(kept), "{svg}");
+        assert!(svg.contains(" bytes"), "inferno's own counts say bytes");
     }
 }

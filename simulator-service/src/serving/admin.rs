@@ -347,15 +347,17 @@ async fn heap_profile(
         }
     };
     state.live.mark("profile", "heap profile".to_owned());
-    let folded = crate::profile::heap::live()
+    let (folded, profilers) = crate::profile::heap::live()
         .await
         .map_err(ApiError::NotImplemented)?;
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     let title = || {
         format!(
-            "system-simulator, scenario {}: the live heap, {:.1} MiB by allocation site (jemalloc's samples, one every {} KiB allocated)",
+            "system-simulator, scenario {}: the live heap, {:.1} MiB by allocation site (jemalloc's samples, one every {} KiB allocated; {:.1} MiB of the profiler's own symbol caches left out)",
             state.scenario_name(),
-            folded.total() as f64 / (1024.0 * 1024.0),
+            mib(folded.total()),
             crate::platform::heap::SAMPLE_EVERY_BYTES / 1024,
+            mib(profilers),
         )
     };
     Ok(folded_answer(&folded, svg, title, "bytes"))

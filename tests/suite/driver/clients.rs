@@ -300,6 +300,16 @@ fn the_demo_shows_the_bottleneck_and_the_fix() {
     assert!(share[0] > 90.0, "before the fix: {share:?}\n{text}");
     assert_eq!(share[1], 0.0, "after the fix nothing blocks:\n{text}");
     assert!(text.contains("Little's law"));
+    // Last, the two runs told apart from their noise: a few seconds each, and
+    // still the blocked share's fall is beyond it.
+    let (_, told) = text
+        .split_once("Told apart from noise")
+        .unwrap_or_else(|| panic!("no comparison:\n{text}"));
+    let blocked = told
+        .lines()
+        .find(|l| l.contains("blocked share"))
+        .unwrap_or_else(|| panic!("no blocked share compared:\n{told}"));
+    assert!(blocked.trim_end().ends_with("better"), "{told}");
 }
 
 #[test]

@@ -495,11 +495,48 @@ async fn forgetting_everything_fails_and_the_heap_profile_names_what_holds_the_m
         .await
         .unwrap();
     assert!(after.passed(), "{}", after.render());
-    let held_after = heap_profile(&client, &server.url)
-        .await
-        .samples_in(REMEMBERS);
+    let heap_after = heap_profile(&client, &server.url).await;
+    let held_after = heap_after.samples_in(REMEMBERS);
     assert!(
         held_after < held,
         "{REMEMBERS} held {held} bytes before the fix and {held_after} after"
+    );
+    the_heaps_differential_shows_the_book_shrink(&heap, &heap_after);
+}
+
+/// `profile --heap --stacks AFTER --diff-base BEFORE`: in the differential of
+/// the two heap profiles, the frame that holds the book shrank (the before
+/// scaled to the after's total), in bytes; the before's view is written
+/// beside.
+fn the_heaps_differential_shows_the_book_shrink(
+    before: &simulator_service::profile::Folded,
+    after: &simulator_service::profile::Folded,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("before.folded"), before.text()).unwrap();
+    std::fs::write(dir.path().join("after.folded"), after.text()).unwrap();
+    let out = std::process::Command::new(BIN)
+        .current_dir(dir.path())
+        .args(["profile", "--heap", "--stacks", "after.folded"])
+        .args(["--diff-base", "before.folded", "--out", "heap-diff.svg"])
+        .output()
+        .unwrap();
+    stdout_of_success(&out);
+    let svg = std::fs::read_to_string(dir.path().join("heap-diff.svg")).unwrap();
+    assert!(dir.path().join("heap-diff-before.svg").is_file());
+    // Each frame's tooltip: `NAME (before B..., after A: +K bytes, +R %)`.
+    let changes: Vec<i64> = svg
+        .split("<title>")
+        .skip(1)
+        .filter_map(|t| t.split("</title>").next())
+        .filter(|t| t.contains(REMEMBERS))
+        .filter_map(|t| {
+            let (_, change) = t.rsplit_once(": ")?;
+            change.split(" bytes").next()?.parse().ok()
+        })
+        .collect();
+    assert!(
+        !changes.is_empty() && changes.iter().all(|&c| c < 0),
+        "{REMEMBERS}'s changes in the differential: {changes:?}"
     );
 }
