@@ -530,7 +530,8 @@ fn told_apart(runs: &Runs) -> anyhow::Result<String> {
         after,
         aa: None,
     };
-    let c = simulator_clients::compare::compare_reports(&names, &pair, 2000, 1)?;
+    let resampling = simulator_clients::compare::Resampling::default();
+    let c = simulator_clients::compare::compare_reports(&names, &pair, &resampling)?;
     Ok(format!(
         "\nTold apart from noise (`compare`: each second resampled in blocks, 99 % intervals; `~` is no change beyond the noise):\n{}",
         simulator_clients::compare::render(&c)

@@ -18,7 +18,7 @@ use simulator_service::profile::folded::Folded;
 
 use simulator_api::events::probe;
 use simulator_clients::compare::stats::Second;
-use simulator_clients::compare::{self, Names, Span};
+use simulator_clients::compare::{self, Names, Resampling, Span};
 
 use crate::recording::format::{self, Item, Recording};
 
@@ -131,7 +131,7 @@ pub fn run(all: &CompareRunsArgs) -> anyhow::Result<()> {
     if let Some(out) = &all.flame {
         draw(args, out, all.grey_under / 100.0)?;
     }
-    let c = compare::compare_spans(&Names::of(args), &[span], args.resamples, args.seed);
+    let c = compare::compare_spans(&Names::of(args), &[span], &Resampling::of(args));
     print!("{}", compare::render(&c));
     if let Some(out) = json {
         let text = serde_json::to_string_pretty(&c)? + "\n";
@@ -241,7 +241,11 @@ mod tests {
             after: "b.isim".into(),
             aa: None,
         };
-        let c = compare::compare_spans(&names, &[span], 300, 1);
+        let resampling = Resampling {
+            resamples: 300,
+            ..Resampling::default()
+        };
+        let c = compare::compare_spans(&names, &[span], &resampling);
         let p50 = c.rows.iter().find(|r| r.figure == "latency p50").unwrap();
         assert_eq!(
             p50.verdict,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::reporting::hdr;
 use crate::reporting::report::Report;
-use stats::{Change, Figure, Second, Verdict};
+use stats::{Change, Figure, Interval, Second, Verdict};
 
 /// `sim-clients compare`'s flags.
 #[derive(Debug, clap::Args)]
@@ -36,6 +36,11 @@ pub struct CompareArgs {
     /// Seeds the resampling, so a comparison reads the same twice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How the interval is drawn from the resamples: `expanded` widens it for
+    /// few blocks (a short run); `percentile` is the plain bootstrap's, too
+    /// narrow under a minute (docs/load.md, "Before and after").
+    #[arg(long, value_enum, default_value_t = Interval::Expanded)]
+    pub interval: Interval,
     /// Also write the comparison as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -76,6 +81,9 @@ pub struct Comparison {
     pub seconds: (usize, usize),
     pub block_seconds: (usize, usize),
     pub resamples: u32,
+    /// How each interval was drawn (reports of earlier versions: expanded).
+    #[serde(default)]
+    pub interval: Interval,
     pub rows: Vec<Row>,
 }
 
@@ -140,6 +148,36 @@ pub struct Span {
     pub again: Option<Vec<Second>>,
 }
 
+/// How a comparison resamples: how many times, from which seed, and how it
+/// draws each interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resampling {
+    pub resamples: u32,
+    pub seed: u64,
+    pub interval: Interval,
+}
+
+impl Resampling {
+    pub fn of(args: &CompareArgs) -> Self {
+        Resampling {
+            resamples: args.resamples,
+            seed: args.seed,
+            interval: args.interval,
+        }
+    }
+}
+
+impl Default for Resampling {
+    /// `compare`'s defaults.
+    fn default() -> Self {
+        Resampling {
+            resamples: 2000,
+            seed: 1,
+            interval: Interval::Expanded,
+        }
+    }
+}
+
 /// Compares the runs of `args`.
 pub fn compare(args: &CompareArgs) -> anyhow::Result<Comparison> {
     let (before, after) = (read(&args.before)?, read(&args.after)?);
@@ -149,7 +187,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<Comparison> {
         after: &after,
         aa: aa.as_ref(),
     };
-    compare_reports(&Names::of(args), &runs, args.resamples, args.seed)
+    compare_reports(&Names::of(args), &runs, &Resampling::of(args))
 }
 
 /// Two reports to compare, and an A/A run of the before where there is one.
@@ -166,8 +204,7 @@ pub struct Runs<'a> {
 pub fn compare_reports(
     names: &Names,
     runs: &Runs<'_>,
-    resamples: u32,
-    seed: u64,
+    resampling: &Resampling,
 ) -> anyhow::Result<Comparison> {
     let spans = spans(runs.before, runs.after)
         .into_iter()
@@ -181,7 +218,7 @@ pub fn compare_reports(
             })
         })
         .collect::<anyhow::Result<Vec<Span>>>()?;
-    Ok(compare_spans(names, &spans, resamples, seed))
+    Ok(compare_spans(names, &spans, resampling))
 }
 
 /// What the two runs (and the A/A run) are called in the comparison.
@@ -204,7 +241,12 @@ impl Names {
 
 /// Compares each span's seconds: what `compare` does with two reports and
 /// `system-simulator compare` with two recordings.
-pub fn compare_spans(names: &Names, spans: &[Span], resamples: u32, seed: u64) -> Comparison {
+pub fn compare_spans(names: &Names, spans: &[Span], resampling: &Resampling) -> Comparison {
+    let Resampling {
+        resamples,
+        seed,
+        interval,
+    } = *resampling;
     let mut rows = Vec::new();
     for span in spans {
         let (b, a) = (
@@ -213,9 +255,9 @@ pub fn compare_spans(names: &Names, spans: &[Span], resamples: u32, seed: u64) -
         );
         let again = span.again.as_deref().map(stats::Indexed::new);
         for figure in FIGURES {
-            let c = stats::change(figure, &b, &a, resamples as usize, seed);
+            let c = stats::change(figure, &b, &a, resamples as usize, seed, interval);
             let floor = again.as_ref().map_or(0.0, |aa| {
-                let moved = stats::change(figure, &b, aa, 0, seed).change;
+                let moved = stats::change(figure, &b, aa, 0, seed, interval).change;
                 match figure.is_share() {
                     true => moved.abs(),
                     false => (moved - 1.0).abs(),
@@ -236,6 +278,7 @@ pub fn compare_spans(names: &Names, spans: &[Span], resamples: u32, seed: u64) -
             stats::block_length(count(|s| s.after.len())),
         ),
         resamples,
+        interval,
         rows,
     }
 }
@@ -275,7 +318,7 @@ fn row(span: Option<&str>, figure: Figure, c: &Change, floor: f64) -> Row {
 pub fn render(c: &Comparison) -> String {
     use std::fmt::Write as _;
     let mut out = format!(
-        "{} -> {}: {} and {} seconds, blocks of {} and {}, {} resamples{}\n",
+        "{} -> {}: {} and {} seconds, blocks of {} and {}, {} resamples{}{}\n",
         c.before,
         c.after,
         c.seconds.0,
@@ -283,6 +326,10 @@ pub fn render(c: &Comparison) -> String {
         c.block_seconds.0,
         c.block_seconds.1,
         c.resamples,
+        match c.interval {
+            Interval::Expanded => "",
+            Interval::Percentile => ", percentile intervals (not widened)",
+        },
         c.aa.as_ref()
             .map_or(String::new(), |aa| format!(", noise floor from {aa}")),
     );
@@ -404,6 +451,7 @@ mod tests {
             aa: None,
             resamples: 500,
             seed: 1,
+            interval: Interval::Expanded,
             json: None,
         };
         let c = compare(&args).unwrap();

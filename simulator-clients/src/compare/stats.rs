@@ -181,7 +181,8 @@ pub struct Change {
 }
 
 /// The change of `figure` from `before` to `after`, with its 99 % interval
-/// from `resamples` moving-block resamples of each, seeded with `seed`.
+/// from `resamples` moving-block resamples of each, seeded with `seed`, drawn
+/// as `interval` says.
 /// 99 %, not benchstat's 95 %: a comparison judges five figures at once, and
 /// at 1 % each the same server twice is told apart on any of them in about 1
 /// pair of 20 (Bonferroni's bound).
@@ -191,6 +192,7 @@ pub fn change(
     after: &Indexed,
     resamples: usize,
     seed: u64,
+    interval: Interval,
 ) -> Change {
     let (b, a) = (
         figure.of(before, &before.all()),
@@ -216,7 +218,10 @@ pub fn change(
     };
     let change = of(b, a);
     let blocks = nb as f64 / lb as f64 + na as f64 / la as f64;
-    let (low, high) = expanded(figure, change, at(0.005), at(0.995), blocks);
+    let (low, high) = match interval {
+        Interval::Expanded => expanded(figure, change, at(0.005), at(0.995), blocks),
+        Interval::Percentile => (at(0.005), at(0.995)),
+    };
     Change {
         before: b,
         after: a,
@@ -271,6 +276,28 @@ fn t_995(df: usize) -> f64 {
     let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
     let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
     z + g1 / v + g2 / v.powi(2) + g3 / v.powi(3)
+}
+
+/// How an interval is drawn from the resamples' changes.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Interval {
+    /// The percentile interval widened for few blocks ([`expanded`]).
+    #[default]
+    Expanded,
+    /// The plain percentile interval: right for long runs, too narrow for
+    /// short ones.
+    Percentile,
 }
 
 /// benchstat's words for a change.
@@ -381,6 +408,19 @@ mod tests {
     }
 
     #[test]
+    fn the_plain_percentile_interval_is_the_narrower_and_the_same_at_its_centre() {
+        let (before, after) = (run(5, 100.0, 10.0, 1), run(5, 100.0, 10.0, 2));
+        let f = Figure::Latency(50);
+        let wide = change(f, &before, &after, 500, 7, Interval::Expanded);
+        let plain = change(f, &before, &after, 500, 7, Interval::Percentile);
+        assert_eq!(wide.change, plain.change);
+        assert!(
+            wide.low < plain.low && plain.high < wide.high,
+            "{wide:?} {plain:?}"
+        );
+    }
+
+    #[test]
     fn a_few_seconds_widen_the_interval_and_a_share_stays_a_share() {
         // 5 s against 5 s, blocks of 2: 5 blocks, 3 degrees of freedom.
         let (low, high) = expanded(Figure::Latency(50), 2.0, 1.5, 2.5, 5.0);
@@ -400,11 +440,25 @@ mod tests {
         let before = run(30, 100.0, 10.0, 1);
         let after = run(30, 100.0, 12.0, 2);
         for q in [50, 99] {
-            let c = change(Figure::Latency(q), &before, &after, 500, 7);
+            let c = change(
+                Figure::Latency(q),
+                &before,
+                &after,
+                500,
+                7,
+                Interval::Expanded,
+            );
             assert!(c.low > 1.0 && c.high < 1.5, "p{q}: {c:?}");
             assert_eq!(verdict(Figure::Latency(q), &c, 0.0), Verdict::Worse, "p{q}");
         }
-        let back = change(Figure::Latency(50), &after, &before, 500, 7);
+        let back = change(
+            Figure::Latency(50),
+            &after,
+            &before,
+            500,
+            7,
+            Interval::Expanded,
+        );
         assert_eq!(verdict(Figure::Latency(50), &back, 0.0), Verdict::Better);
     }
 
@@ -421,7 +475,7 @@ mod tests {
                 Figure::Latency(99),
             ];
             let told_apart = figures.iter().any(|f| {
-                let c = change(*f, &before, &after, 300, pair);
+                let c = change(*f, &before, &after, 300, pair, Interval::Expanded);
                 verdict(*f, &c, 0.0) != Verdict::Same
             });
             same += usize::from(!told_apart);
@@ -434,7 +488,14 @@ mod tests {
     fn a_noise_floor_keeps_a_change_it_holds_from_counting() {
         let before = run(30, 100.0, 10.0, 1);
         let after = run(30, 100.0, 11.0, 2);
-        let c = change(Figure::Latency(50), &before, &after, 500, 7);
+        let c = change(
+            Figure::Latency(50),
+            &before,
+            &after,
+            500,
+            7,
+            Interval::Expanded,
+        );
         assert_eq!(
             verdict(Figure::Latency(50), &c, 0.0),
             Verdict::Worse,
