@@ -92,7 +92,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Record(args) => crate::recording::record::run(args).await,
         Command::Export(args) => crate::recording::export::run(&args),
         Command::Replay(args) => crate::recording::replay::run(args).await,
-        Command::Compare(args) => crate::recording::compare::run(&args),
+        Command::Compare(args) => crate::recording::compare::run(&args).await,
         Command::Doctor(args) => crate::doctor::run(args).await,
         Command::Profile(args) => crate::profile::run(args).await,
         Command::Room(args) => crate::room::run(args).await,

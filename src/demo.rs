@@ -520,18 +520,11 @@ fn told_apart(runs: &Runs) -> anyhow::Result<String> {
     if before.seconds.len() < 2 || after.seconds.len() < 2 {
         return Ok(String::new());
     }
-    let names = simulator_clients::compare::Names {
-        before: "before".into(),
-        after: format!("after {}", runs.fix.name),
-        aa: None,
-    };
-    let pair = simulator_clients::compare::Runs {
+    let c = simulator_clients::compare::before_and_after(
         before,
         after,
-        aa: None,
-    };
-    let resampling = simulator_clients::compare::Resampling::default();
-    let c = simulator_clients::compare::compare_reports(&names, &pair, &resampling)?;
+        &format!("after {}", runs.fix.name),
+    )?;
     Ok(format!(
         "\nTold apart from noise (`compare`: each second resampled in blocks, 99 % intervals; `~` is no change beyond the noise):\n{}",
         simulator_clients::compare::render(&c)

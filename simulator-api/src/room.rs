@@ -123,6 +123,10 @@ pub struct SeatRow {
     /// /room/trails` has it); none before `drill` reports.
     #[serde(default)]
     pub drill: Option<SeatDrill>,
+    /// The seat's last before and after, its figures left out (`GET
+    /// /room/comparisons` has them); none before `compare` reports.
+    #[serde(default)]
+    pub compared: Option<SeatCompared>,
 }
 
 /// `POST /room/drill`: a seat's drill as its server's trail tells it (`drill
@@ -183,6 +187,126 @@ pub struct SeatTrail {
     pub seed: String,
     pub findings: DrillFindings,
     pub trail: Vec<TrailEntry>,
+}
+
+/// `POST /room/compare`: a seat's before and after of one exercise, told
+/// apart from their noise as `compare BEFORE AFTER` printed it (with the
+/// room's line). The seat's texts, not its numbers: the room shows them and
+/// computes nothing. A later comparison replaces the earlier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub seat: String,
+    /// The exercise the before was recorded in (its visible name).
+    pub exercise: String,
+    /// What the two runs are (their files' names).
+    pub before: String,
+    pub after: String,
+    pub rows: Vec<ComparedFigure>,
+}
+
+/// One figure of a comparison, as `compare` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedFigure {
+    /// `the run` or a stage's name.
+    pub span: String,
+    pub figure: String,
+    pub before: String,
+    pub after: String,
+    /// The change and its 99 % interval: `-98.8 % [-99.1, -45.3]`.
+    pub change: String,
+    /// `better`, `worse` or `~`.
+    pub verdict: String,
+}
+
+/// The most figures of a comparison the room keeps: the run's five and a
+/// few stages' (a comparison of a long plan shows its first stages).
+pub const ROOM_COMPARED_MAX: usize = 20;
+/// The longest text of a comparison's figure.
+pub const COMPARED_TEXT_MAX: usize = 64;
+
+impl CompareReport {
+    /// Why the room refuses this comparison, if it does.
+    pub fn bounds_error(&self) -> Option<String> {
+        if self.rows.is_empty() || self.rows.len() > ROOM_COMPARED_MAX {
+            return Some(format!(
+                "a comparison has 1 to {ROOM_COMPARED_MAX} figures in a room, not {}",
+                self.rows.len()
+            ));
+        }
+        if [&self.before, &self.after, &self.exercise]
+            .iter()
+            .any(|t| t.len() > TRAIL_TEXT_MAX)
+        {
+            return Some(format!(
+                "a comparison's names are at most {TRAIL_TEXT_MAX} bytes"
+            ));
+        }
+        let texts = |r: &ComparedFigure| {
+            [&r.span, &r.figure, &r.before, &r.after, &r.change]
+                .into_iter()
+                .any(|t| t.len() > COMPARED_TEXT_MAX)
+        };
+        if self.rows.iter().any(texts) {
+            return Some(format!(
+                "a comparison's texts are at most {COMPARED_TEXT_MAX} bytes"
+            ));
+        }
+        if let Some(r) = self
+            .rows
+            .iter()
+            .find(|r| !["better", "worse", "~"].contains(&r.verdict.as_str()))
+        {
+            return Some(format!(
+                "a comparison's verdict is better, worse or ~, not {:?}",
+                r.verdict
+                    .chars()
+                    .take(COMPARED_TEXT_MAX)
+                    .collect::<String>()
+            ));
+        }
+        None
+    }
+
+    /// The figures of the whole run that changed, in words: `better: latency
+    /// p99, blocked share; worse: throughput /s`; `~ on every figure`.
+    pub fn headline(&self) -> String {
+        let of = |verdict: &str| -> Vec<&str> {
+            self.rows
+                .iter()
+                .filter(|r| r.span == self.rows[0].span && r.verdict == verdict)
+                .map(|r| r.figure.as_str())
+                .collect()
+        };
+        let parts: Vec<String> = ["better", "worse"]
+            .into_iter()
+            .filter_map(|v| {
+                let figures = of(v);
+                (!figures.is_empty()).then(|| format!("{v}: {}", figures.join(", ")))
+            })
+            .collect();
+        match parts.is_empty() {
+            true => "~ on every figure".to_owned(),
+            false => parts.join("; "),
+        }
+    }
+}
+
+/// A seat's last comparison on the board: its exercise and headline
+/// (`GET /room/comparisons` has the figures).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatCompared {
+    pub at_ms: u64,
+    pub exercise: String,
+    pub headline: String,
+}
+
+/// `GET /room/comparisons`: the last comparison of each seat this viewer may
+/// see, for a seat's before and after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatComparison {
+    pub seat: String,
+    pub at_ms: u64,
+    pub report: CompareReport,
 }
 
 /// On `exercise` since `since_ms` without solving it, past the room's limit.
@@ -270,6 +394,8 @@ pub enum Happening {
     NotReady,
     /// A drill report: its diagnosis and whether its fix passed.
     Drill,
+    /// A before and after compared: what changed.
+    Compared,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

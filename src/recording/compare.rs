@@ -38,6 +38,10 @@ pub struct CompareRunsArgs {
     /// count draws grey, as no change.
     #[arg(long, default_value = "5%", value_parser = simulator_api::load::parse_percent)]
     pub grey_under: f64,
+    /// Show the comparison of two recordings on the room's board, as this
+    /// seat's before and after (`ISIM_ROOM` and `ISIM_SEAT`, as a check).
+    #[command(flatten)]
+    pub room: crate::room::seat::RoomArgs,
 }
 
 /// Whether `path` is a recording rather than a driver's report.
@@ -86,7 +90,9 @@ pub fn seconds(recording: &Recording) -> Vec<Second> {
     out
 }
 
-fn open(path: &Path) -> anyhow::Result<Vec<Second>> {
+/// A recording's seconds, and the scenario its server ran (from its first
+/// reading of `/stats`).
+fn open(path: &Path) -> anyhow::Result<(Vec<Second>, Option<String>)> {
     let recording = format::open(path)?;
     let seconds = seconds(&recording);
     anyhow::ensure!(
@@ -95,11 +101,15 @@ fn open(path: &Path) -> anyhow::Result<Vec<Second>> {
         path.display(),
         seconds.len()
     );
-    Ok(seconds)
+    let scenario = recording.items.iter().find_map(|item| match item {
+        Item::Tick { stats, .. } | Item::End { stats, .. } => Some(stats.scenario.clone()),
+        Item::Event { .. } | Item::Lost(_) => None,
+    });
+    Ok((seconds, scenario))
 }
 
 /// Compares two recordings, or two reports (the driver's own `compare`).
-pub fn run(all: &CompareRunsArgs) -> anyhow::Result<()> {
+pub async fn run(all: &CompareRunsArgs) -> anyhow::Result<()> {
     let args = &all.runs;
     let files: Vec<&PathBuf> = [Some(&args.before), Some(&args.after), args.aa.as_ref()]
         .into_iter()
@@ -111,6 +121,9 @@ pub fn run(all: &CompareRunsArgs) -> anyhow::Result<()> {
             all.flame.is_none(),
             "--flame draws two recordings' profiles: a report has none"
         );
+        if all.room.room.is_some() {
+            eprintln!("note: the room shows comparisons of recordings, whose exercise they name; not of reports");
+        }
         return compare::run(args);
     }
     anyhow::ensure!(
@@ -122,11 +135,16 @@ pub fn run(all: &CompareRunsArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(simulator_api::output::Output::reserve)
         .transpose()?;
+    let (before, scenario) = open(&args.before)?;
     let span = Span {
         name: "the run".into(),
-        before: open(&args.before)?,
-        after: open(&args.after)?,
-        again: args.aa.as_deref().map(open).transpose()?,
+        before,
+        after: open(&args.after)?.0,
+        again: args
+            .aa
+            .as_deref()
+            .map(|p| open(p).map(|(s, _)| s))
+            .transpose()?,
     };
     if let Some(out) = &all.flame {
         draw(args, out, all.grey_under / 100.0)?;
@@ -137,7 +155,39 @@ pub fn run(all: &CompareRunsArgs) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(&c)? + "\n";
         out.write(text.as_bytes())?;
     }
+    if all.room.room.is_some() {
+        send_to_room(&all.room, scenario.as_deref().unwrap_or_default(), &c).await;
+    }
     compare::status(&c)
+}
+
+/// The comparison to the room, as this seat's before and after of the
+/// before's exercise; best effort: a room that cannot take it costs one
+/// warning, never the comparison's status.
+async fn send_to_room(room: &crate::room::seat::RoomArgs, exercise: &str, c: &compare::Comparison) {
+    let name = |p: &str| {
+        Path::new(p)
+            .file_name()
+            .map_or(p.to_owned(), |f| f.to_string_lossy().into_owned())
+    };
+    let rows = c
+        .rows
+        .iter()
+        .take(simulator_api::room::ROOM_COMPARED_MAX)
+        .map(|r| simulator_api::room::ComparedFigure {
+            span: r.span.clone(),
+            figure: r.figure.clone(),
+            before: r.value_text(r.before),
+            after: r.value_text(r.after),
+            change: r.change_text(),
+            verdict: r.verdict.word().to_owned(),
+        })
+        .collect();
+    let (before, after) = (name(&c.before), name(&c.after));
+    match crate::room::seat::report_comparison(room, exercise, &before, &after, rows).await {
+        Ok(link) => println!("the room has this before and after: {link}"),
+        Err(why) => eprintln!("note: the room does not show this comparison: {why}"),
+    }
 }
 
 /// A recording's CPU profiles, their stacks added.

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::{Deserialize, Serialize};
 use simulator_api::live::CheckProgress;
 use simulator_api::room::{
-    seat_name_error, CellState, DrillReport, FailedCondition, Happening, ReadyReport,
-    SeatReadiness, SeatReport, TimelineEntry,
+    seat_name_error, CellState, CompareReport, DrillReport, FailedCondition, Happening,
+    ReadyReport, SeatReadiness, SeatReport, TimelineEntry,
 };
 
 /// The most seats a room takes: a room of hundreds is several rooms.
@@ -86,6 +86,9 @@ pub(super) struct Seat {
     /// The seat's last drill report and when it came.
     #[serde(default)]
     pub(super) drill: Option<(u64, DrillReport)>,
+    /// The seat's last comparison of a before and an after, and when it came.
+    #[serde(default)]
+    pub(super) compared: Option<(u64, CompareReport)>,
 }
 
 /// A seat's exercise, with what the board's summaries are made of.
@@ -180,6 +183,7 @@ impl Room {
             ready: None,
             joined_from: None,
             drill: None,
+            compared: None,
         });
         entry.token = Some(token.clone());
         entry.joined_from = from;
@@ -271,6 +275,34 @@ impl Room {
         if moved {
             self.happened(now_ms, &name, None, Happening::Drill, detail);
         }
+        Ok(())
+    }
+
+    /// `POST /room/compare`: a seat's before and after taken, or why not. A
+    /// later comparison replaces the earlier, so a seat holds one. Its
+    /// scenario need not be an exercise's: a drill's, or the default
+    /// server's, is a before and after too.
+    pub fn compare(
+        &mut self,
+        token: &str,
+        report: CompareReport,
+        now_ms: u64,
+    ) -> Result<(), Refusal> {
+        let name = report.seat.clone();
+        self.owned_by(&name, token)?;
+        if let Some(why) = report.bounds_error() {
+            return Err(Refusal::BadReport(why));
+        }
+        let (exercise, headline) = (report.exercise.clone(), report.headline());
+        let seat = self.seats.get_mut(&name).expect("owned_by found it");
+        seat.compared = Some((now_ms, report));
+        self.happened(
+            now_ms,
+            &name,
+            Some(&exercise),
+            Happening::Compared,
+            headline,
+        );
         Ok(())
     }
 
@@ -504,3 +536,7 @@ fn same(a: &str, b: &str) -> bool {
 #[cfg(test)]
 #[path = "board_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "compared_tests.rs"]
+mod compared_tests;

@@ -172,6 +172,28 @@ pub async fn report_drill(
     .await
 }
 
+/// A before and after told apart from their noise, for the seat's cell of
+/// `exercise` (`compare` with the room's line): the seat's row's URL when
+/// the room took it.
+pub async fn report_comparison(
+    args: &RoomArgs,
+    exercise: &str,
+    before: &str,
+    after: &str,
+    rows: Vec<simulator_api::room::ComparedFigure>,
+) -> Result<String, String> {
+    send_once(args, "/room/compare", |seat| {
+        simulator_api::room::CompareReport {
+            seat: seat.to_owned(),
+            exercise: exercise.to_owned(),
+            before: before.to_owned(),
+            after: after.to_owned(),
+            rows,
+        }
+    })
+    .await
+}
+
 /// Joins (or finds this seat's token) and POSTs the body `made` makes for
 /// the seat's name to `path`: the seat's row's URL when the room took it.
 async fn send_once<T: serde::Serialize>(

@@ -20,7 +20,8 @@ use axum::routing::{delete, get, post, put};
 use axum::{Form, Json, Router};
 use futures::stream::{self, Stream};
 use simulator_api::room::{
-    Board, DrillReport, JoinAnswer, JoinRequest, ReadyReport, Reveal, SeatReport, SeatTrail, Viewer,
+    Board, CompareReport, DrillReport, JoinAnswer, JoinRequest, ReadyReport, Reveal,
+    SeatComparison, SeatReport, SeatTrail, Viewer,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -120,6 +121,8 @@ pub fn routes(shared: Arc<Shared>) -> Router {
         .route("/room/ready", post(ready))
         .route("/room/drill", post(drill))
         .route("/room/trails", get(trails))
+        .route("/room/compare", post(compare))
+        .route("/room/comparisons", get(comparisons))
         .route("/room/reveal", put(reveal))
         .route("/room/seats/{seat}", delete(free))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -283,15 +286,55 @@ async fn trails(
     State(shared): State<Arc<Shared>>,
     asker: Asker,
 ) -> Result<Json<Vec<SeatTrail>>, Refused> {
+    seen_by(&shared, &asker, Room::trails)
+}
+
+/// What `asker` may see of the room, as `read` reads it.
+fn seen_by<T>(
+    shared: &Shared,
+    asker: &Asker,
+    read: impl FnOnce(&Room, Looking<'_>) -> T,
+) -> Result<Json<T>, Refused> {
     let room = shared.room();
     let (viewer, seat) = asker.viewer(&room)?;
-    let looking = super::view::Looking {
+    let looking = Looking {
         viewer,
         seat: seat.as_deref(),
         now_ms: now_ms(),
         stuck_after_ms: shared.stuck_after.as_millis() as u64,
     };
-    Ok(Json(room.trails(looking)))
+    Ok(Json(read(&room, looking)))
+}
+
+/// `POST /room/compare`: a seat's before and after (`compare` with the
+/// room's line).
+async fn compare(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Json(mut report): Json<CompareReport>,
+) -> Result<StatusCode, Refused> {
+    if let Some((_, exercise)) = shared
+        .aliases
+        .iter()
+        .find(|(cause, _)| *cause == report.exercise)
+    {
+        report.exercise.clone_from(exercise);
+    }
+    let token = bearer(&headers).ok_or_else(|| {
+        Refused::unauthorized("a comparison carries its seat's token (Authorization: Bearer)")
+    })?;
+    shared.room().compare(token, report, now_ms())?;
+    shared.changed();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /room/comparisons`: the seats' last befores and afters this viewer
+/// may see; the board carries each one's headline only.
+async fn comparisons(
+    State(shared): State<Arc<Shared>>,
+    asker: Asker,
+) -> Result<Json<Vec<SeatComparison>>, Refused> {
+    seen_by(&shared, &asker, Room::comparisons)
 }
 
 async fn reveal(

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use simulator_api::room::{
-    Board, Cell, CellState, ConditionCount, ExerciseSummary, SeatDrill, SeatRow, SeatTrail, Stuck,
-    TimelineEntry, Viewer, TIMELINE_SHOWN,
+    Board, Cell, CellState, ConditionCount, ExerciseSummary, SeatCompared, SeatComparison,
+    SeatDrill, SeatRow, SeatTrail, Stuck, TimelineEntry, Viewer, TIMELINE_SHOWN,
 };
 
 use super::board::{number, CellRecord, Room, Seat};
@@ -91,6 +91,23 @@ impl Room {
                     seed: report.seed.clone(),
                     findings: report.findings.clone(),
                     trail: report.trail.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// `GET /room/comparisons`: the last before and after of each seat
+    /// `looking` may see, by the rows' rule.
+    pub fn comparisons(&self, looking: Looking<'_>) -> Vec<SeatComparison> {
+        self.seats
+            .iter()
+            .filter(|(name, _)| self.sees(looking, name))
+            .filter_map(|(name, seat)| {
+                let (at_ms, report) = seat.compared.as_ref()?;
+                Some(SeatComparison {
+                    seat: name.clone(),
+                    at_ms: *at_ms,
+                    report: report.clone(),
                 })
             })
             .collect()
@@ -235,6 +252,11 @@ fn row(name: &str, seat: &Seat, exercises: &[String], looking: Looking<'_>) -> S
             seed: report.seed.clone(),
             findings: report.findings.clone(),
             steps: report.trail.len(),
+        }),
+        compared: seat.compared.as_ref().map(|(at_ms, report)| SeatCompared {
+            at_ms: *at_ms,
+            exercise: report.exercise.clone(),
+            headline: report.headline(),
         }),
     }
 }

@@ -152,6 +152,7 @@ pub async fn measure(
     // The world's table ends its own last line; each fix's heading opens with
     // the one blank line Markdown needs.
     out.push_str(&format!("\n{}", world_line(scenario)));
+    out.push_str(&format!("\n{TOLD_APART}\n"));
     // A confinement that cannot show the exercise is known before any server
     // starts (under a tighter quota cgroup v1 refuses the server's own group).
     let here = simulator_service::server::machine::snapshot(Duration::ZERO, Default::default());
@@ -183,6 +184,7 @@ pub async fn measure(
             }
         ));
         out.push_str(&table(before, after));
+        out.push_str(&told_apart(before, after)?);
     }
     // Under a quota of its own the server's `cores` is the quota's, rounded up;
     // the CPUs it bursts on are its affinity's.
@@ -389,6 +391,42 @@ fn table(before: &Verdict, after: &Verdict) -> String {
         ));
     }
     out
+}
+
+/// What the second table under each fix is, said once above them.
+pub const TOLD_APART: &str =
+    "Under each fix, a second table: the check's own clients before and after, \
+     told apart from their noise as `compare` tells two runs apart \
+     (the window's seconds resampled in blocks, 99 % intervals). \
+     `~` is a change the window cannot tell from noise.";
+
+/// The header of the comparison's table, which the page tests read by.
+pub const TOLD_APART_HEADER: &str =
+    "| the check's clients | before | after | change [99 % interval] | verdict |";
+
+/// The check's own load before a fix and after it, told apart from its noise
+/// (`sim-clients compare`'s statistics over the window's seconds), as a table:
+/// what the fix changed for the clients, beside the bounds' figures.
+fn told_apart(before: &Verdict, after: &Verdict) -> anyhow::Result<String> {
+    use simulator_clients::compare;
+    let (Some(b), Some(a)) = (before.load(), after.load()) else {
+        return Ok(String::new());
+    };
+    let c = compare::before_and_after(b, a, "after")?;
+    let mut out = format!("\n{TOLD_APART_HEADER}\n| --- | ---: | ---: | ---: | --- |\n");
+    // The whole window comes first; a load with a plan adds its stages, which
+    // the pages leave out.
+    for r in c.rows.iter().take(compare::FIGURES.len()) {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | `{}` |\n",
+            r.figure,
+            r.value_text(r.before),
+            r.value_text(r.after),
+            r.change_text(),
+            r.verdict.word()
+        ));
+    }
+    Ok(out)
 }
 
 /// The page's statement of the world: every world setting and its value in the

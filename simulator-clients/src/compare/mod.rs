@@ -72,6 +72,40 @@ pub struct Row {
     pub verdict: Verdict,
 }
 
+impl Row {
+    fn is_share(&self) -> bool {
+        self.figure.contains("share") || self.figure.contains("rate")
+    }
+
+    /// One of the row's figures as the tables print it: a share in percent,
+    /// a latency with its unit, a throughput a second.
+    pub fn value_text(&self, v: f64) -> String {
+        match (self.is_share(), self.figure.starts_with("latency")) {
+            (true, _) => format!("{:.2} %", v * 100.0),
+            (_, true) => crate::reporting::units::duration(v as u64),
+            _ => format!("{v:.1}"),
+        }
+    }
+
+    /// The change and its interval: points for a share, percent otherwise.
+    pub fn change_text(&self) -> String {
+        match self.is_share() {
+            true => format!(
+                "{:+.2} pt [{:+.2}, {:+.2}]",
+                self.change * 100.0,
+                self.low * 100.0,
+                self.high * 100.0
+            ),
+            false => format!(
+                "{:+.1} % [{:+.1}, {:+.1}]",
+                (self.change - 1.0) * 100.0,
+                (self.low - 1.0) * 100.0,
+                (self.high - 1.0) * 100.0
+            ),
+        }
+    }
+}
+
 /// A comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -221,6 +255,26 @@ pub fn compare_reports(
     Ok(compare_spans(names, &spans, resampling))
 }
 
+/// Two reports held in memory compared by `compare`'s defaults, with no A/A
+/// run: the demo's two runs, and a workshop check's before and after a fix.
+pub fn before_and_after(
+    before: &Report,
+    after: &Report,
+    after_name: &str,
+) -> anyhow::Result<Comparison> {
+    let names = Names {
+        before: "before".into(),
+        after: after_name.into(),
+        aa: None,
+    };
+    let runs = Runs {
+        before,
+        after,
+        aa: None,
+    };
+    compare_reports(&names, &runs, &Resampling::default())
+}
+
 /// What the two runs (and the A/A run) are called in the comparison.
 #[derive(Debug, Clone)]
 pub struct Names {
@@ -339,34 +393,14 @@ pub fn render(c: &Comparison) -> String {
         "span", "figure", "before", "after", "change [99 % interval]"
     );
     for r in &c.rows {
-        let share = r.figure.contains("share") || r.figure.contains("rate");
-        let value = |v: f64| match (share, r.figure.starts_with("latency")) {
-            (true, _) => format!("{:.2} %", v * 100.0),
-            (_, true) => crate::reporting::units::duration(v as u64),
-            _ => format!("{v:.1}"),
-        };
-        let change = match share {
-            true => format!(
-                "{:+.2} pt [{:+.2}, {:+.2}]",
-                r.change * 100.0,
-                r.low * 100.0,
-                r.high * 100.0
-            ),
-            false => format!(
-                "{:+.1} % [{:+.1}, {:+.1}]",
-                (r.change - 1.0) * 100.0,
-                (r.low - 1.0) * 100.0,
-                (r.high - 1.0) * 100.0
-            ),
-        };
         let _ = writeln!(
             out,
             "  {:<12} {:<14} {:>12} {:>12} {:>28}  {}",
             r.span,
             r.figure,
-            value(r.before),
-            value(r.after),
-            change,
+            r.value_text(r.before),
+            r.value_text(r.after),
+            r.change_text(),
             r.verdict.word()
         );
     }

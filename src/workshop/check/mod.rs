@@ -131,14 +131,16 @@ pub async fn check(
         let load = preflight::preflight(scenario, target, client_change).await?;
         let window = window_for(scenario, window);
         let ran = window::run_window(scenario, &bars, audience, window, &load).await?;
-        judge::judge(scenario, &bars, target, &load, &ran).await
+        let (measured, notes) = judge::judge(scenario, &bars, target, &load, &ran).await?;
+        Ok::<_, Stop>((measured, notes, ran.report))
     };
     let scenario = scenario.visible_name().to_owned();
     match judged.await {
-        Ok((measured, notes)) => Ok(Verdict::Judged {
+        Ok((measured, notes, load)) => Ok(Verdict::Judged {
             scenario,
             measured,
             notes,
+            load: Box::new(load),
         }),
         Err(Stop::Refused(why)) => Ok(Verdict::Refused { scenario, why }),
         Err(Stop::Failed(e)) => Err(e),

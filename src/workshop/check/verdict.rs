@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::super::progress;
 use super::metrics::Bar;
+use simulator_clients::Report;
 use simulator_service::scenario::Scenario;
 
 /// One condition, measured.
@@ -28,6 +29,9 @@ pub enum Verdict {
         /// What the check read beside its conditions that the attendee
         /// should see (the server's descriptor limit against the world's).
         notes: Vec<String>,
+        /// The check's own load, second by second: what a comparison of two
+        /// checks reads (`workshop figures` compares a fix's before and after).
+        load: Box<Report>,
     },
 }
 
@@ -59,6 +63,14 @@ impl Verdict {
         match self {
             Verdict::Refused { .. } => &[],
             Verdict::Judged { measured, .. } => measured,
+        }
+    }
+
+    /// The check's own load, with its seconds (none when refused).
+    pub fn load(&self) -> Option<&Report> {
+        match self {
+            Verdict::Refused { .. } => None,
+            Verdict::Judged { load, .. } => Some(load),
         }
     }
 

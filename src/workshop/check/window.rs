@@ -60,8 +60,10 @@ pub(super) async fn run_window(
         let task = tokio::spawn(retried_once::run(target.to_owned(), stop.clone()));
         (stop, task)
     });
+    // Every second kept: an incident's recovery is read from them, and a
+    // comparison of two checks (`workshop figures`) resamples them.
     let outputs = simulator_clients::Outputs {
-        seconds: trigger.is_some(),
+        seconds: true,
         lines: Some(lines),
         ..Default::default()
     };

@@ -16,11 +16,51 @@ pub struct Row {
     pub after: (f64, bool),
 }
 
+/// One figure of the check's own clients before and after a fix, as the
+/// comparison under the fix's table judged it: `better`, `worse` or `~`.
+#[derive(Debug)]
+pub struct Compared {
+    pub figure: String,
+    /// The change: after / before, or for a share (`points`) after - before
+    /// in points.
+    pub change: f64,
+    pub points: bool,
+    pub verdict: String,
+}
+
+impl Compared {
+    /// A change the page calls large: by half again (or a third less), or by
+    /// 20 points of a share. A shortened window on another build must not
+    /// find it gone the other way.
+    pub fn large(&self) -> bool {
+        match self.points {
+            true => self.change.abs() >= 20.0,
+            false => !(1.0 / 1.5..=1.5).contains(&self.change),
+        }
+    }
+}
+
+/// A comparison's change as the table prints it: `+10.3 % [...]` (a ratio's
+/// change in percent) or `-99.54 pt [...]`; NaN where it says nothing.
+fn change(text: &str) -> (f64, bool) {
+    let mut words = text.split_whitespace();
+    let value: f64 = words
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    match words.next() {
+        Some("pt") => (value, true),
+        _ => (1.0 + value / 100.0, false),
+    }
+}
+
 #[derive(Debug)]
 pub struct FixTable {
     pub name: String,
     pub trade_off: bool,
     pub rows: Vec<Row>,
+    /// The comparison's rows under the fix's table.
+    pub compared: Vec<Compared>,
 }
 
 impl FixTable {
@@ -44,33 +84,61 @@ fn cell(text: &str) -> (f64, bool) {
     (value, words.next() == Some("pass"))
 }
 
-/// The tables of a figures block, as `workshop figures` writes them.
+/// Which of a fix's two tables a line is in.
+#[derive(PartialEq)]
+enum In {
+    Neither,
+    Bounds,
+    Comparison,
+}
+
+/// The tables of a figures block, as `workshop figures` writes them: under
+/// each fix, its bounds' table, then the comparison's.
 pub fn tables(block: &str) -> Vec<FixTable> {
     let mut found: Vec<FixTable> = Vec::new();
+    let mut within = In::Neither;
     for line in block.lines() {
         if let Some(rest) = line.strip_prefix("Fix `") {
             found.push(FixTable {
                 name: rest.split('`').next().unwrap_or_default().to_owned(),
                 trade_off: line.contains("a trade-off"),
                 rows: Vec::new(),
+                compared: Vec::new(),
             });
-        } else if !found.is_empty()
-            && line.starts_with("| ")
-            && !line.starts_with("| figure")
-            && !line.starts_with("| ---")
-        {
+            within = In::Neither;
+            continue;
+        }
+        let Some(table) = found.last_mut() else {
+            continue;
+        };
+        if line.starts_with("| figure") {
+            within = In::Bounds;
+        } else if line == figures::TOLD_APART_HEADER {
+            within = In::Comparison;
+        } else if !line.starts_with("| ") {
+            within = In::Neither;
+        } else if !line.starts_with("| ---") {
             let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-            let bound = cells[1]
-                .trim_start_matches(['<', '>', ' '])
-                .parse()
-                .unwrap_or(f64::NAN);
-            if let Some(table) = found.last_mut() {
-                table.rows.push(Row {
+            match within {
+                In::Bounds => table.rows.push(Row {
                     label: cells[0].to_owned(),
-                    bound,
+                    bound: cells[1]
+                        .trim_start_matches(['<', '>', ' '])
+                        .parse()
+                        .unwrap_or(f64::NAN),
                     before: cell(cells[2]),
                     after: cell(cells[3]),
-                });
+                }),
+                In::Comparison => {
+                    let (change, points) = change(cells[3]);
+                    table.compared.push(Compared {
+                        figure: cells[0].to_owned(),
+                        change,
+                        points,
+                        verdict: cells[4].trim_matches('`').to_owned(),
+                    })
+                }
+                In::Neither => {}
             }
         }
     }

@@ -63,6 +63,14 @@ pub(crate) async fn load_then_stop(
     load: &[&str],
     started: Vec<Traced>,
 ) -> Vec<String> {
+    load_until_settled(server, load).await;
+    tokio::task::spawn_blocking(move || Traced::interrupt_all(started))
+        .await
+        .unwrap()
+}
+
+/// The load on `server`, to its end and until nothing is in flight.
+async fn load_until_settled(server: &Server, load: &[&str]) {
     let out = Command::new(BIN)
         .args(["clients", "--target", &server.url])
         .args(load)
@@ -70,9 +78,33 @@ pub(crate) async fn load_then_stop(
         .unwrap();
     stdout_of_success(&out);
     settled_stats(&client(), &server.url).await;
-    tokio::task::spawn_blocking(move || Traced::interrupt_all(started))
-        .await
-        .unwrap()
+}
+
+/// Reads the recorder's lines (bounded) until it says whether its profile
+/// is in the recording, and holds that it is. A recorder stopped before the
+/// server answered keeps none. A CI run beside the shared tests (2026-12-06)
+/// once exported no profile after a 10 s load and said no more; the server
+/// symbolizes a debug build's profile, which takes seconds of a loaded CPU.
+/// Waiting for the answer, and failing with the recorder's reason, tells a
+/// slow answer from a lost one.
+fn until_the_profile_is_kept(recorder: &mut Traced) {
+    let said = |r: &Traced| {
+        r.printed()
+            .iter()
+            .find(|l| l.contains("CPU profile"))
+            .cloned()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while said(recorder).is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no word of the profile within 60 s: {:?}",
+            recorder.printed()
+        );
+        recorder.next_line();
+    }
+    let said = said(recorder).unwrap_or_default();
+    assert!(said.contains("is in the recording"), "{said}");
 }
 
 /// The recorder and the live twins, begun; then the load; then, once nothing is
@@ -343,7 +375,14 @@ async fn a_10_s_run_exported_for_perfetto_has_a_slice_for_each_request_answered_
             .await
             .unwrap();
     let load = ["--n", "40", "--think-time", "100ms", "--duration", "10s"];
-    load_then_stop(&server, &load, vec![recorder]).await;
+    load_until_settled(&server, &load).await;
+    tokio::task::spawn_blocking(move || {
+        let mut recorder = recorder;
+        until_the_profile_is_kept(&mut recorder);
+        Traced::interrupt_all(vec![recorder])
+    })
+    .await
+    .unwrap();
     let answered = stats(&client(), &server.url).await["requests_done"]
         .as_u64()
         .unwrap();

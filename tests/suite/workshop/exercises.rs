@@ -82,7 +82,7 @@ use std::process::Command;
 
 use crate::common;
 use common::figures::{
-    block_of, judged_twice_if_wrong, keep, page_text, tables, verdict_errors, FixTable,
+    block_of, judged_twice_if_wrong, keep, page_text, tables, verdict_errors, Compared, FixTable,
 };
 use common::{have, is_root, skip_or_fail, BIN};
 use simulator_service::scenario::{self, Scenario};
@@ -342,6 +342,7 @@ fn the_quotas_allowance_is_two_periods_on_the_canary_after_a_fix_and_nothing_els
     let mut fresh = [FixTable {
         name: "a-fix".to_owned(),
         trade_off: false,
+        compared: Vec::new(),
         rows: vec![
             row(canary, 148.0, 22.6),
             row(canary, 148.0, 40.5),
@@ -356,6 +357,53 @@ fn the_quotas_allowance_is_two_periods_on_the_canary_after_a_fix_and_nothing_els
     assert_eq!(before, [false, false, true, false], "{fresh:?}");
 }
 
+/// The figures of the check's clients that the page's comparison calls a
+/// large change, better or worse, and a fresh comparison calls the other.
+/// A shortened window on a debug build may read `~` where the page's read a
+/// change: its intervals are wider. It must not read the opposite.
+fn turned_the_other_way(at: &str, now: &[Compared], then: &[Compared]) -> Vec<String> {
+    let opposite = |a: &str, b: &str| matches!((a, b), ("better", "worse") | ("worse", "better"));
+    now.iter()
+        .zip(then)
+        .filter(|(n, t)| t.large() && opposite(&n.verdict, &t.verdict))
+        .map(|(n, t)| {
+            format!(
+                "{at}, the clients' {}: {} now, the page's comparison says {} ({:+.3}{})",
+                n.figure,
+                n.verdict,
+                t.verdict,
+                t.change,
+                if t.points { " pt" } else { "x" }
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_change_the_page_found_must_not_turn_the_other_way() {
+    let compared = |figure: &str, change: f64, points: bool, verdict: &str| Compared {
+        figure: figure.to_owned(),
+        change,
+        points,
+        verdict: verdict.to_owned(),
+    };
+    let then = [
+        compared("latency p99", 0.01, false, "better"),
+        compared("blocked share", -99.0, true, "better"),
+        compared("latency p50", 1.1, false, "worse"),
+        compared("throughput /s", 0.5, false, "worse"),
+    ];
+    let now = [
+        compared("latency p99", 0.5, false, "~"),
+        compared("blocked share", 40.0, true, "worse"),
+        compared("latency p50", 0.8, false, "better"),
+        compared("throughput /s", 0.6, false, "worse"),
+    ];
+    let errors = turned_the_other_way("x after fix", &now, &then);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("blocked share"), "{errors:?}");
+}
+
 /// Whether a value is far enough from its bound that a short window should agree.
 fn clear_of_bound(value: f64, bound: f64) -> bool {
     (value - bound).abs() > 0.25 * bound.abs()
@@ -367,7 +415,8 @@ fn ratio(after: f64, before: f64, bound: f64) -> f64 {
 }
 
 /// What is wrong with a fresh whole-machine measurement against the page: which
-/// bounds hold, and the direction of each change.
+/// bounds hold, the direction of each change, and no large change the page's
+/// comparison found turned the other way.
 fn against_the_page(scenario: &Scenario, fresh: &[FixTable]) -> Vec<String> {
     let page = page_text(scenario);
     let claimed = tables(block_of(&page));
@@ -376,6 +425,7 @@ fn against_the_page(scenario: &Scenario, fresh: &[FixTable]) -> Vec<String> {
     for (now, then) in fresh.iter().zip(&claimed) {
         let at = format!("{} after {}", scenario.name, now.name);
         assert_eq!(now.trade_off, then.trade_off, "{at}");
+        errors.extend(turned_the_other_way(&at, &now.compared, &then.compared));
         for (r, c) in now.rows.iter().zip(&then.rows) {
             assert_eq!(r.label, c.label, "{at}");
             for ((value, holds), (claimed_value, claimed_holds)) in

@@ -5,8 +5,9 @@
 //! that is not there or to a server with an admin token (tier B).
 //!
 //! With `ROOM_SCREENSHOTS=DIR` the browser test also writes the facilitator's,
-//! a seat's and the projector's pages there, and the drill's column with two
-//! seats' trails side by side (docs/workshop/README.md shows them:
+//! a seat's and the projector's pages there, the drill's column with two
+//! seats' trails side by side, and a seat's before and after
+//! (docs/workshop/README.md shows them:
 //! `ROOM_SCREENSHOTS=docs/workshop/room cargo test --test suite -- --include-ignored
 //! workshop::room::eight`).
 
@@ -182,11 +183,15 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
         .iter()
         .zip(&servers)
         .map(|(seat, server)| {
-            Some(
-                check_as(seat, &server.url, &room.invitation(), dir.path())
-                    .spawn()
-                    .unwrap(),
-            )
+            let mut check = check_as(seat, &server.url, &room.invitation(), dir.path());
+            // seat-1 (fixed) and seat-2 (not) keep their runs, for a before
+            // and after (`before_and_after`).
+            if ["seat-1", "seat-2"].contains(&seat.as_str()) {
+                check
+                    .arg("--record")
+                    .arg(dir.path().join(format!("{seat}.isim")));
+            }
+            Some(check.spawn().unwrap())
         })
         .collect();
     let mut exited: Vec<Option<(Duration, bool)>> = vec![None; 8];
@@ -279,6 +284,7 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
     )
     .await;
     let drills = drill_column(&page, &room, dir.path()).await;
+    before_and_after(&page, &room, dir.path()).await;
     if let Some(out) = std::env::var_os("ROOM_SCREENSHOTS").map(std::path::PathBuf::from) {
         screenshots(&page, &room, dir.path(), &out).await;
         page.wait_for(
@@ -291,6 +297,14 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
         page.eval("document.getElementById('grid-title').scrollIntoView(); return true;")
             .await;
         page.screenshot(&out.join("drill.png")).await;
+        page.eval("document.getElementById('trails-hide').click(); return true;")
+            .await;
+        open_the_comparisons(&page).await;
+        page.eval(
+            "document.getElementById('before-after').scrollIntoView({block: 'end'}); return true;",
+        )
+        .await;
+        page.screenshot(&out.join("before-after.png")).await;
     }
     drop(drills);
 
@@ -457,16 +471,62 @@ async fn drill_column(page: &Browser, room: &Room, state: &std::path::Path) -> V
     servers
 }
 
-/// A click on seat-1's drill cell: the debrief opens with both seats' trails.
-async fn open_the_debrief(page: &Browser) {
-    page.eval("document.getElementById('drill-seat-1').click(); return true;")
-        .await;
+/// seat-2's check (no fix) and seat-1's (the fix), both recorded, compared
+/// by `compare` as seat-1's before and after: the room's column shows its
+/// headline, and a click its figures.
+async fn before_and_after(page: &Browser, room: &Room, state: &std::path::Path) {
+    let run = Command::new(BIN)
+        .arg("compare")
+        .args([state.join("seat-2.isim"), state.join("seat-1.isim")])
+        .env("ISIM_ROOM", room.invitation())
+        .env("ISIM_SEAT", "seat-1")
+        .env("XDG_STATE_HOME", state)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // 99 is a comparison in which a figure got worse: still a comparison.
+    assert!(matches!(run.status.code(), Some(0 | 99)), "{said}");
+    assert!(
+        said.contains("the room has this before and after"),
+        "{said}"
+    );
     page.wait_for(
-        "both trails side by side",
-        "return !!document.getElementById('trail-seat-1') && !!document.getElementById('trail-seat-2');",
+        "seat-1's before and after on the board",
+        &format!("const c = document.getElementById('compared-seat-1'); return !!c && c.textContent.includes('{EXERCISE}');"),
         Duration::from_secs(10),
     )
     .await;
+    open_the_comparisons(page).await;
+    let shown = page.text("comparison-seat-1").await;
+    for figure in simulator_clients::compare::FIGURES {
+        assert!(shown.contains(&figure.name()), "{figure:?}: {shown}");
+    }
+    assert!(shown.contains("seat-2.isim"), "{shown}");
+}
+
+/// A click on seat-1's before and after: every seat's comparison opens.
+async fn open_the_comparisons(page: &Browser) {
+    let opened = "return !!document.getElementById('comparison-seat-1');";
+    click_then(page, "compared-seat-1", "seat-1's comparison", opened).await;
+}
+
+/// A click on seat-1's drill cell: the debrief opens with both seats' trails.
+async fn open_the_debrief(page: &Browser) {
+    let opened = "return !!document.getElementById('trail-seat-1') && !!document.getElementById('trail-seat-2');";
+    click_then(page, "drill-seat-1", "both trails side by side", opened).await;
+}
+
+/// A click on the element `id`, then a wait (bounded) for `what` it opens.
+async fn click_then(page: &Browser, id: &str, what: &str, opened: &str) {
+    page.eval(&format!(
+        "document.getElementById('{id}').click(); return true;"
+    ))
+    .await;
+    page.wait_for(what, opened, Duration::from_secs(10)).await;
 }
 
 /// The pages of the room as the guide shows them: the facilitator's, seat-2's

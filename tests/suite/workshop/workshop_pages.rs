@@ -79,6 +79,22 @@ fn every_exercise_has_its_page_with_its_ticket_fixes_and_figures() {
                 scenario.name,
                 table.name
             );
+            // Under each fix's bounds, its comparison: every figure
+            // `compare` reads, each with a verdict.
+            let compared: Vec<&str> = table.compared.iter().map(|c| c.figure.as_str()).collect();
+            let figures: Vec<String> = simulator_clients::compare::FIGURES
+                .iter()
+                .map(|f| f.name())
+                .collect();
+            assert_eq!(compared, figures, "{}: {}", scenario.name, table.name);
+            for c in &table.compared {
+                assert!(
+                    ["better", "worse", "~"].contains(&c.verdict.as_str()) && c.change.is_finite(),
+                    "{}: {}: {c:?}",
+                    scenario.name,
+                    table.name
+                );
+            }
         }
     }
 }

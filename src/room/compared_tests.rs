@@ -1,0 +1,137 @@
+//! The rules of a seat's before and after in the room (`POST /room/compare`):
+//! the seat's own and bounded, the latest kept, its headline on the board and
+//! its figures seen by the rows' rule.
+
+use simulator_api::room::{
+    CompareReport, ComparedFigure, Happening, Viewer, COMPARED_TEXT_MAX, ROOM_COMPARED_MAX,
+};
+
+use super::*;
+use crate::room::view::Looking;
+
+const EXERCISES: [&str; 2] = ["throughput-plateau", "drill"];
+
+fn room_of(seats: &[&str]) -> Room {
+    let mut room = Room::new("key".into(), "plum-42".into(), 0);
+    for seat in seats {
+        let token = format!("token-of-{seat}");
+        room.join(seat, "plum-42", || token.clone(), 0).unwrap();
+    }
+    room
+}
+
+fn figure(name: &str, verdict: &str) -> ComparedFigure {
+    ComparedFigure {
+        span: "the run".into(),
+        figure: name.into(),
+        before: "849 ms".into(),
+        after: "10.3 ms".into(),
+        change: "-98.8 % [-99.1, -45.3]".into(),
+        verdict: verdict.into(),
+    }
+}
+
+fn compared(seat: &str, exercise: &str, rows: Vec<ComparedFigure>) -> CompareReport {
+    CompareReport {
+        seat: seat.into(),
+        exercise: exercise.into(),
+        before: "before.isim".into(),
+        after: "after.isim".into(),
+        rows,
+    }
+}
+
+fn send(room: &mut Room, token_of: &str, report: CompareReport, at: u64) -> Result<(), Refusal> {
+    room.compare(&format!("token-of-{token_of}"), report, at)
+}
+
+fn looking(viewer: Viewer, seat: Option<&str>) -> Looking<'_> {
+    Looking {
+        viewer,
+        seat,
+        now_ms: 10,
+        stuck_after_ms: 600_000,
+    }
+}
+
+#[test]
+fn a_comparison_is_the_seats_own_and_bounded() {
+    let mut room = room_of(&["ada", "bob"]);
+    let fine = || vec![figure("latency p99", "better")];
+    assert!(matches!(
+        send(&mut room, "bob", compared("ada", "drill", fine()), 1),
+        Err(Refusal::OtherSeat { .. })
+    ));
+    let long_name = "x".repeat(simulator_api::trail::TRAIL_TEXT_MAX + 1);
+    assert!(matches!(
+        send(&mut room, "ada", compared("ada", &long_name, fine()), 1),
+        Err(Refusal::BadReport(_))
+    ));
+    let too_many = vec![figure("latency p99", "~"); ROOM_COMPARED_MAX + 1];
+    let long = vec![figure(&"p".repeat(COMPARED_TEXT_MAX + 1), "~")];
+    for rows in [
+        Vec::new(),
+        too_many,
+        long,
+        vec![figure("latency p99", "<b>")],
+    ] {
+        let refused = send(&mut room, "ada", compared("ada", "drill", rows), 1);
+        assert!(matches!(refused, Err(Refusal::BadReport(_))), "{refused:?}");
+    }
+    assert!(
+        room.seats["ada"].compared.is_none(),
+        "nothing refused is kept"
+    );
+}
+
+#[test]
+fn the_latest_comparison_is_kept_its_headline_on_the_board_its_figures_by_the_rows_rule() {
+    let mut room = room_of(&["ada", "bob"]);
+    let first = vec![figure("latency p99", "~"), figure("throughput /s", "~")];
+    send(&mut room, "ada", compared("ada", "drill", first), 1).unwrap();
+    let second = vec![
+        figure("throughput /s", "worse"),
+        figure("blocked share", "better"),
+        figure("latency p99", "better"),
+    ];
+    send(
+        &mut room,
+        "ada",
+        compared("ada", "throughput-plateau", second),
+        2,
+    )
+    .unwrap();
+    let exercises = EXERCISES.map(String::from);
+    let board = room.board(&exercises, looking(Viewer::Facilitator, None));
+    let ada = board.seats.iter().find(|r| r.seat == "ada").unwrap();
+    let shown = ada.compared.as_ref().unwrap();
+    assert_eq!(shown.exercise, "throughput-plateau", "the latest replaces");
+    assert_eq!(
+        shown.headline,
+        "better: blocked share, latency p99; worse: throughput /s"
+    );
+    let noted: Vec<&str> = room
+        .timeline
+        .iter()
+        .filter(|e| e.what == Happening::Compared)
+        .map(|e| e.detail.as_str())
+        .collect();
+    assert_eq!(noted, ["~ on every figure", shown.headline.as_str()]);
+    assert_eq!(
+        room.comparisons(looking(Viewer::Facilitator, None)).len(),
+        1
+    );
+    assert_eq!(
+        room.comparisons(looking(Viewer::Seat, Some("ada"))).len(),
+        1
+    );
+    assert!(room
+        .comparisons(looking(Viewer::Seat, Some("bob")))
+        .is_empty());
+    assert!(room
+        .comparisons(looking(Viewer::Projector, None))
+        .is_empty());
+    room.revealed = true;
+    let seen = room.comparisons(looking(Viewer::Projector, None));
+    assert_eq!(seen[0].report.rows.len(), 3);
+}
