@@ -520,11 +520,8 @@ fn told_apart(runs: &Runs) -> anyhow::Result<String> {
     if before.seconds.len() < 2 || after.seconds.len() < 2 {
         return Ok(String::new());
     }
-    let c = simulator_clients::compare::before_and_after(
-        before,
-        after,
-        &format!("after {}", runs.fix.name),
-    )?;
+    let after_name = format!("after {}", runs.fix.name);
+    let c = simulator_clients::compare::before_and_after(before, after, ["before", &after_name])?;
     Ok(format!(
         "\nTold apart from noise (`compare`: each second resampled in blocks, 99 % intervals; `~` is no change beyond the noise):\n{}",
         simulator_clients::compare::render(&c)

@@ -170,21 +170,8 @@ async fn send_to_room(room: &crate::room::seat::RoomArgs, exercise: &str, c: &co
             .file_name()
             .map_or(p.to_owned(), |f| f.to_string_lossy().into_owned())
     };
-    let rows = c
-        .rows
-        .iter()
-        .take(simulator_api::room::ROOM_COMPARED_MAX)
-        .map(|r| simulator_api::room::ComparedFigure {
-            span: r.span.clone(),
-            figure: r.figure.clone(),
-            before: r.value_text(r.before),
-            after: r.value_text(r.after),
-            change: r.change_text(),
-            verdict: r.verdict.word().to_owned(),
-        })
-        .collect();
     let (before, after) = (name(&c.before), name(&c.after));
-    match crate::room::seat::report_comparison(room, exercise, &before, &after, rows).await {
+    match crate::room::seat::report_comparison(room, exercise, [&before, &after], c).await {
         Ok(link) => println!("the room has this before and after: {link}"),
         Err(why) => eprintln!("note: the room does not show this comparison: {why}"),
     }

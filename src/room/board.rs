@@ -26,6 +26,10 @@ pub const FAILING_LABELS_KEPT: usize = 64;
 /// cannot fill the room from one laptop. The room's own machine (loopback) has
 /// no such limit.
 pub const SEATS_PER_ADDRESS: usize = 8;
+/// The exercises' comparisons one seat keeps: one an exercise, as many as
+/// the workshop has; past it, the oldest goes. A comparison is at most about
+/// 8 KB, so a seat holds at most about 128 KB.
+pub const COMPARED_KEPT_PER_SEAT: usize = 16;
 
 /// Why a join or a report was refused: each is the attendee's next step.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -86,9 +90,10 @@ pub(super) struct Seat {
     /// The seat's last drill report and when it came.
     #[serde(default)]
     pub(super) drill: Option<(u64, DrillReport)>,
-    /// The seat's last comparison of a before and an after, and when it came.
-    #[serde(default)]
-    pub(super) compared: Option<(u64, CompareReport)>,
+    /// The seat's last comparison of a before and an after of each
+    /// exercise, and when it came (at most [`COMPARED_KEPT_PER_SEAT`]).
+    #[serde(default, deserialize_with = "compared_of_either_kind")]
+    pub(super) compared: BTreeMap<String, (u64, CompareReport)>,
 }
 
 /// A seat's exercise, with what the board's summaries are made of.
@@ -183,7 +188,7 @@ impl Room {
             ready: None,
             joined_from: None,
             drill: None,
-            compared: None,
+            compared: BTreeMap::new(),
         });
         entry.token = Some(token.clone());
         entry.joined_from = from;
@@ -279,9 +284,10 @@ impl Room {
     }
 
     /// `POST /room/compare`: a seat's before and after taken, or why not. A
-    /// later comparison replaces the earlier, so a seat holds one. Its
-    /// scenario need not be an exercise's: a drill's, or the default
-    /// server's, is a before and after too.
+    /// later comparison of the same exercise replaces the earlier, so a seat
+    /// holds one an exercise, and at most [`COMPARED_KEPT_PER_SEAT`] (the
+    /// oldest goes). Its scenario need not be an exercise's: a drill's, or
+    /// the default server's, is a before and after too.
     pub fn compare(
         &mut self,
         token: &str,
@@ -295,7 +301,15 @@ impl Room {
         }
         let (exercise, headline) = (report.exercise.clone(), report.headline());
         let seat = self.seats.get_mut(&name).expect("owned_by found it");
-        seat.compared = Some((now_ms, report));
+        if !seat.compared.contains_key(&exercise) && seat.compared.len() >= COMPARED_KEPT_PER_SEAT {
+            let oldest = seat
+                .compared
+                .iter()
+                .min_by_key(|(_, (at_ms, _))| *at_ms)
+                .map(|(name, _)| name.clone());
+            seat.compared.remove(&oldest.expect("the seat keeps some"));
+        }
+        seat.compared.insert(exercise.clone(), (now_ms, report));
         self.happened(
             now_ms,
             &name,
@@ -525,6 +539,27 @@ fn check_labels(cell: &CellRecord, p: &CheckProgress) -> Result<(), Refusal> {
 
 /// Equal in time that does not depend on where they differ: a token guessed a
 /// byte at a time learns nothing from how fast it is refused.
+/// A seat's comparisons as a state file keeps them: one an exercise, or the
+/// one comparison a state file from before kept (it is kept under its
+/// exercise).
+fn compared_of_either_kind<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, (u64, CompareReport)>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        ByExercise(BTreeMap<String, (u64, CompareReport)>),
+        Latest(Option<(u64, CompareReport)>),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::ByExercise(all) => all,
+        Either::Latest(one) => one
+            .map(|(at_ms, report)| (report.exercise.clone(), (at_ms, report)))
+            .into_iter()
+            .collect(),
+    })
+}
+
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()

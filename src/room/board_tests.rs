@@ -402,10 +402,28 @@ fn the_csv_has_a_line_per_seat_and_exercise_checked() {
         progress(Some(9.0), Some(190.0), Some("solved")),
         3 * MIN,
     );
+    use super::compared_tests::figure;
+    let compared = simulator_api::room::CompareReport {
+        seat: "alice".into(),
+        exercise: "sequential-persist".into(),
+        before: "first failing check".into(),
+        after: "this check".into(),
+        rows: vec![
+            figure("latency p99", "better"),
+            figure("blocked share", "better"),
+        ],
+    };
+    room.compare("token-of-alice", compared, 3 * MIN).unwrap();
     let csv = room.csv(&exercises(), 3 * MIN, 10 * MIN);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 2, "{csv}");
     assert!(lines[0].starts_with("seat,exercise,state,attempts,"));
+    assert!(lines[0].ends_with(",stuck,compared"), "{}", lines[0]);
+    assert!(
+        lines[1].ends_with(",false,\"better: latency p99, blocked share\""),
+        "{}",
+        lines[1]
+    );
     assert!(
         lines[1].starts_with(
             "alice,sequential-persist,solved,1,1970-01-01T00:03:00Z,1970-01-01T00:03:00Z,0.0,"

@@ -1,6 +1,7 @@
 //! The rules of a seat's before and after in the room (`POST /room/compare`):
-//! the seat's own and bounded, the latest kept, its headline on the board and
-//! its figures seen by the rows' rule.
+//! the seat's own and bounded, the latest of each exercise kept (at most
+//! [`COMPARED_KEPT_PER_SEAT`]), the seat's latest headline on the board and
+//! the figures seen by the rows' rule.
 
 use simulator_api::room::{
     CompareReport, ComparedFigure, Happening, Viewer, COMPARED_TEXT_MAX, ROOM_COMPARED_MAX,
@@ -20,7 +21,8 @@ fn room_of(seats: &[&str]) -> Room {
     room
 }
 
-fn figure(name: &str, verdict: &str) -> ComparedFigure {
+/// A figure of a comparison, as `compare` prints one (the CSV's test too).
+pub(super) fn figure(name: &str, verdict: &str) -> ComparedFigure {
     ComparedFigure {
         span: "the run".into(),
         figure: name.into(),
@@ -79,16 +81,24 @@ fn a_comparison_is_the_seats_own_and_bounded() {
         assert!(matches!(refused, Err(Refusal::BadReport(_))), "{refused:?}");
     }
     assert!(
-        room.seats["ada"].compared.is_none(),
+        room.seats["ada"].compared.is_empty(),
         "nothing refused is kept"
     );
 }
 
 #[test]
-fn the_latest_comparison_is_kept_its_headline_on_the_board_its_figures_by_the_rows_rule() {
+fn each_exercises_latest_is_kept_the_seats_latest_headline_on_the_board_the_figures_by_the_rows_rule(
+) {
     let mut room = room_of(&["ada", "bob"]);
     let first = vec![figure("latency p99", "~"), figure("throughput /s", "~")];
-    send(&mut room, "ada", compared("ada", "drill", first), 1).unwrap();
+    send(&mut room, "ada", compared("ada", "drill", first.clone()), 1).unwrap();
+    send(
+        &mut room,
+        "ada",
+        compared("ada", "throughput-plateau", first),
+        2,
+    )
+    .unwrap();
     let second = vec![
         figure("throughput /s", "worse"),
         figure("blocked share", "better"),
@@ -98,14 +108,18 @@ fn the_latest_comparison_is_kept_its_headline_on_the_board_its_figures_by_the_ro
         &mut room,
         "ada",
         compared("ada", "throughput-plateau", second),
-        2,
+        3,
     )
     .unwrap();
     let exercises = EXERCISES.map(String::from);
     let board = room.board(&exercises, looking(Viewer::Facilitator, None));
     let ada = board.seats.iter().find(|r| r.seat == "ada").unwrap();
     let shown = ada.compared.as_ref().unwrap();
-    assert_eq!(shown.exercise, "throughput-plateau", "the latest replaces");
+    assert_eq!(
+        (shown.exercise.as_str(), shown.at_ms),
+        ("throughput-plateau", 3),
+        "the seat's latest"
+    );
     assert_eq!(
         shown.headline,
         "better: blocked share, latency p99; worse: throughput /s"
@@ -116,14 +130,27 @@ fn the_latest_comparison_is_kept_its_headline_on_the_board_its_figures_by_the_ro
         .filter(|e| e.what == Happening::Compared)
         .map(|e| e.detail.as_str())
         .collect();
-    assert_eq!(noted, ["~ on every figure", shown.headline.as_str()]);
     assert_eq!(
-        room.comparisons(looking(Viewer::Facilitator, None)).len(),
-        1
+        noted,
+        [
+            "~ on every figure",
+            "~ on every figure",
+            shown.headline.as_str()
+        ]
+    );
+    let all = room.comparisons(looking(Viewer::Facilitator, None));
+    let kept: Vec<(&str, u64)> = all
+        .iter()
+        .map(|c| (c.report.exercise.as_str(), c.at_ms))
+        .collect();
+    assert_eq!(
+        kept,
+        [("throughput-plateau", 3), ("drill", 1)],
+        "an exercise's later comparison replaces its earlier; the latest first"
     );
     assert_eq!(
         room.comparisons(looking(Viewer::Seat, Some("ada"))).len(),
-        1
+        2
     );
     assert!(room
         .comparisons(looking(Viewer::Seat, Some("bob")))
@@ -134,4 +161,33 @@ fn the_latest_comparison_is_kept_its_headline_on_the_board_its_figures_by_the_ro
     room.revealed = true;
     let seen = room.comparisons(looking(Viewer::Projector, None));
     assert_eq!(seen[0].report.rows.len(), 3);
+}
+
+#[test]
+fn a_seat_keeps_at_most_its_share_of_comparisons_the_oldest_going_first() {
+    let mut room = room_of(&["ada"]);
+    let rows = || vec![figure("latency p99", "better")];
+    for k in 0..=COMPARED_KEPT_PER_SEAT as u64 {
+        let exercise = format!("exercise-{k}");
+        send(&mut room, "ada", compared("ada", &exercise, rows()), 10 + k).unwrap();
+    }
+    let kept = &room.seats["ada"].compared;
+    assert_eq!(kept.len(), COMPARED_KEPT_PER_SEAT);
+    assert!(!kept.contains_key("exercise-0"), "the oldest went");
+    assert!(kept.contains_key(&format!("exercise-{COMPARED_KEPT_PER_SEAT}")));
+}
+
+#[test]
+fn a_state_file_from_before_keeps_its_one_comparison_under_its_exercise() {
+    let mut room = room_of(&["ada"]);
+    let rows = vec![figure("latency p99", "better")];
+    send(&mut room, "ada", compared("ada", "drill", rows), 7).unwrap();
+    let mut file = serde_json::to_value(&room).unwrap();
+    let one = file["seats"]["ada"]["compared"]["drill"].take();
+    file["seats"]["ada"]["compared"] = one;
+    let read: Room = serde_json::from_value(file.clone()).unwrap();
+    assert_eq!(read.seats["ada"].compared, room.seats["ada"].compared);
+    file["seats"]["ada"]["compared"] = serde_json::Value::Null;
+    let none: Room = serde_json::from_value(file).unwrap();
+    assert!(none.seats["ada"].compared.is_empty());
 }

@@ -173,21 +173,36 @@ pub async fn report_drill(
 }
 
 /// A before and after told apart from their noise, for the seat's cell of
-/// `exercise` (`compare` with the room's line): the seat's row's URL when
-/// the room took it.
+/// `exercise` (a check against the seat's before, or `compare` with the
+/// room's line), its runs called `names`: the seat's row's URL when the room
+/// took it. The room keeps the first [`ROOM_COMPARED_MAX`] figures.
+///
+/// [`ROOM_COMPARED_MAX`]: simulator_api::room::ROOM_COMPARED_MAX
 pub async fn report_comparison(
     args: &RoomArgs,
     exercise: &str,
-    before: &str,
-    after: &str,
-    rows: Vec<simulator_api::room::ComparedFigure>,
+    names: [&str; 2],
+    c: &simulator_clients::compare::Comparison,
 ) -> Result<String, String> {
+    let rows: Vec<_> = c
+        .rows
+        .iter()
+        .take(simulator_api::room::ROOM_COMPARED_MAX)
+        .map(|r| simulator_api::room::ComparedFigure {
+            span: r.span.clone(),
+            figure: r.figure.clone(),
+            before: r.value_text(r.before),
+            after: r.value_text(r.after),
+            change: r.change_text(),
+            verdict: r.verdict.word().to_owned(),
+        })
+        .collect();
     send_once(args, "/room/compare", |seat| {
         simulator_api::room::CompareReport {
             seat: seat.to_owned(),
             exercise: exercise.to_owned(),
-            before: before.to_owned(),
-            after: after.to_owned(),
+            before: names[0].to_owned(),
+            after: names[1].to_owned(),
             rows,
         }
     })
@@ -322,12 +337,6 @@ fn remember(invitation: &Invitation, name: &str, token: &str) {
 /// `~/.local/state`): one file a room and seat, so eight checks of one
 /// machine's seats never write the same file.
 pub fn token_file(invitation: &Invitation, name: &str) -> Option<PathBuf> {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/state"))
-        })?;
     let room: String = invitation
         .base
         .trim_start_matches("http://")
@@ -341,8 +350,8 @@ pub fn token_file(invitation: &Invitation, name: &str) -> Option<PathBuf> {
         })
         .collect();
     Some(
-        state
-            .join("system-simulator/rooms")
+        crate::local::state_dir()?
+            .join("rooms")
             .join(room)
             .join(format!("{name}.token")),
     )

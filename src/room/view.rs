@@ -96,19 +96,25 @@ impl Room {
             .collect()
     }
 
-    /// `GET /room/comparisons`: the last before and after of each seat
-    /// `looking` may see, by the rows' rule.
+    /// `GET /room/comparisons`: the last before and after of each exercise
+    /// of each seat `looking` may see, by the rows' rule; a seat's latest
+    /// first.
     pub fn comparisons(&self, looking: Looking<'_>) -> Vec<SeatComparison> {
         self.seats
             .iter()
             .filter(|(name, _)| self.sees(looking, name))
-            .filter_map(|(name, seat)| {
-                let (at_ms, report) = seat.compared.as_ref()?;
-                Some(SeatComparison {
-                    seat: name.clone(),
-                    at_ms: *at_ms,
-                    report: report.clone(),
-                })
+            .flat_map(|(name, seat)| {
+                let mut all: Vec<SeatComparison> = seat
+                    .compared
+                    .values()
+                    .map(|(at_ms, report)| SeatComparison {
+                        seat: name.clone(),
+                        at_ms: *at_ms,
+                        report: report.clone(),
+                    })
+                    .collect();
+                all.sort_by_key(|c| std::cmp::Reverse(c.at_ms));
+                all
             })
             .collect()
     }
@@ -183,7 +189,7 @@ impl Room {
             stuck_after_ms,
         };
         let mut out = String::from(
-            "seat,exercise,state,attempts,first_started,solved,minutes_to_solve,failed_condition,failed_value,failed_bound,stuck\n",
+            "seat,exercise,state,attempts,first_started,solved,minutes_to_solve,failed_condition,failed_value,failed_bound,stuck,compared\n",
         );
         for seat in self.board(exercises, looking).seats {
             for cell in &seat.cells {
@@ -192,8 +198,13 @@ impl Room {
                     .stuck
                     .as_ref()
                     .is_some_and(|s| s.exercise == cell.exercise);
+                let compared = self.seats[&seat.seat]
+                    .compared
+                    .get(&cell.exercise)
+                    .map(|(_, report)| csv_text(&report.headline()))
+                    .unwrap_or_default();
                 out.push_str(&format!(
-                    "{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     seat.seat,
                     cell.exercise,
                     serde_json::to_value(cell.state)
@@ -210,6 +221,7 @@ impl Room {
                     failed.and_then(|f| f.value).map(number).unwrap_or_default(),
                     failed.map(|f| csv_text(&f.bound)).unwrap_or_default(),
                     stuck,
+                    compared,
                 ));
             }
         }
@@ -253,11 +265,15 @@ fn row(name: &str, seat: &Seat, exercises: &[String], looking: Looking<'_>) -> S
             findings: report.findings.clone(),
             steps: report.trail.len(),
         }),
-        compared: seat.compared.as_ref().map(|(at_ms, report)| SeatCompared {
-            at_ms: *at_ms,
-            exercise: report.exercise.clone(),
-            headline: report.headline(),
-        }),
+        compared: seat
+            .compared
+            .values()
+            .max_by_key(|(at_ms, _)| *at_ms)
+            .map(|(at_ms, report)| SeatCompared {
+                at_ms: *at_ms,
+                exercise: report.exercise.clone(),
+                headline: report.headline(),
+            }),
     }
 }
 

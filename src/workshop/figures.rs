@@ -412,7 +412,7 @@ fn told_apart(before: &Verdict, after: &Verdict) -> anyhow::Result<String> {
     let (Some(b), Some(a)) = (before.load(), after.load()) else {
         return Ok(String::new());
     };
-    let c = compare::before_and_after(b, a, "after")?;
+    let c = compare::before_and_after(b, a, ["before", "after"])?;
     let mut out = format!("\n{TOLD_APART_HEADER}\n| --- | ---: | ---: | ---: | --- |\n");
     // The whole window comes first; a load with a plan adds its stages, which
     // the pages leave out.

@@ -13,6 +13,7 @@
 //! The exercises are the scenarios themselves (`scenarios/*.toml`: `headline`,
 //! `ticket`, `[[check]]`), so a page, the server and the check cannot disagree.
 
+pub mod before;
 pub mod check;
 pub mod confine;
 pub mod drill;
@@ -131,6 +132,11 @@ pub struct CheckArgs {
     /// or open in Perfetto (`export`) beside another check's.
     #[arg(long, value_name = "FILE.isim")]
     pub record: Option<std::path::PathBuf>,
+    /// Keep this check as the exercise's before, whatever it reads: later
+    /// checks are measured against it [default: the first check that
+    /// failed is the before].
+    #[arg(long)]
+    pub new_before: bool,
 }
 
 /// The exercise called `name` (its own name or its cause's), or numbered `name`
@@ -306,21 +312,7 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         Some(text) => shlex::split(text)
             .with_context(|| format!("--client-change {text:?}: unbalanced quotes"))?,
     };
-    let load = chosen.load_with(&change)?;
-    println!(
-        "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
-        chosen.visible_name(),
-        window.as_secs(),
-        crate::local::shell_line(&load.words_without_duration())
-    );
-    if let Some(incident) = chosen.incident.first() {
-        println!(
-            "  with its incident {} s in, for {} s: {}",
-            incident.at.as_secs_f64(),
-            incident.lasts.as_secs_f64(),
-            incident.summary
-        );
-    }
+    announce(&chosen, target, window, &chosen.load_with(&change)?);
     let room = crate::room::seat::SeatLink::open(&args.room).await;
     let audience = progress::Audience {
         target: target.to_owned(),
@@ -359,11 +351,61 @@ async fn check_exercise(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(room) = room {
         room.finish().await;
     }
+    measure_against_the_before(args, &chosen, &verdict).await;
     Ok(if verdict.passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What the check is about to run: its load, its window and its incident.
+fn announce(chosen: &Scenario, target: &str, window: Duration, load: &simulator_api::Load) {
+    println!(
+        "workshop check {} against {target}: {} s of the ticket's load (sim-clients {})",
+        chosen.visible_name(),
+        window.as_secs(),
+        crate::local::shell_line(&load.words_without_duration())
+    );
+    if let Some(incident) = chosen.incident.first() {
+        println!(
+            "  with its incident {} s in, for {} s: {}",
+            incident.at.as_secs_f64(),
+            incident.lasts.as_secs_f64(),
+            incident.summary
+        );
+    }
+}
+
+/// The check against the exercise's before (`before.rs`), printed under the
+/// verdict and, with the room's line, sent as the seat's before and after.
+async fn measure_against_the_before(args: &CheckArgs, chosen: &Scenario, verdict: &check::Verdict) {
+    let exercise = chosen.visible_name();
+    let seat = args.room.room.as_ref().and(args.room.seat.as_deref());
+    let Some(path) = before::file(seat, exercise) else {
+        return; // no home to keep it in: nothing to say each time
+    };
+    match before::after_check(&path, verdict, args.new_before) {
+        before::Outcome::Nothing => {}
+        before::Outcome::Kept(path) => println!(
+            "kept as the before of {exercise} ({}): each later check of it is measured against it (--new-before keeps another)",
+            path.display()
+        ),
+        before::Outcome::Trouble(why) => eprintln!("note: no before and after: {why}"),
+        before::Outcome::Compared(c) => {
+            println!(
+                "\nmeasured against the before (each second resampled in blocks, 99 % intervals; `~` is no change told apart from noise):\n{}",
+                simulator_clients::compare::render(&c)
+            );
+            if args.room.room.is_some() {
+                let names = [c.before.as_str(), c.after.as_str()];
+                match crate::room::seat::report_comparison(&args.room, exercise, names, &c).await {
+                    Ok(link) => println!("the room has this before and after: {link}"),
+                    Err(why) => eprintln!("note: the room does not show this before and after: {why}"),
+                }
+            }
+        }
+    }
 }
 
 /// The ticket and what to run, printed after the server's own banner.

@@ -257,14 +257,15 @@ pub fn compare_reports(
 
 /// Two reports held in memory compared by `compare`'s defaults, with no A/A
 /// run: the demo's two runs, and a workshop check's before and after a fix.
+/// `names`: what the before and the after are called.
 pub fn before_and_after(
     before: &Report,
     after: &Report,
-    after_name: &str,
+    names: [&str; 2],
 ) -> anyhow::Result<Comparison> {
     let names = Names {
-        before: "before".into(),
-        after: after_name.into(),
+        before: names[0].into(),
+        after: names[1].into(),
         aa: None,
     };
     let runs = Runs {

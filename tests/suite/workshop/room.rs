@@ -73,8 +73,13 @@ impl Room {
     }
 
     async fn board(&self) -> Value {
+        self.as_facilitator("/room/board").await.json()
+    }
+
+    /// GET `path` with the facilitator's key.
+    async fn as_facilitator(&self, path: &str) -> common::Response {
         let auth = format!("Bearer {}", self.key);
-        let url = format!("{}/room/board", self.url);
+        let url = format!("{}{path}", self.url);
         let r = send(
             &client(),
             Method::GET,
@@ -83,8 +88,8 @@ impl Room {
             "",
         )
         .await;
-        assert!(r.status.is_success(), "{}", r.body);
-        r.json()
+        assert!(r.status.is_success(), "{path}: {}", r.body);
+        r
     }
 
     /// SIGTERM, as a facilitator's Ctrl-C: the room writes its file and exits.
@@ -336,24 +341,71 @@ async fn eight_seats_show_on_the_facilitators_page_within_5_s_of_their_verdicts_
         Duration::from_secs(20),
     )
     .await;
-    let again_check = check_as(&seats[0], &servers[0].url, &again.invitation(), dir.path())
+    // seat-2 fixes its server and checks again, as seat-2 of the restarted
+    // room: its token still reports, and the check is measured against its
+    // first (failing) one, kept on the laptop, which the room then shows as
+    // seat-2's before and after.
+    let fixed = put_json(&client(), &format!("{}/admin/config", servers[1].url), FIX).await;
+    assert!(fixed.status.is_success(), "{}", fixed.body);
+    let again_check = check_as(&seats[1], &servers[1].url, &again.invitation(), dir.path())
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&again_check.stdout);
     assert!(text.contains("the room has this verdict"), "{text}");
+    assert!(text.contains("measured against the before"), "{text}");
+    assert!(
+        text.contains("the room has this before and after"),
+        "{text}"
+    );
     let board = again.board().await;
-    let first = &board["seats"][0]["cells"][0];
-    // Solved at its first attempt stays so; a fixed seat that failed it on a
-    // loaded machine is judged by this second one.
-    let expected = match (passed_at[0], again_check.status.success()) {
-        (true, _) => ("solved", 1),
-        (false, true) => ("solved", 2),
-        (false, false) => ("failed", 2),
+    let second = &board["seats"][1];
+    // Failed at its first attempt (without the fix); judged now by this one,
+    // which fails only if the loaded machine pushes the fixed server's
+    // latency over its bound (above).
+    let expected = match again_check.status.success() {
+        true => "solved",
+        false => "failed",
     };
     assert_eq!(
-        (first["state"].as_str(), first["attempts"].as_u64()),
-        (Some(expected.0), Some(expected.1))
+        (
+            second["cells"][0]["state"].as_str(),
+            second["cells"][0]["attempts"].as_u64()
+        ),
+        (Some(expected), Some(2))
     );
+    assert_eq!(second["compared"]["exercise"], EXERCISE, "{second}");
+    let comparisons = again.as_facilitator("/room/comparisons").await;
+    let seat_2 = comparisons
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["seat"] == "seat-2")
+        .cloned()
+        .unwrap_or_else(|| panic!("{}", comparisons.body));
+    let before = seat_2["report"]["before"].as_str().unwrap();
+    assert!(
+        before.starts_with("the first failing check of "),
+        "{seat_2}"
+    );
+    let figures: Vec<&str> = seat_2["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["figure"].as_str().unwrap())
+        .collect();
+    for figure in simulator_clients::compare::FIGURES {
+        assert!(figures.contains(&figure.name().as_str()), "{seat_2}");
+    }
+    // The CSV a facilitator downloads has it on seat-2's line.
+    let csv = again.as_facilitator("/room.csv").await;
+    let line = csv
+        .body
+        .lines()
+        .find(|l| l.starts_with("seat-2,"))
+        .unwrap_or_else(|| panic!("{}", csv.body));
+    let headline = second["compared"]["headline"].as_str().unwrap();
+    assert!(line.contains(headline), "{line} lacks {headline}");
 }
 
 /// The seed the room gives for its drill: a draw of semaphore starvation.
