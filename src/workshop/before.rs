@@ -76,9 +76,25 @@ pub fn file(seat: Option<&str>, exercise: &str) -> Option<PathBuf> {
     Some(
         crate::local::state_dir()?
             .join("befores")
-            .join(seat.unwrap_or("this-laptop"))
-            .join(format!("{exercise}.json")),
+            .join(component(seat.unwrap_or("this-laptop")))
+            .join(format!("{}.json", component(exercise))),
     )
+}
+
+/// `name` as one file name of the folder: a scenario file's name may hold
+/// any text, and a seat's `..` must not climb out of `befores/`.
+fn component(name: &str) -> String {
+    let kept: String = name
+        .chars()
+        .map(|c| match c.is_ascii_alphanumeric() || "-_.".contains(c) {
+            true => c,
+            false => '_',
+        })
+        .collect();
+    match kept.starts_with('.') || kept.is_empty() {
+        true => format!("_{kept}"),
+        false => kept,
+    }
 }
 
 /// What a check's verdict does to the before kept in `path`.
@@ -164,6 +180,14 @@ mod tests {
                 "--new-before, whatever came before"
             );
         }
+    }
+
+    #[test]
+    fn a_seat_or_an_exercise_names_one_file_of_the_folder_whatever_it_holds() {
+        assert_eq!(component("seat-1"), "seat-1");
+        assert_eq!(component(".."), "_..");
+        assert_eq!(component("a/../b c"), "a_.._b_c");
+        assert_eq!(component(""), "_");
     }
 
     #[test]
