@@ -537,8 +537,6 @@ fn check_labels(cell: &CellRecord, p: &CheckProgress) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Equal in time that does not depend on where they differ: a token guessed a
-/// byte at a time learns nothing from how fast it is refused.
 /// A seat's comparisons as a state file keeps them: one an exercise, or the
 /// one comparison a state file from before kept (it is kept under its
 /// exercise).
@@ -560,6 +558,8 @@ fn compared_of_either_kind<'de, D: serde::Deserializer<'de>>(
     })
 }
 
+/// Equal in time that does not depend on where they differ: a token guessed a
+/// byte at a time learns nothing from how fast it is refused.
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()

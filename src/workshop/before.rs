@@ -52,10 +52,21 @@ pub fn step(has_before: bool, passed: bool, new_before: bool) -> Step {
 struct Kept {
     /// When it was checked (RFC 3339), for its name in the comparison.
     checked_at: String,
-    /// Whether its verdict was a pass (a `--new-before` may be).
-    passed: bool,
+    /// Whether the attendee chose it (`--new-before`) rather than its
+    /// verdict (the first failure).
+    chosen: bool,
     /// Its load, second by second.
     load: Report,
+}
+
+impl Kept {
+    /// What the comparison calls it.
+    fn name(&self) -> String {
+        match self.chosen {
+            true => format!("the check kept as the before at {}", self.checked_at),
+            false => format!("the first failing check of {}", self.checked_at),
+        }
+    }
 }
 
 /// What happened to the before, for the attendee (and the room).
@@ -99,27 +110,32 @@ fn component(name: &str) -> String {
 
 /// What a check's verdict does to the before kept in `path`.
 pub fn after_check(path: &Path, verdict: &Verdict, new_before: bool) -> Outcome {
-    let Some(load) = verdict.load() else {
-        return Outcome::Nothing;
+    match verdict.load() {
+        Some(load) => after_load(path, load, verdict.passed(), new_before),
+        None => Outcome::Nothing,
+    }
+}
+
+/// What a judged check's `load` does to the before kept in `path`. With
+/// `new_before` the kept one is not read: that is how a before this version
+/// cannot read is replaced.
+fn after_load(path: &Path, load: &Report, passed: bool, new_before: bool) -> Outcome {
+    let kept = match new_before {
+        true => None,
+        false => match read(path) {
+            Ok(kept) => kept,
+            Err(why) => return Outcome::Trouble(why),
+        },
     };
-    let kept = match read(path) {
-        Ok(kept) => kept,
-        Err(why) => return Outcome::Trouble(why),
-    };
-    match step(kept.is_some(), verdict.passed(), new_before) {
+    match step(kept.is_some(), passed, new_before) {
         Step::Nothing => Outcome::Nothing,
-        Step::Keep => match write(path, load, verdict.passed()) {
+        Step::Keep => match write(path, load, new_before) {
             Ok(()) => Outcome::Kept(path.to_owned()),
             Err(why) => Outcome::Trouble(why),
         },
         Step::Compare => {
             let kept = kept.expect("a before to compare with");
-            let before = format!(
-                "the {} check of {}",
-                if kept.passed { "kept" } else { "first failing" },
-                kept.checked_at
-            );
-            match compare::before_and_after(&kept.load, load, [&before, "this check"]) {
+            match compare::before_and_after(&kept.load, load, [&kept.name(), "this check"]) {
                 Ok(comparison) => Outcome::Compared(Box::new(comparison)),
                 Err(e) => Outcome::Trouble(format!("comparing with {}: {e:#}", path.display())),
             }
@@ -144,10 +160,10 @@ fn read(path: &Path) -> Result<Option<Kept>, String> {
 
 /// Keeps `load` as the before in `path`: written beside it and renamed, so
 /// a check that reads it meanwhile reads the old one or the new, never half.
-fn write(path: &Path, load: &Report, passed: bool) -> Result<(), String> {
+fn write(path: &Path, load: &Report, chosen: bool) -> Result<(), String> {
     let kept = Kept {
         checked_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        passed,
+        chosen,
         load: load.clone(),
     };
     let text = serde_json::to_vec(&kept).map_err(|e| e.to_string())?;
@@ -191,12 +207,19 @@ mod tests {
     }
 
     #[test]
-    fn a_before_this_version_cannot_read_says_how_to_keep_a_new_one() {
+    fn a_before_this_version_cannot_read_says_how_to_keep_a_new_one_and_that_keeps_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sequential-persist.json");
         assert!(matches!(read(&path), Ok(None)), "none kept yet");
         std::fs::write(&path, "{\"checked_at\": 3}").unwrap();
         let why = read(&path).unwrap_err();
         assert!(why.contains("--new-before"), "{why}");
+        let load = Report::of_nothing(&simulator_clients::LoadPlan::default());
+        let failed = after_load(&path, &load, false, false);
+        assert!(matches!(failed, Outcome::Trouble(_)), "{failed:?}");
+        let chosen = after_load(&path, &load, false, true);
+        assert!(matches!(chosen, Outcome::Kept(_)), "{chosen:?}");
+        let kept = read(&path).unwrap().expect("kept");
+        assert!(kept.name().starts_with("the check kept as the before at "));
     }
 }
