@@ -138,7 +138,7 @@ fn each_exercises_latest_is_kept_the_seats_latest_headline_on_the_board_the_figu
             shown.headline.as_str()
         ]
     );
-    let all = room.comparisons(looking(Viewer::Facilitator, None));
+    let all = room.comparisons(looking(Viewer::Facilitator, None), Some("ada"));
     let kept: Vec<(&str, u64)> = all
         .iter()
         .map(|c| (c.report.exercise.as_str(), c.at_ms))
@@ -149,17 +149,23 @@ fn each_exercises_latest_is_kept_the_seats_latest_headline_on_the_board_the_figu
         "an exercise's later comparison replaces its earlier; the latest first"
     );
     assert_eq!(
-        room.comparisons(looking(Viewer::Seat, Some("ada"))).len(),
+        room.comparisons(looking(Viewer::Seat, Some("ada")), Some("ada"))
+            .len(),
         2
     );
     assert!(room
-        .comparisons(looking(Viewer::Seat, Some("bob")))
+        .comparisons(looking(Viewer::Seat, Some("bob")), Some("ada"))
         .is_empty());
     assert!(room
-        .comparisons(looking(Viewer::Projector, None))
+        .comparisons(looking(Viewer::Projector, None), None)
         .is_empty());
     room.revealed = true;
-    let seen = room.comparisons(looking(Viewer::Projector, None));
+    let seen = room.comparisons(looking(Viewer::Projector, None), None);
+    assert_eq!(
+        seen.len(),
+        1,
+        "without a seat named, each seat's latest alone"
+    );
     assert_eq!(seen[0].report.rows.len(), 3);
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::rejection::ExtensionRejection;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -328,13 +328,23 @@ async fn compare(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /room/comparisons`: the seats' last befores and afters this viewer
-/// may see; the board carries each one's headline only.
+/// `GET /room/comparisons[?seat=NAME]`: the befores and afters this viewer
+/// may see, each seat's latest, or every exercise's of the seat named; the
+/// board carries each seat's latest headline only.
 async fn comparisons(
     State(shared): State<Arc<Shared>>,
     asker: Asker,
+    Query(which): Query<WhichSeat>,
 ) -> Result<Json<Vec<SeatComparison>>, Refused> {
-    seen_by(&shared, &asker, Room::comparisons)
+    seen_by(&shared, &asker, |room, looking| {
+        room.comparisons(looking, which.seat.as_deref())
+    })
+}
+
+/// The query of `GET /room/comparisons`.
+#[derive(Debug, serde::Deserialize)]
+struct WhichSeat {
+    seat: Option<String>,
 }
 
 async fn reveal(

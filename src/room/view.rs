@@ -96,12 +96,17 @@ impl Room {
             .collect()
     }
 
-    /// `GET /room/comparisons`: the last before and after of each exercise
-    /// of each seat `looking` may see, by the rows' rule; a seat's latest
-    /// first.
-    pub fn comparisons(&self, looking: Looking<'_>) -> Vec<SeatComparison> {
+    /// `GET /room/comparisons`: the befores and afters `looking` may see, by
+    /// the rows' rule. Of each seat its latest; of the seat `only` names,
+    /// each exercise's, the latest first. So one answer holds a comparison a
+    /// seat (as many as the room has seats) or one seat's (at most
+    /// [`COMPARED_KEPT_PER_SEAT`]), never every seat's every one.
+    ///
+    /// [`COMPARED_KEPT_PER_SEAT`]: super::board::COMPARED_KEPT_PER_SEAT
+    pub fn comparisons(&self, looking: Looking<'_>, only: Option<&str>) -> Vec<SeatComparison> {
         self.seats
             .iter()
+            .filter(|(name, _)| only.is_none_or(|only| only == name.as_str()))
             .filter(|(name, _)| self.sees(looking, name))
             .flat_map(|(name, seat)| {
                 let mut all: Vec<SeatComparison> = seat
@@ -114,6 +119,9 @@ impl Room {
                     })
                     .collect();
                 all.sort_by_key(|c| std::cmp::Reverse(c.at_ms));
+                if only.is_none() {
+                    all.truncate(1);
+                }
                 all
             })
             .collect()
